@@ -1,0 +1,118 @@
+"""``Catalog``: the handle the CLI, the controller and the Spark driver share.
+
+It knows nothing of Kubernetes. Connection failures become ``CatalogUnavailable`` with a
+credential-free description of the location.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..errors import CatalogNotFound, CatalogUnavailable, SchemaNotFound, TableNotFound
+from ..model.changes import Change
+from ..model.state import CatalogState, SnapshotInfo, SnapshotRecord, TableState
+from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog
+from .commit import DEFAULT_AUTHOR, CommitResult, commit_changes
+from .connect import CatalogLocation, create_engine, describe_db_error
+from .read import load_catalog_state, load_snapshot, load_snapshots
+
+
+class Catalog:
+    def __init__(self, location: CatalogLocation, engine: sa.Engine | None = None) -> None:
+        self.location = location
+        self.engine = engine or create_engine(location)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def create(cls, location: CatalogLocation, data_path: str, options: Mapping[str, object] | None = None) -> "Catalog":
+        """Initialise a new catalog; fails if one already exists there."""
+        catalog = cls(location)
+        with catalog._connection() as conn, conn.begin():
+            if catalog_exists(conn, location.schema):
+                from ..errors import AlreadyExists
+
+                raise AlreadyExists(f"{location.describe()} already holds a DuckLake catalog")
+            initialize_catalog(conn, dialect=location.dialect, pg_schema=location.schema, data_path=data_path, options=options)
+        return catalog
+
+    @classmethod
+    def open(cls, location: CatalogLocation, *, expected_data_path: str | None = None) -> "Catalog":
+        """Adopt an existing catalog after checking its format version."""
+        catalog = cls(location)
+        with catalog._connection() as conn:
+            if not catalog_exists(conn, location.schema):
+                raise CatalogNotFound(f"{location.describe()} holds no DuckLake catalog")
+            adopt_catalog(conn, location.describe(), expected_data_path)
+        return catalog
+
+    @classmethod
+    def open_or_create(
+        cls, location: CatalogLocation, data_path: str, options: Mapping[str, object] | None = None,
+    ) -> tuple["Catalog", bool]:
+        """Adopt the catalog at ``location`` or create it; returns (catalog, created)."""
+        catalog = cls(location)
+        with catalog._connection() as conn:
+            exists = catalog_exists(conn, location.schema)
+            if exists:
+                adopt_catalog(conn, location.describe(), data_path)
+        if exists:
+            return catalog, False
+        catalog.engine.dispose()
+        return cls.create(location, data_path, options), True
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ reads
+
+    def state(self, snapshot_id: int | None = None, **kwargs: Any) -> CatalogState:
+        with self._connection() as conn, conn.begin():
+            return load_catalog_state(conn, snapshot_id, **kwargs)
+
+    def snapshot(self, snapshot_id: int | None = None) -> SnapshotInfo:
+        with self._connection() as conn, conn.begin():
+            return load_snapshot(conn, snapshot_id)
+
+    def snapshots(self, after: int | None = None) -> list[SnapshotRecord]:
+        with self._connection() as conn, conn.begin():
+            return load_snapshots(conn, after)
+
+    def table(self, schema: str, name: str, snapshot_id: int | None = None) -> TableState:
+        state = self.state(snapshot_id)
+        if schema not in state.schemas:
+            raise SchemaNotFound(f"schema {schema!r} does not exist")
+        table = state.table(schema, name)
+        if table is None:
+            raise TableNotFound(f"table {schema}.{name} does not exist")
+        return table
+
+    # ------------------------------------------------------------------ writes
+
+    def commit(
+        self, changes: Sequence[Change], *, author: str = DEFAULT_AUTHOR, message: str | None = None,
+        extra_info: str | None = None, base_snapshot: int | None = None, **kwargs: Any,
+    ) -> CommitResult:
+        """Commit ``changes`` as one snapshot (see ``catalog.commit``)."""
+        return commit_changes(
+            self.engine, changes, dialect=self.location.dialect, pg_schema=self.location.schema,
+            author=author, message=message, extra_info=extra_info, base_snapshot=base_snapshot, **kwargs,
+        )
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _connection(self) -> Iterator[sa.Connection]:
+        try:
+            conn = self.engine.connect()
+        except sa.exc.DBAPIError as exc:
+            raise CatalogUnavailable(f"cannot reach the catalog at {self.location.describe()}: {describe_db_error(exc)}") from None
+        try:
+            yield conn
+        finally:
+            conn.close()
+

@@ -1,0 +1,197 @@
+"""Commit a list of changes as one DuckLake snapshot, in one database transaction.
+
+Protocol (memo §2.2-§2.7), per attempt:
+1. BEGIN (PostgreSQL REPEATABLE READ; SQLite BEGIN IMMEDIATE); read the latest snapshot.
+2. Run every writer against the catalog as it is now: checks, id allocation, buffered rows.
+3. If snapshots were committed since the caller's base, apply DuckDB's conflict rules
+   to them; a logical conflict fails at once with ``CommitConflict`` naming the snapshot.
+4. INSERT the snapshot row first (its primary key serialises writers), then the rows,
+   the ``ducklake_schema_versions`` rows, and ``ducklake_snapshot_changes`` last; COMMIT.
+A primary-key collision or serialization failure means someone committed in between:
+roll back and retry with fresh ids, bounded, with exponential backoff and jitter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import sqlalchemy as sa
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted, CommitStateUnknown
+from ..model.changes import Change
+from .changes_made import Change as Token, parse_changes, render_changes
+from .conflicts import find_conflict
+from .connect import describe_db_error
+from .read import load_metadata, load_snapshot, load_snapshots
+from .tables import T
+from .write import CommitContext, write_change
+
+log = logging.getLogger(__name__)
+
+DEFAULT_AUTHOR = "ducklake-operator"
+MAX_ATTEMPTS = 10  # DuckDB's ducklake_max_retry_count
+# PostgreSQL SQLSTATEs that mean "another writer got there first": unique violation,
+# serialization failure, deadlock.
+_RETRY_SQLSTATES = {"23505", "40001", "40P01"}
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    snapshot_id: int | None  # None: nothing needed a snapshot (no changes, or options only)
+    schema_version: int
+    attempts: int
+    changes_made: str | None = None
+    created_table_ids: dict[str, int] = field(default_factory=dict)
+
+
+class _Collision(Exception):
+    """Another writer committed during our attempt; retry with fresh ids."""
+
+
+def is_collision(exc: sa.exc.DBAPIError) -> bool:
+    code = getattr(exc.orig, "pgcode", None)
+    if code in _RETRY_SQLSTATES:
+        return True
+    text = str(exc.orig).lower()
+    # SQLite: "UNIQUE constraint failed", "database is locked" (busy timeout expired)
+    return "unique constraint" in text or "database is locked" in text
+
+
+def commit_changes(
+    engine: sa.Engine,
+    changes: Sequence[Change],
+    *,
+    dialect: str,
+    pg_schema: str | None = None,
+    author: str = DEFAULT_AUTHOR,
+    message: str | None = None,
+    extra_info: str | None = None,
+    base_snapshot: int | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+    wait: Callable | None = None,  # type: ignore[type-arg]
+    same_files_deleted: Callable[[sa.Connection, int, int], bool] | None = None,
+    extra_writer: Callable[[CommitContext], None] | None = None,
+) -> CommitResult:
+    """Commit ``changes`` as one snapshot; see the module docstring for the protocol.
+
+    ``base_snapshot`` is the snapshot the changes were planned against; if omitted, the
+    latest snapshot at the first attempt. ``extra_writer`` lets other layers (the Spark
+    jobs) add rows inside the same transaction.
+    """
+    base: list[int] = [] if base_snapshot is None else [base_snapshot]
+    attempts = 0
+
+    def attempt() -> CommitResult:
+        nonlocal attempts
+        attempts += 1
+        return _attempt(engine, changes, dialect, pg_schema, author, message, extra_info, base, attempts,
+                        same_files_deleted, extra_writer)
+
+    retrying = Retrying(
+        stop=stop_after_attempt(max_attempts),
+        wait=wait or wait_random_exponential(multiplier=0.05, max=2.0),
+        retry=retry_if_exception_type(_Collision),
+        before_sleep=lambda rs: log.info("commit collided with a concurrent writer; retry %d", rs.attempt_number),
+    )
+    try:
+        return retrying(attempt)
+    except RetryError:
+        raise CommitRetriesExhausted(
+            f"gave up after {attempts} attempts: every attempt collided with a concurrent commit; nothing was committed"
+        ) from None
+
+
+def _attempt(
+    engine: sa.Engine, changes: Sequence[Change], dialect: str, pg_schema: str | None, author: str,
+    message: str | None, extra_info: str | None, base: list[int], attempt_no: int,
+    same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
+    extra_writer: Callable[[CommitContext], None] | None,
+) -> CommitResult:
+    try:
+        conn = engine.connect()
+    except sa.exc.DBAPIError as exc:
+        raise CatalogUnavailable(f"cannot connect to the catalog database: {describe_db_error(exc)}") from None
+    try:
+        trans = conn.begin()
+        try:
+            latest = load_snapshot(conn)
+            if not base:
+                base.append(latest.snapshot_id)
+            ctx = CommitContext(conn=conn, dialect=dialect, pg_schema=pg_schema, base=latest, metadata=load_metadata(conn))
+            for change in changes:
+                write_change(change, ctx)
+            if extra_writer is not None:
+                extra_writer(ctx)
+            if latest.snapshot_id > base[0]:
+                _check_conflicts(conn, ctx.tokens, base[0], same_files_deleted)
+            changes_made = render_changes(ctx.tokens)
+            if ctx.needs_snapshot:
+                _insert_snapshot(conn, ctx, dialect)
+            for statement in ctx.statements:
+                conn.execute(statement)
+            if ctx.needs_snapshot:
+                if ctx.versioned_tables:
+                    conn.execute(T["ducklake_schema_versions"].insert().values([
+                        dict(begin_snapshot=ctx.snapshot_id, schema_version=ctx.schema_version, table_id=tid)
+                        for tid in dict.fromkeys(ctx.versioned_tables)
+                    ]))
+                conn.execute(T["ducklake_snapshot_changes"].insert().values(
+                    snapshot_id=ctx.snapshot_id, changes_made=changes_made, author=author,
+                    commit_message=message, commit_extra_info=extra_info,
+                ))
+        except sa.exc.DBAPIError as exc:
+            trans.rollback()
+            if is_collision(exc):
+                raise _Collision() from exc
+            if exc.connection_invalidated or isinstance(exc, sa.exc.OperationalError):
+                raise CatalogUnavailable(f"lost the catalog database during the commit: {describe_db_error(exc)}; nothing was committed") from None
+            raise
+        except BaseException:
+            trans.rollback()
+            raise
+        try:
+            trans.commit()
+        except sa.exc.DBAPIError as exc:
+            if is_collision(exc):
+                raise _Collision() from exc
+            raise CommitStateUnknown(
+                f"the connection failed while committing snapshot {ctx.snapshot_id}: {describe_db_error(exc)}. "
+                "It may or may not have been committed; re-read the catalog before acting."
+            ) from None
+    finally:
+        conn.close()
+    return CommitResult(
+        snapshot_id=ctx.snapshot_id if ctx.needs_snapshot else None,
+        schema_version=ctx.schema_version, attempts=attempt_no, changes_made=changes_made,
+        created_table_ids=dict(ctx.created_table_ids),
+    )
+
+
+def _insert_snapshot(conn: sa.Connection, ctx: CommitContext, dialect: str) -> None:
+    # PostgreSQL: the catalog's NOW(), as DuckDB; SQLite stores DuckDB's text form.
+    now: object = sa.func.now() if dialect == "postgresql" else datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
+    conn.execute(T["ducklake_snapshot"].insert().values(
+        snapshot_id=ctx.snapshot_id, snapshot_time=now, schema_version=ctx.schema_version,
+        next_catalog_id=ctx.next_catalog_id, next_file_id=ctx.next_file_id,
+    ))
+
+
+def _check_conflicts(
+    conn: sa.Connection, mine: list[Token], base: int,
+    same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
+) -> None:
+    theirs = [(s.snapshot_id, c) for s in load_snapshots(conn, after=base) for c in parse_changes(s.changes_made)]
+    sc = T["ducklake_schema"]
+    schema_names = dict(conn.execute(sa.select(sc.c.schema_id, sc.c.schema_name)).all())
+    checker = (lambda table_id, snapshot_id: same_files_deleted(conn, table_id, snapshot_id)) if same_files_deleted else None
+    conflict = find_conflict(mine, theirs, schema_names=schema_names, same_files_deleted=checker)
+    if conflict is not None:
+        raise CommitConflict(
+            f"conflict with snapshot {conflict.snapshot_id} ({conflict.reason}); nothing was committed. "
+            "Re-read the catalog and plan again.",
+            snapshot_id=conflict.snapshot_id,
+        )

@@ -1,0 +1,80 @@
+"""The one error hierarchy of ducklake-operator.
+
+Layers below the controller raise these; the controller and the CLI map them to
+conditions, retries and exit codes in one place each. ``cleanable`` says whether the
+failure proves that nothing was committed, so files written for the attempt may be
+deleted (Iceberg's CleanableFailure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class DuckLakeError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+    cleanable: bool = False
+
+
+class SpecError(DuckLakeError):
+    """A manifest or an argument is invalid; carries every problem found at once."""
+
+    def __init__(self, problems: Sequence[str] | str, *, source: str | None = None) -> None:
+        self.problems: tuple[str, ...] = (problems,) if isinstance(problems, str) else tuple(problems)
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        super().__init__(prefix + "; ".join(self.problems))
+
+
+class UnsupportedCatalog(DuckLakeError):
+    """The catalog's format version is not the one this operator reads and writes."""
+
+
+class NotFound(DuckLakeError):
+    """A catalog object the request refers to does not exist at the snapshot read."""
+
+
+class CatalogNotFound(NotFound):
+    pass
+
+
+class SchemaNotFound(NotFound):
+    pass
+
+
+class TableNotFound(NotFound):
+    pass
+
+
+class AlreadyExists(DuckLakeError):
+    """A schema or table with that name already exists."""
+
+
+class CatalogUnavailable(DuckLakeError):
+    """The metadata database cannot be reached (connection refused, timeout, auth)."""
+
+    cleanable = True
+
+
+class CommitConflict(DuckLakeError):
+    """A concurrent commit touched what this commit changes; nothing was committed."""
+
+    cleanable = True
+
+    def __init__(self, message: str, *, snapshot_id: int | None = None) -> None:
+        self.snapshot_id = snapshot_id
+        super().__init__(message)
+
+
+class CommitRetriesExhausted(CommitConflict):
+    """Every retry of a commit collided with another writer; nothing was committed."""
+
+
+class CommitStateUnknown(DuckLakeError):
+    """The connection failed during COMMIT: the snapshot may or may not exist.
+
+    Never delete files written for such a commit: they may be referenced.
+    """
+
+    cleanable = False

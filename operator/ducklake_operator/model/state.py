@@ -1,0 +1,218 @@
+"""Observed catalog state at one snapshot: immutable values read once, never mutated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    snapshot_id: int
+    snapshot_time: datetime | str | None
+    schema_version: int
+    next_catalog_id: int
+    next_file_id: int
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    """A row of ``ducklake_snapshot`` joined with its ``ducklake_snapshot_changes``."""
+
+    snapshot_id: int
+    snapshot_time: datetime | str | None
+    schema_version: int
+    changes_made: str | None
+    author: str | None
+    commit_message: str | None
+    commit_extra_info: str | None
+
+
+@dataclass(frozen=True)
+class ColumnState:
+    column_id: int
+    name: str
+    type_name: str  # ducklake_column.column_type: 'int32', 'decimal(10,2)', 'struct', ...
+    nullable: bool
+    initial_default: str | None
+    default_value: str | None
+    default_value_type: str | None
+    parent_id: int | None
+    order: int
+    begin_snapshot: int
+    children: tuple["ColumnState", ...] = ()
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def comment(self) -> str | None:
+        return self.tags.get("comment")
+
+    @property
+    def has_default(self) -> bool:
+        return self.default_value not in (None, "NULL")
+
+    def walk(self) -> Iterator["ColumnState"]:
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+@dataclass(frozen=True)
+class PartitionField:
+    key_index: int
+    column_id: int
+    transform: str
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    partition_id: int
+    fields: tuple[PartitionField, ...]
+
+
+@dataclass(frozen=True)
+class SortField:
+    key_index: int
+    expression: str
+    dialect: str
+    direction: str  # 'ASC' | 'DESC'
+    null_order: str  # 'NULLS_FIRST' | 'NULLS_LAST'
+
+
+@dataclass(frozen=True)
+class SortSpec:
+    sort_id: int
+    fields: tuple[SortField, ...]
+
+
+@dataclass(frozen=True)
+class DataFile:
+    data_file_id: int
+    table_id: int
+    begin_snapshot: int
+    end_snapshot: int | None
+    path: str
+    path_is_relative: bool
+    file_format: str | None
+    record_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    row_id_start: int | None
+    partition_id: int | None
+    encryption_key: str | None
+    mapping_id: int | None
+    partial_max: int | None
+    partition_values: tuple[tuple[int, str | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    delete_file_id: int
+    table_id: int
+    begin_snapshot: int
+    end_snapshot: int | None
+    data_file_id: int
+    path: str
+    path_is_relative: bool
+    format: str | None
+    delete_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    encryption_key: str | None
+    partial_max: int | None
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    column_id: int
+    contains_null: bool | None
+    contains_nan: bool | None
+    min_value: str | None
+    max_value: str | None
+    extra_stats: str | None
+
+
+@dataclass(frozen=True)
+class TableStats:
+    record_count: int
+    next_row_id: int
+    file_size_bytes: int
+    columns: Mapping[int, ColumnStats] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InlinedTable:
+    name: str
+    schema_version: int
+
+
+@dataclass(frozen=True)
+class TableState:
+    table_id: int
+    table_uuid: str
+    schema_id: int
+    schema_name: str
+    name: str
+    path: str
+    path_is_relative: bool
+    begin_snapshot: int
+    columns: tuple[ColumnState, ...]
+    next_column_id: int
+    partition: PartitionSpec | None = None
+    sort: SortSpec | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+    data_files: tuple[DataFile, ...] = ()
+    delete_files: tuple[DeleteFile, ...] = ()
+    stats: TableStats | None = None
+    inlined_tables: tuple[InlinedTable, ...] = ()
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema_name}.{self.name}"
+
+    @property
+    def comment(self) -> str | None:
+        return self.tags.get("comment")
+
+    def all_columns(self) -> Iterator[ColumnState]:
+        for c in self.columns:
+            yield from c.walk()
+
+    def column_by_id(self, column_id: int) -> ColumnState | None:
+        return next((c for c in self.all_columns() if c.column_id == column_id), None)
+
+    def column(self, name: str) -> ColumnState | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    schema_id: int
+    schema_uuid: str
+    name: str
+    path: str
+    path_is_relative: bool
+    begin_snapshot: int
+    tags: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CatalogState:
+    snapshot: SnapshotInfo
+    version: str
+    data_path: str
+    options: Mapping[str, str]  # global scope
+    schemas: Mapping[str, SchemaState]
+    tables: Mapping[tuple[str, str], TableState]
+
+    def table(self, schema: str, name: str) -> TableState | None:
+        return self.tables.get((schema, name))
+
+    def table_by_id(self, table_id: int) -> TableState | None:
+        return next((t for t in self.tables.values() if t.table_id == table_id), None)
+
+    def tables_in(self, schema: str) -> list[TableState]:
+        return [t for (s, _), t in self.tables.items() if s == schema]

@@ -1,0 +1,74 @@
+"""Shared fixtures: a real PostgreSQL server for the session, catalogs on both backends.
+
+The server is started here, by the test run itself; if it cannot start, every test that
+needs it errors (nothing is skipped).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable, Iterator
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from support.pgserver import PgServer  # noqa: E402
+
+from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    server = PgServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_location(pg_server: PgServer) -> CatalogLocation:
+    name = f"lake_{os.getpid()}_{next(_counter)}"
+    pg_server.create_database(name)
+    return CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database=name, user=pg_server.user)
+
+
+@pytest.fixture
+def make_location(request: pytest.FixtureRequest, tmp_path) -> Callable[[str], CatalogLocation]:  # type: ignore[no-untyped-def]
+    """Fresh, empty catalog locations of a backend ('sqlite' or 'postgres')."""
+
+    def make(kind: str) -> CatalogLocation:
+        if kind == "sqlite":
+            return CatalogLocation(kind="sqlite", path=str(tmp_path / f"catalog_{next(_counter)}.sqlite"))
+        server: PgServer = request.getfixturevalue("pg_server")
+        name = f"lake_{os.getpid()}_{next(_counter)}"
+        server.create_database(name)
+        return CatalogLocation(kind="postgres", host=server.host, port=server.port, database=name, user=server.user)
+
+    return make
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, make_location) -> CatalogLocation:  # type: ignore[no-untyped-def]
+    return make_location(request.param)
+
+
+@pytest.fixture
+def data_path(tmp_path) -> str:  # type: ignore[no-untyped-def]
+    path = tmp_path / "data"
+    path.mkdir()
+    return str(path) + "/"
+
+
+@pytest.fixture
+def catalog(location: CatalogLocation, data_path: str) -> Iterator[Catalog]:
+    cat = Catalog.create(location, data_path)
+    try:
+        yield cat
+    finally:
+        cat.close()
