@@ -5,8 +5,10 @@ Protocol (memo §2.2-§2.7), per attempt:
 2. Run every writer against the catalog as it is now: checks, id allocation, buffered rows.
 3. If snapshots were committed since the caller's base, apply DuckDB's conflict rules
    to them; a logical conflict fails at once with ``CommitConflict`` naming the snapshot.
-4. INSERT the snapshot row first (its primary key serialises writers), then the rows,
-   the ``ducklake_schema_versions`` rows, and ``ducklake_snapshot_changes`` last; COMMIT.
+   The snapshot row latest+1 is inserted right after step 1 (its primary key serialises
+   writers); its counters are set once every change has taken its ids.
+4. Write the rows, the ``ducklake_schema_versions`` rows, and ``ducklake_snapshot_changes``
+   last; COMMIT.
 A primary-key collision or serialization failure means someone committed in between:
 roll back and retry with fresh ids, bounded, with exponential backoff and jitter.
 """
@@ -22,11 +24,12 @@ import sqlalchemy as sa
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted, CommitStateUnknown
-from ..model.changes import Change
+from ..model.changes import Change, SetOption
+from ..model.state import SnapshotInfo
 from .changes_made import Change as Token, parse_changes, render_changes
 from .conflicts import find_conflict
 from .connect import describe_db_error
-from .read import load_metadata, load_snapshot, load_snapshots
+from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
 from .tables import T
 from .write import CommitContext, write_change
 
@@ -121,7 +124,16 @@ def _attempt(
             latest = load_snapshot(conn)
             if not base:
                 base.append(latest.snapshot_id)
-            ctx = CommitContext(conn=conn, dialect=dialect, pg_schema=pg_schema, base=latest, metadata=load_metadata(conn))
+            # Reserve snapshot latest+1 at once: its primary key is what serialises writers,
+            # so the window in which another commit can slip in is one round trip, not the
+            # whole attempt (otherwise a busy DuckDB writer starves us). Counters are final-
+            # ised below, before COMMIT; nobody sees the row until then.
+            reserved = any(not isinstance(c, SetOption) for c in changes) or extra_writer is not None
+            if reserved:
+                _insert_snapshot(conn, latest, dialect)
+            metadata = load_metadata(conn)
+            check_format_version(metadata, "the catalog")
+            ctx = CommitContext(conn=conn, dialect=dialect, pg_schema=pg_schema, base=latest, metadata=metadata)
             for change in changes:
                 write_change(change, ctx)
             if extra_writer is not None:
@@ -129,11 +141,14 @@ def _attempt(
             if latest.snapshot_id > base[0]:
                 _check_conflicts(conn, ctx.tokens, base[0], same_files_deleted)
             changes_made = render_changes(ctx.tokens)
-            if ctx.needs_snapshot:
-                _insert_snapshot(conn, ctx, dialect)
             for statement in ctx.statements:
                 conn.execute(statement)
+            snap = T["ducklake_snapshot"]
             if ctx.needs_snapshot:
+                if not reserved:
+                    _insert_snapshot(conn, latest, dialect)
+                conn.execute(snap.update().where(snap.c.snapshot_id == ctx.snapshot_id).values(
+                    schema_version=ctx.schema_version, next_catalog_id=ctx.next_catalog_id, next_file_id=ctx.next_file_id))
                 if ctx.versioned_tables:
                     conn.execute(T["ducklake_schema_versions"].insert().values([
                         dict(begin_snapshot=ctx.snapshot_id, schema_version=ctx.schema_version, table_id=tid)
@@ -143,6 +158,8 @@ def _attempt(
                     snapshot_id=ctx.snapshot_id, changes_made=changes_made, author=author,
                     commit_message=message, commit_extra_info=extra_info,
                 ))
+            elif reserved:  # nothing to record after all (e.g. tags already as asked)
+                conn.execute(snap.delete().where(snap.c.snapshot_id == ctx.snapshot_id))
         except sa.exc.DBAPIError as exc:
             trans.rollback()
             if is_collision(exc):
@@ -171,12 +188,13 @@ def _attempt(
     )
 
 
-def _insert_snapshot(conn: sa.Connection, ctx: CommitContext, dialect: str) -> None:
+def _insert_snapshot(conn: sa.Connection, latest: SnapshotInfo, dialect: str) -> None:
+    """Insert snapshot latest+1 with the counters unchanged (finalised before COMMIT)."""
     # PostgreSQL: the catalog's NOW(), as DuckDB; SQLite stores DuckDB's text form.
     now: object = sa.func.now() if dialect == "postgresql" else datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
     conn.execute(T["ducklake_snapshot"].insert().values(
-        snapshot_id=ctx.snapshot_id, snapshot_time=now, schema_version=ctx.schema_version,
-        next_catalog_id=ctx.next_catalog_id, next_file_id=ctx.next_file_id,
+        snapshot_id=latest.snapshot_id + 1, snapshot_time=now, schema_version=latest.schema_version,
+        next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
     ))
 
 

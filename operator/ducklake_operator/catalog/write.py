@@ -19,7 +19,7 @@ from uuid6 import uuid7
 from ..errors import AlreadyExists, CommitConflict, SchemaNotFound, SpecError, TableNotFound
 from ..model.changes import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable, SetOption, SetTags
 from ..model.names import check_identifier, fold, path_for
-from ..model.options import DEFAULT_INLINING_ROW_LIMIT, normalize_option
+from ..model.options import DEFAULT_INLINING_ROW_LIMIT, catalog_key, normalize_option
 from ..model.state import SnapshotInfo
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
 from . import tables as tb
@@ -405,7 +405,7 @@ def _write_tags(ctx: CommitContext, object_id: int, tags: tuple[tuple[str, str |
 
 @write_change.register
 def _set_option(change: SetOption, ctx: CommitContext) -> None:
-    key = change.key
+    key = catalog_key(change.key)
     value = None
     if change.value is not None:
         key, value = normalize_option(change.key, change.value, change.scope)

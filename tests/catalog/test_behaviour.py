@@ -1,0 +1,164 @@
+"""Catalog library behaviour on both backends: refusals, atomicity, reading what DuckDB wrote."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from support import duck
+from support.dump import dump
+from support.pgserver import free_port
+
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.catalog.read import load_catalog_state
+from ducklake_operator.errors import AlreadyExists, CatalogUnavailable, SchemaNotFound, SpecError, TableNotFound, UnsupportedCatalog
+from ducklake_operator.model.changes import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable
+from ducklake_operator.model.types import Field, parse_type
+
+INT = parse_type("int32")
+
+
+def test_adopt_refuses_other_format_versions(catalog: Catalog) -> None:
+    with catalog.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'"))
+    before = dump(catalog.location)
+    with pytest.raises(UnsupportedCatalog) as err:
+        Catalog.open(catalog.location)
+    assert "'0.3'" in str(err.value) and "AUTOMATIC_MIGRATION" in str(err.value)
+    with pytest.raises(UnsupportedCatalog):
+        catalog.commit([CreateTable("main", "t", (Field("a", INT),))])
+    assert dump(catalog.location) == before
+
+
+def test_adopt_accepts_a_catalog_duckdb_created(make_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    location = make_location("postgres")
+    con = duck.attach(location, data_path=str(tmp_path) + "/")
+    con.execute("CREATE TABLE lk.t(a INTEGER)")
+    con.close()
+    catalog = Catalog.open(location, expected_data_path=str(tmp_path) + "/")
+    assert catalog.state().table("main", "t") is not None
+    with pytest.raises(SpecError, match="stores data_path"):
+        Catalog.open(location, expected_data_path="/elsewhere/")
+
+
+def test_unreachable_database_is_a_clear_error_without_credentials() -> None:
+    location = CatalogLocation(kind="postgres", host="127.0.0.1", port=free_port(), database="nope", user="u", password="s3cret-pw")
+    with pytest.raises(CatalogUnavailable) as err:
+        Catalog.open(location)
+    assert "127.0.0.1" in str(err.value) and "s3cret-pw" not in str(err.value)
+    assert "s3cret-pw" not in repr(location)
+
+
+def test_wrong_password_is_unavailable_and_does_not_leak(pg_server) -> None:  # type: ignore[no-untyped-def]
+    import psycopg2
+
+    admin = psycopg2.connect(host=pg_server.host, port=pg_server.port, user="postgres", dbname="postgres")
+    admin.autocommit = True
+    admin.cursor().execute("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='pwuser') THEN CREATE ROLE pwuser LOGIN PASSWORD 'right'; END IF; END$$")
+    admin.close()
+    # trust auth accepts any password, so a missing database stands in for a refused login
+    location = CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database="missing_db", user="pwuser", password="wrong-pw")
+    with pytest.raises(CatalogUnavailable) as err:
+        Catalog.open(location)
+    assert "wrong-pw" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["", "  padded", "new\nline", "nul\x00byte"])
+def test_invalid_identifiers_write_nothing(catalog: Catalog, name: str) -> None:
+    before = dump(catalog.location)
+    with pytest.raises(SpecError):
+        catalog.commit([CreateTable("main", name, (Field("a", INT),))])
+    with pytest.raises(SpecError):
+        catalog.commit([CreateTable("main", "ok", (Field(name, INT),))])
+    assert dump(catalog.location) == before
+
+
+def test_duplicate_columns_are_refused_case_insensitively(catalog: Catalog) -> None:
+    with pytest.raises(SpecError, match="duplicate column name"):
+        catalog.commit([CreateTable("main", "t", (Field("Id", INT), Field("id", INT)))])
+    with pytest.raises(SpecError, match="s.X: duplicate"):
+        catalog.commit([CreateTable("main", "t", (Field("s", parse_type("STRUCT(x INT, X INT)")),))])
+
+
+def test_a_failing_change_rolls_back_the_whole_commit(catalog: Catalog) -> None:
+    catalog.commit([CreateTable("main", "exists", (Field("a", INT),))])
+    before = dump(catalog.location)
+    with pytest.raises(AlreadyExists):
+        catalog.commit([CreateSchema("fresh"), CreateTable("fresh", "t", (Field("a", INT),)), CreateTable("main", "EXISTS", (Field("a", INT),))])
+    assert dump(catalog.location) == before
+    with pytest.raises(SchemaNotFound):
+        catalog.commit([CreateTable("nope", "t", (Field("a", INT),))])
+    with pytest.raises(TableNotFound):
+        catalog.commit([DropTable(999, "main.ghost")])
+    assert dump(catalog.location) == before
+
+
+def test_drop_schema_needs_cascade_when_not_empty(catalog: Catalog) -> None:
+    catalog.commit([CreateSchema("s"), CreateTable("s", "t", (Field("a", INT),))])
+    schema_id = catalog.state().schemas["s"].schema_id
+    with pytest.raises(SpecError, match="not empty"):
+        catalog.commit([DropSchema(schema_id, "s")])
+    result = catalog.commit([DropSchema(schema_id, "s", cascade=True)])
+    assert result.changes_made and result.changes_made.startswith("dropped_schema:")
+    assert "s" not in catalog.state().schemas and not catalog.state().tables
+    con = duck.attach(catalog.location)
+    assert con.execute("SELECT count(*) FROM duckdb_schemas() WHERE database_name = 'lk' AND schema_name = 's'").fetchone() == (0,)
+
+
+def test_rename_checks_the_name_it_planned_against(catalog: Catalog) -> None:
+    catalog.commit([CreateTable("main", "t", (Field("a", INT),)), CreateTable("main", "u", (Field("a", INT),))])
+    tid = catalog.state().table("main", "t").table_id
+    with pytest.raises(AlreadyExists):
+        catalog.commit([RenameTable(tid, "main.t", "U")])
+    catalog.commit([RenameTable(tid, "main.t", "t2")])
+    from ducklake_operator.errors import CommitConflict
+
+    with pytest.raises(CommitConflict, match="now called 't2'"):
+        catalog.commit([RenameTable(tid, "main.t", "t3")])
+
+
+def test_reads_everything_duckdb_writes(catalog: Catalog) -> None:
+    con = duck.attach(catalog.location)
+    con.execute("CREATE TABLE lk.p(id INTEGER, cat VARCHAR, ts TIMESTAMP)")
+    con.execute("ALTER TABLE lk.p SET PARTITIONED BY (cat, year(ts))")
+    con.execute("ALTER TABLE lk.p SET SORTED BY (id DESC NULLS FIRST)")
+    con.execute("INSERT INTO lk.p SELECT i, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, TIMESTAMP '2024-01-01' + INTERVAL (i) DAY FROM range(400) t(i)")
+    con.execute("DELETE FROM lk.p WHERE id BETWEEN 10 AND 60")
+    con.execute("INSERT INTO lk.p VALUES (1000, 'c', NULL)")  # inlined
+    state = catalog.state()
+    p = state.table("main", "p")
+    assert p is not None
+    assert [(f.key_index, f.transform) for f in p.partition.fields] == [(0, "identity"), (1, "year")]
+    assert [(f.expression, f.direction, f.null_order) for f in p.sort.fields] == [("id", "DESC", "NULLS_FIRST")]
+    expected_files = con.execute("SELECT count(*) FROM ducklake_list_files('lk', 'p')").fetchone()[0]
+    assert len(p.data_files) == expected_files
+    assert all(f.partition_values for f in p.data_files)
+    deleted = sum(d.delete_count for d in p.delete_files)
+    assert sum(f.record_count for f in p.data_files) - deleted == 400 - 51
+    assert p.stats is not None and p.stats.record_count == 401 and p.stats.next_row_id == 401
+    assert {c.column_id for c in p.columns} <= set(p.stats.columns)
+    assert p.inlined_tables and p.inlined_tables[-1].name.startswith("ducklake_inlined_data_")
+    from ducklake_operator.catalog.read import load_inlined_rows
+
+    with catalog.engine.connect() as conn:
+        rows = load_inlined_rows(conn, p, state.snapshot.snapshot_id)
+    assert [r["id"] for r in rows] == [1000]
+
+
+def test_reading_many_tables_takes_a_fixed_number_of_queries(catalog: Catalog) -> None:
+    def count_queries() -> int:
+        statements: list[str] = []
+        listener = lambda *args: statements.append(args[2])  # noqa: E731
+        sa.event.listen(catalog.engine, "before_cursor_execute", listener)
+        try:
+            with catalog.engine.connect() as conn:
+                state = load_catalog_state(conn)
+        finally:
+            sa.event.remove(catalog.engine, "before_cursor_execute", listener)
+        assert state.tables
+        return len(statements)
+
+    catalog.commit([CreateTable("main", f"t{i}", (Field("a", INT), Field("s", parse_type("STRUCT(x INT)")))) for i in range(3)])
+    few = count_queries()
+    catalog.commit([CreateTable("main", f"u{i}", (Field("a", INT),)) for i in range(300)])
+    assert len(catalog.state().tables) == 303
+    assert count_queries() == few <= 20
