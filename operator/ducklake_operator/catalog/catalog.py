@@ -6,6 +6,7 @@ credential-free description of the location.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +32,8 @@ class Catalog:
     @classmethod
     def create(cls, location: CatalogLocation, data_path: str, options: Mapping[str, object] | None = None) -> "Catalog":
         """Initialise a new catalog; fails if one already exists there."""
+        if location.kind == "sqlite":
+            os.makedirs(os.path.dirname(os.path.abspath(location.path or "")), exist_ok=True)
         catalog = cls(location)
         with catalog._connection() as conn, conn.begin():
             if catalog_exists(conn, location.schema):
@@ -43,6 +46,8 @@ class Catalog:
     @classmethod
     def open(cls, location: CatalogLocation, *, expected_data_path: str | None = None) -> "Catalog":
         """Adopt an existing catalog after checking its format version."""
+        if location.kind == "sqlite" and not os.path.exists(location.path or ""):
+            raise CatalogNotFound(f"{location.describe()} does not exist")  # and do not create an empty file
         catalog = cls(location)
         with catalog._connection() as conn:
             if not catalog_exists(conn, location.schema):
@@ -55,6 +60,8 @@ class Catalog:
         cls, location: CatalogLocation, data_path: str, options: Mapping[str, object] | None = None,
     ) -> tuple["Catalog", bool]:
         """Adopt the catalog at ``location`` or create it; returns (catalog, created)."""
+        if location.kind == "sqlite" and not os.path.exists(location.path or ""):
+            return cls.create(location, data_path, options), True
         catalog = cls(location)
         with catalog._connection() as conn:
             exists = catalog_exists(conn, location.schema)

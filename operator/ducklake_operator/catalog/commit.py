@@ -31,7 +31,8 @@ from .conflicts import find_conflict
 from .connect import describe_db_error
 from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
 from .tables import T
-from .write import CommitContext, write_change
+from . import write_columns  # noqa: F401  (registers the column writers)
+from .write import CommitContext, finish_commit, write_change
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ def _attempt(
             changes_made = render_changes(ctx.tokens)
             for statement in ctx.statements:
                 conn.execute(statement)
+            finish_commit(ctx)
             snap = T["ducklake_snapshot"]
             if ctx.needs_snapshot:
                 if not reserved:

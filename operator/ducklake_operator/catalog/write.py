@@ -17,8 +17,10 @@ import sqlalchemy as sa
 from uuid6 import uuid7
 
 from ..errors import AlreadyExists, CommitConflict, SchemaNotFound, SpecError, TableNotFound
-from ..model.changes import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable, SetOption, SetTags
-from ..model.names import check_identifier, fold, path_for
+from ..model.changes import (
+    CreateSchema, CreateTable, DropSchema, DropTable, PartitionColumn, RenameTable, SetOption, SetTags, SortExpression,
+)
+from ..model.names import check_identifier, column_reference_sql, fold, path_for
 from ..model.options import DEFAULT_INLINING_ROW_LIMIT, catalog_key, normalize_option
 from ..model.state import SnapshotInfo
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
@@ -47,6 +49,9 @@ class CommitContext:
     dropped_schemas: set[int] = field(default_factory=set)
     new_tables: dict[tuple[int, str], int] = field(default_factory=dict)  # (schema id, folded) -> id
     created_table_ids: dict[str, int] = field(default_factory=dict)  # "schema.table" -> id
+    layout_changed: dict[int, int] = field(default_factory=dict)  # table id -> schema id: needs a new inlined table
+    column_edits: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)  # (table, column) -> new values
+    columns_cache: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # live column rows per table
 
     def __post_init__(self) -> None:
         self.next_catalog_id = self.base.next_catalog_id
@@ -72,6 +77,18 @@ class CommitContext:
 
     def emit(self, statement: Any) -> None:
         self.statements.append(statement)
+
+    def table_id(self, table_id: int | None, qualified: str) -> int:
+        """The id of an existing table, or of one created earlier in this commit."""
+        if table_id is not None:
+            return table_id
+        if qualified not in self.created_table_ids:
+            raise TableNotFound(f"table {qualified} is neither in the catalog nor created by this commit")
+        return self.created_table_ids[qualified]
+
+    def versioned(self, table_id: int) -> None:
+        """The table's layout, defaults, nullability or partitioning changed in this commit."""
+        self.versioned_tables.append(table_id)
 
     def end_live(self, table: sa.Table, *conditions: sa.ColumnElement[bool]) -> None:
         """End the live version of rows (never update them in place)."""
@@ -211,10 +228,9 @@ def column_rows(
             initial, value, kind = None, "NULL", ""
         elif default is None:
             initial, value, kind = None, "NULL", "literal"
-        elif default.is_expression:
-            initial, value, kind = None, default.value, "expression"
         else:
-            initial, value, kind = default.value, default.value, "literal"
+            initial, value = default.initial_default, default.value
+            kind = "expression" if default.is_expression else "literal"
         columns.append(dict(
             column_id=cid, begin_snapshot=snapshot_id, end_snapshot=None, table_id=table_id, column_order=cid,
             column_name=name, column_type=t.name, initial_default=initial, default_value=value,
@@ -325,14 +341,19 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
     if all_tags:
         ctx.emit(T["ducklake_column_tag"].insert().values(all_tags))
     _write_tags(ctx, table_id, tuple(change.tags))
+    ctx.columns_cache[table_id] = list(all_columns)
     all_types = [t for f in change.columns for t in type_names(f.type)]
     create_inlined_table(ctx, table_id, schema_id, [(f.name, f.type) for f in change.columns], all_types)
-    ctx.versioned_tables.append(table_id)
+    ctx.versioned(table_id)
+    if change.partition_by:
+        write_partition(ctx, table_id, change.partition_by)
+    if change.sort_by:
+        write_sort(ctx, table_id, change.sort_by)
     ctx.new_tables[(schema_id, fold(change.name))] = table_id
     ctx.created_table_ids[f"{change.schema}.{change.name}"] = table_id
     schema_name = schema_name_for_token(ctx, schema_id, change.schema)
     ctx.catalog_change(Token("created_table", schema=schema_name, name=change.name))
-    if change.tags or all_tags:
+    if change.tags or all_tags or change.partition_by or change.sort_by:
         ctx.tokens.append(Token("altered_table", id=table_id))
 
 
@@ -371,9 +392,8 @@ def _rename_table(change: RenameTable, ctx: CommitContext) -> None:
         table_id=row.table_id, table_uuid=str(row.table_uuid), begin_snapshot=ctx.snapshot_id, end_snapshot=None,
         schema_id=row.schema_id, table_name=change.new_name, path=row.path, path_is_relative=row.path_is_relative,
     ))
-    columns, all_types = live_top_level_columns(ctx, change.table_id)
-    create_inlined_table(ctx, change.table_id, row.schema_id, columns, all_types)
-    ctx.versioned_tables.append(change.table_id)
+    ctx.layout_changed[change.table_id] = row.schema_id
+    ctx.versioned(change.table_id)
     ctx.catalog_change(Token("created_table", schema=schema_name_of(ctx, row.schema_id), name=change.new_name))
 
 
@@ -410,11 +430,90 @@ def _set_option(change: SetOption, ctx: CommitContext) -> None:
     if change.value is not None:
         key, value = normalize_option(change.key, change.value, change.scope)
     scope = None if change.scope == "global" else change.scope
+    scope_id = change.scope_id
+    if scope == "table" and scope_id is None:  # a table created in this commit
+        scope_id = ctx.table_id(None, change.scope_name or "")
     m = T["ducklake_metadata"]
-    scope_cond = [m.c.scope.is_(None), m.c.scope_id.is_(None)] if scope is None else [m.c.scope == scope, m.c.scope_id == change.scope_id]
+    scope_cond = [m.c.scope.is_(None), m.c.scope_id.is_(None)] if scope is None else [m.c.scope == scope, m.c.scope_id == scope_id]
     ctx.emit(m.delete().where(m.c.key == key, *scope_cond))
     if value is not None:
-        ctx.emit(m.insert().values(key=key, value=value, scope=scope, scope_id=change.scope_id))
-    ctx.metadata = [r for r in ctx.metadata if not (r[0] == key and r[2] == scope and r[3] == change.scope_id)]
+        ctx.emit(m.insert().values(key=key, value=value, scope=scope, scope_id=scope_id))
+    ctx.metadata = [r for r in ctx.metadata if not (r[0] == key and r[2] == scope and r[3] == scope_id)]
     if value is not None:
-        ctx.metadata.append((key, value, scope, change.scope_id))
+        ctx.metadata.append((key, value, scope, scope_id))
+
+
+# --------------------------------------------------------------------------- partitioning and sort
+
+def live_columns(ctx: CommitContext, table_id: int) -> list[dict[str, Any]]:
+    """Live column rows of a table as this commit leaves them (cached per commit)."""
+    if table_id not in ctx.columns_cache:
+        col = T["ducklake_column"]
+        ctx.columns_cache[table_id] = [dict(r._mapping) for r in ctx.conn.execute(
+            sa.select(col).where(col.c.table_id == table_id, col.c.end_snapshot.is_(None)).order_by(col.c.column_order))]
+    return ctx.columns_cache[table_id]
+
+
+def resolve_path(ctx: CommitContext, table_id: int, path: tuple[str, ...], what: str) -> dict[str, Any]:
+    """The live column row at ``path`` (names matched case-insensitively, as DuckDB does)."""
+    rows = live_columns(ctx, table_id)
+    parent: int | None = None
+    found: dict[str, Any] | None = None
+    for name in path:
+        found = next((r for r in rows if r["parent_column"] == parent and fold(r["column_name"]) == fold(name)), None)
+        if found is None:
+            raise CommitConflict(f"{what}: column {'.'.join(path)} does not exist (changed by a concurrent commit?); re-plan")
+        parent = found["column_id"]
+    assert found is not None
+    return found
+
+
+def write_partition(ctx: CommitContext, table_id: int, keys: tuple[PartitionColumn, ...]) -> None:
+    """End the live partition spec and write a new one (an empty one resets it, as DuckDB)."""
+    pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
+    ctx.end_live(pi, pi.c.table_id == table_id)
+    partition_id = ctx.catalog_id()
+    ctx.emit(pi.insert().values(partition_id=partition_id, table_id=table_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None))
+    rows = [dict(partition_id=partition_id, table_id=table_id, partition_key_index=i,
+                 column_id=resolve_path(ctx, table_id, (k.column,), "partition")["column_id"], transform=k.transform)
+            for i, k in enumerate(keys)]
+    if rows:
+        ctx.emit(pc.insert().values(rows))
+    ctx.versioned(table_id)
+
+
+def write_sort(ctx: CommitContext, table_id: int, keys: tuple[SortExpression, ...]) -> None:
+    """End the live sort order; write a new one unless ``keys`` is empty (RESET)."""
+    si, se = T["ducklake_sort_info"], T["ducklake_sort_expression"]
+    ctx.end_live(si, si.c.table_id == table_id)
+    if not keys:
+        return
+    sort_id = ctx.catalog_id()
+    ctx.emit(si.insert().values(sort_id=sort_id, table_id=table_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None))
+    ctx.emit(se.insert().values([
+        dict(sort_id=sort_id, table_id=table_id, sort_key_index=i,
+             expression=column_reference_sql(resolve_path(ctx, table_id, (k.column,), "sort")["column_name"]),
+             dialect="duckdb", sort_direction=k.direction, null_order=k.null_order)
+        for i, k in enumerate(keys)
+    ]))
+
+
+# --------------------------------------------------------------------------- after the rows
+
+def finish_commit(ctx: CommitContext) -> None:
+    """Run once the buffered rows are written (same transaction): flush collapsed column
+    edits, then give every table whose layout changed a new inlined-data table."""
+    col = T["ducklake_column"]
+    for (table_id, column_id), values in ctx.column_edits.items():
+        row = next(r for r in live_columns(ctx, table_id) if r["column_id"] == column_id)
+        ctx.conn.execute(col.update().where(col.c.table_id == table_id, col.c.column_id == column_id,
+                                            col.c.end_snapshot.is_(None)).values(end_snapshot=ctx.snapshot_id))
+        ctx.conn.execute(col.insert().values({**row, **values, "begin_snapshot": ctx.snapshot_id, "end_snapshot": None}))
+    statements_before = len(ctx.statements)
+    for table_id, schema_id in ctx.layout_changed.items():
+        if table_id in ctx.created_table_ids.values():
+            continue
+        columns, all_types = live_top_level_columns(ctx, table_id)
+        create_inlined_table(ctx, table_id, schema_id, columns, all_types)
+    for statement in ctx.statements[statements_before:]:
+        ctx.conn.execute(statement)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from .types import Field
+from .types import Default, DuckLakeType, Field
 
 
 @dataclass(frozen=True)
@@ -32,14 +32,44 @@ class DropSchema:
 
 
 @dataclass(frozen=True)
+class PartitionColumn:
+    column: str  # top-level column name (resolved to its id at commit)
+    transform: str = "identity"
+
+
+@dataclass(frozen=True)
+class SortExpression:
+    column: str
+    direction: str = "ASC"  # ASC | DESC
+    null_order: str = "NULLS_LAST"  # NULLS_FIRST | NULLS_LAST
+
+
+@dataclass(frozen=True)
 class CreateTable:
     schema: str
     name: str
     columns: tuple[Field, ...]
     tags: tuple[tuple[str, str], ...] = ()
+    partition_by: tuple[PartitionColumn, ...] = ()
+    sort_by: tuple[SortExpression, ...] = ()
 
     def describe(self) -> str:
-        return f"+ create table {self.schema}.{self.name} ({len(self.columns)} columns)"
+        columns = ", ".join(describe_field(f) for f in self.columns)
+        extra = ""
+        if self.partition_by:
+            extra += " partitioned by (" + ", ".join(k.column if k.transform == "identity" else f"{k.transform}({k.column})" for k in self.partition_by) + ")"
+        if self.sort_by:
+            extra += " sorted by (" + ", ".join(f"{k.column} {k.direction.lower()}" for k in self.sort_by) + ")"
+        return f"+ create table {self.schema}.{self.name} ({columns}){extra}"
+
+
+def describe_field(f: Field) -> str:
+    text = f"{f.name} {f.type}"
+    if not f.nullable:
+        text += " not null"
+    if f.default is not None:
+        text += f" default {f.default.value}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -94,4 +124,146 @@ class SetOption:
         return f"~ set option {self.key} = {self.value!r}{where}" if self.value is not None else f"- unset option {self.key}{where}"
 
 
-Change = Union[CreateSchema, DropSchema, CreateTable, DropTable, RenameTable, SetTags, SetOption]
+# ---------------------------------------------------------------- changes to one table
+# ``table_id`` is None when the table is created in the same commit; ``table`` is its
+# qualified name (for messages, and to find a table created in the same commit).
+# ``path`` names a column or nested field: ("customer", "email"); list elements and map
+# keys/values appear as "element", "key", "value".
+
+
+def _path(path: tuple[str, ...]) -> str:
+    return ".".join(path)
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    table_id: int | None
+    table: str
+    parent_path: tuple[str, ...]  # () for a top-level column; a struct's path otherwise
+    field: Field
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return self.parent_path + (self.field.name,)
+
+    def describe(self) -> str:
+        kind = "field" if self.parent_path else "column"
+        return f"+ add {kind} {_path(self.parent_path + (describe_field(self.field),))}"
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    table_id: int
+    table: str
+    column_id: int
+    path: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"- drop {'field' if len(self.path) > 1 else 'column'} {_path(self.path)}"
+
+
+@dataclass(frozen=True)
+class RenameColumn:
+    table_id: int
+    table: str
+    column_id: int
+    path: tuple[str, ...]
+    new_name: str
+
+    def describe(self) -> str:
+        return f"~ rename {_path(self.path)} → {self.new_name}"
+
+
+@dataclass(frozen=True)
+class PromoteColumn:
+    table_id: int
+    table: str
+    column_id: int
+    path: tuple[str, ...]
+    old_type: DuckLakeType
+    new_type: DuckLakeType
+
+    def describe(self) -> str:
+        return f"~ promote {_path(self.path)} {self.old_type} → {self.new_type}"
+
+
+@dataclass(frozen=True)
+class RewriteColumnType:
+    """A type change that is not a lossless promotion: needs the data rewritten (heavy)."""
+
+    table_id: int
+    table: str
+    column_id: int
+    path: tuple[str, ...]
+    old_type: DuckLakeType
+    new_type: DuckLakeType
+
+    def describe(self) -> str:
+        return f"~ rewrite {_path(self.path)} {self.old_type} → {self.new_type}"
+
+
+@dataclass(frozen=True)
+class SetDefault:
+    table_id: int
+    table: str
+    column_id: int
+    path: tuple[str, ...]
+    default: Default | None
+
+    def describe(self) -> str:
+        if self.default is None:
+            return f"~ drop default of {_path(self.path)}"
+        return f"~ set default of {_path(self.path)} to {self.default.value}"
+
+
+@dataclass(frozen=True)
+class SetNullable:
+    table_id: int
+    table: str
+    column_id: int
+    path: tuple[str, ...]
+    nullable: bool
+
+    def describe(self) -> str:
+        return f"~ {'drop not null on' if self.nullable else 'set not null on'} {_path(self.path)}"
+
+
+@dataclass(frozen=True)
+class SetColumnTags:
+    table_id: int
+    table: str
+    column_id: int
+    path: tuple[str, ...]
+    tags: tuple[tuple[str, str | None], ...]
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{k}={v!r}" if v is not None else f"-{k}" for k, v in self.tags)
+        return f"~ set tags of {_path(self.path)}: {parts}"
+
+
+@dataclass(frozen=True)
+class SetPartitioning:
+    table_id: int
+    table: str
+    keys: tuple[PartitionColumn, ...]  # () resets partitioning
+
+    def describe(self) -> str:
+        keys = ", ".join(k.column if k.transform == "identity" else f"{k.transform}({k.column})" for k in self.keys)
+        return f"~ partition {self.table} by ({keys})" if self.keys else f"~ reset partitioning of {self.table}"
+
+
+@dataclass(frozen=True)
+class SetSortOrder:
+    table_id: int
+    table: str
+    keys: tuple[SortExpression, ...]  # () resets the sort order
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{k.column} {k.direction} {k.null_order.replace('_', ' ')}" for k in self.keys)
+        return f"~ sort {self.table} by ({keys})" if self.keys else f"~ reset sort order of {self.table}"
+
+
+ColumnChange = Union[AddColumn, DropColumn, RenameColumn, PromoteColumn, RewriteColumnType, SetDefault, SetNullable, SetColumnTags]
+Change = Union[CreateSchema, DropSchema, CreateTable, DropTable, RenameTable, SetTags, SetOption,
+               AddColumn, DropColumn, RenameColumn, PromoteColumn, RewriteColumnType, SetDefault, SetNullable,
+               SetColumnTags, SetPartitioning, SetSortOrder]

@@ -44,3 +44,8 @@ SIMPLE_PATH_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 def path_for(name: str, uuid: str) -> str:
     """Directory DuckDB gives a schema or table (``GeneratePathFromName``)."""
     return (name if SIMPLE_PATH_NAME.match(name) else uuid) + "/"
+
+
+def column_reference_sql(column: str) -> str:
+    """A column reference as DuckDB renders it (``ducklake_sort_expression.expression``)."""
+    return column if re.fullmatch(r"[a-z_][a-z0-9_]*", column) else '"' + column.replace('"', '""') + '"'

@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .types import DuckLakeType
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,19 @@ class ColumnState:
     @property
     def has_default(self) -> bool:
         return self.default_value not in (None, "NULL")
+
+    @property
+    def type(self) -> "DuckLakeType":
+        """The full type of this column, nested types rebuilt from the children."""
+        from .types import Field, ListOf, MapOf, Struct, from_catalog_name
+
+        if self.type_name == "struct":
+            return Struct(tuple(Field(c.name, c.type, c.nullable) for c in self.children))
+        if self.type_name == "list":
+            return ListOf(self.children[0].type)
+        if self.type_name == "map":
+            return MapOf(self.children[0].type, self.children[1].type)
+        return from_catalog_name(self.type_name)  # type: ignore[return-value]
 
     def walk(self) -> Iterator["ColumnState"]:
         yield self

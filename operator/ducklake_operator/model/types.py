@@ -93,10 +93,23 @@ class Decimal:
 
 @dataclass(frozen=True)
 class Default:
-    """A column default as DuckLake stores it: SQL text and whether it is an expression."""
+    """A column default as DuckLake stores it.
+
+    ``value`` goes to ``default_value`` (a constant as written, or DuckDB-rendered SQL for
+    an expression); ``initial`` to ``initial_default`` (the constant cast to the column type
+    and rendered as text; what rows written before the column existed read). ``initial``
+    None with a literal means "same as value".
+    """
 
     value: str
     is_expression: bool = False
+    initial: str | None = None
+
+    @property
+    def initial_default(self) -> str | None:
+        if self.is_expression:
+            return None
+        return self.value if self.initial is None else self.initial
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,7 @@ class Field:
     default: Default | None = None
     comment: str | None = None
     tags: tuple[tuple[str, str], ...] = ()
+    renamed_from: tuple[str, ...] = ()  # desired state only: earlier names of this field
 
 
 @dataclass(frozen=True)

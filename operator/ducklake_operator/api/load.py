@@ -1,0 +1,456 @@
+"""Manifests (YAML files or kopf bodies) -> typed specs.
+
+``parse_manifest`` is pure: a dict in, a spec out, or one ``SpecError`` listing every
+problem with its field path (``spec.columns[3].type: 'int65' is not a DuckLake type; did
+you mean int64?``). ``load_paths`` is the file-reading edge used by the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from ..model.defaults import encode_default
+from ..model.names import fold, identifier_problem
+from ..model.options import normalize_option
+from ..model.spec import (
+    API_VERSION, JOB_OPERATIONS, KINDS, TRANSFORMS, CatalogSpec, EvolutionPolicy, JobSpec, MaintenancePolicySpec,
+    Manifest, ObjectRef, PartitionKey, PostgresSpec, S3Spec, SchemaSpec, SecretRef, SortKey, SqliteSpec, TableSpec,
+)
+from ..model.types import Field, ListOf, MapOf, Struct, parse_type
+
+TEMPORAL = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
+
+
+class _Problems:
+    """Collects problems with field paths; raises them all at once."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{path}: {message}")
+
+    def keys(self, obj: Mapping[str, Any], path: str, allowed: Iterable[str]) -> None:
+        allowed = tuple(allowed)
+        for key in obj:
+            if key not in allowed:
+                self.add(f"{path}.{key}", f"unknown field; allowed: {', '.join(allowed)}")
+
+    def get(self, obj: Any, key: str, path: str, kind: type | tuple[type, ...], required: bool = False, default: Any = None) -> Any:
+        if not isinstance(obj, Mapping):
+            return default
+        if key not in obj or obj[key] is None:
+            if required:
+                self.add(f"{path}.{key}", "is required")
+            return default
+        value = obj[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            self.add(f"{path}.{key}", f"must be {_article(names)}, got {type(value).__name__} {value!r}")
+            return default
+        return value
+
+    def enum(self, obj: Any, key: str, path: str, allowed: tuple[str, ...], default: str) -> str:
+        value = self.get(obj, key, path, str, default=default)
+        if value not in allowed:
+            self.add(f"{path}.{key}", f"{value!r} is not one of {', '.join(allowed)}")
+            return default
+        return value
+
+
+def _article(name: str) -> str:
+    return {"dict": "a mapping", "list": "a list", "str": "a string", "int": "an integer", "bool": "true or false"}.get(name, name)
+
+
+# ------------------------------------------------------------------ entry points
+
+def parse_manifest(doc: Mapping[str, Any], source: str | None = None, base_dir: str | None = None) -> Manifest:
+    """One manifest dict -> spec; SpecError lists every problem found."""
+    problems = _Problems()
+    if not isinstance(doc, Mapping):
+        raise SpecError("a manifest must be a mapping", source=source)
+    kind = doc.get("kind")
+    meta = doc.get("metadata") or {}
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    ref = ObjectRef(kind=str(kind), name=str(name), namespace=meta.get("namespace") if isinstance(meta, Mapping) else None,
+                    source=source, generation=meta.get("generation") if isinstance(meta, Mapping) else None,
+                    labels=tuple(sorted((meta.get("labels") or {}).items())) if isinstance(meta, Mapping) else ())
+    if kind not in KINDS:
+        raise SpecError(f"kind {kind!r} is not one of {', '.join(KINDS)}", source=source)
+    if doc.get("apiVersion") not in (None, API_VERSION):
+        problems.add("apiVersion", f"{doc.get('apiVersion')!r} is not {API_VERSION}")
+    if not name or not isinstance(name, str):
+        problems.add("metadata.name", "is required")
+    spec = doc.get("spec")
+    if not isinstance(spec, Mapping):
+        problems.add("spec", "is required and must be a mapping")
+        raise SpecError(problems.items, source=str(ref))
+    parser = {"DuckLakeCatalog": _catalog, "DuckLakeSchema": _schema, "DuckLakeTable": _table,
+              "DuckLakeMaintenancePolicy": _policy, "DuckLakeJob": _job}[kind]
+    result = parser(ref, spec, problems, base_dir)
+    if problems.items:
+        raise SpecError(problems.items, source=str(ref))
+    return result
+
+
+def load_paths(paths: Iterable[str]) -> list[Manifest]:
+    """Read manifests from files and directories (``*.yaml``/``*.yml``, multi-document).
+
+    Relative paths inside a manifest (sqlite path, local dataPath) are resolved against
+    the directory of the file that holds it. Every problem of every file is reported.
+    """
+    out: list[Manifest] = []
+    problems: list[str] = []
+    for path in _files(paths):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                docs = [d for d in yaml.safe_load_all(fh) if d is not None]
+        except (OSError, yaml.YAMLError) as exc:
+            problems.append(f"{path}: {str(exc).splitlines()[0]}")
+            continue
+        for i, doc in enumerate(docs):
+            source = path if len(docs) == 1 else f"{path}#{i + 1}"
+            try:
+                out.append(parse_manifest(doc, source, os.path.dirname(os.path.abspath(path))))
+            except SpecError as exc:
+                problems.append(str(exc))
+    if problems:
+        raise SpecError(problems)
+    _check_unique(out)
+    return out
+
+
+def _files(paths: Iterable[str]) -> list[str]:
+    files: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):  # not recursive, as kubectl apply -f DIR
+            files += [os.path.join(p, n) for n in sorted(os.listdir(p)) if n.endswith((".yaml", ".yml"))]
+        elif os.path.exists(p):
+            files.append(p)
+        else:
+            raise SpecError(f"{p}: no such file or directory")
+    return files
+
+
+def _check_unique(manifests: list[Manifest]) -> None:
+    seen: dict[tuple[str, str], str] = {}
+    problems = []
+    for m in manifests:
+        key = (m.ref.kind, m.ref.name)
+        if key in seen:
+            problems.append(f"{m.ref}: another {m.ref.kind} is also named {m.ref.name!r} ({seen[key]})")
+        seen[key] = m.ref.source or ""
+    tables: dict[tuple[str, str, str], TableSpec] = {}
+    for m in manifests:
+        if isinstance(m, TableSpec):
+            key = (m.catalog, fold(m.schema), fold(m.name))
+            if key in tables:
+                problems.append(f"{m.ref}: table {m.qualified_name} is also declared by {tables[key].ref}")
+            tables[key] = m
+    if problems:
+        raise SpecError(problems)
+
+
+# ------------------------------------------------------------------ kinds
+
+def _catalog(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> CatalogSpec:
+    p.keys(spec, "spec", ("metadata", "dataPath", "storage", "options", "deletionPolicy"))
+    meta = p.get(spec, "metadata", "spec", dict, required=True, default={})
+    backends = [k for k in ("postgres", "sqlite") if k in meta]
+    p.keys(meta, "spec.metadata", ("postgres", "sqlite"))
+    backend: PostgresSpec | SqliteSpec = SqliteSpec("catalog.sqlite")
+    if len(backends) != 1:
+        p.add("spec.metadata", "needs exactly one of postgres or sqlite")
+    elif backends[0] == "sqlite":
+        sq = p.get(meta, "sqlite", "spec.metadata", dict, default={})
+        p.keys(sq, "spec.metadata.sqlite", ("path",))
+        backend = SqliteSpec(_local(p.get(sq, "path", "spec.metadata.sqlite", str, required=True, default=""), base_dir))
+    else:
+        pg = p.get(meta, "postgres", "spec.metadata", dict, default={})
+        path = "spec.metadata.postgres"
+        p.keys(pg, path, ("host", "port", "database", "schema", "sslMode", "credentialsSecretRef"))
+        backend = PostgresSpec(
+            host=p.get(pg, "host", path, str, required=True, default=""), database=p.get(pg, "database", path, str, required=True, default=""),
+            port=p.get(pg, "port", path, int, default=5432), schema=p.get(pg, "schema", path, str),
+            ssl_mode=p.get(pg, "sslMode", path, str), credentials=_secret(pg, path, p),
+        )
+    data_path = p.get(spec, "dataPath", "spec", str, required=True, default="")
+    if data_path and not data_path.endswith("/"):
+        p.add("spec.dataPath", f"{data_path!r} must end with '/'")
+    if data_path and "://" not in data_path:
+        data_path = _local(data_path, base_dir)
+        data_path = data_path if data_path.endswith("/") else data_path + "/"
+    storage = p.get(spec, "storage", "spec", dict, default={})
+    p.keys(storage, "spec.storage", ("s3",))
+    s3 = None
+    if "s3" in storage:
+        raw = p.get(storage, "s3", "spec.storage", dict, default={})
+        p.keys(raw, "spec.storage.s3", ("endpoint", "region", "urlStyle", "credentialsSecretRef"))
+        s3 = S3Spec(p.get(raw, "endpoint", "spec.storage.s3", str), p.get(raw, "region", "spec.storage.s3", str),
+                    p.get(raw, "urlStyle", "spec.storage.s3", str), _secret(raw, "spec.storage.s3", p))
+    return CatalogSpec(ref, backend, data_path, _options(spec, p, "global"), s3,
+                       p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"))
+
+
+def _schema(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> SchemaSpec:
+    p.keys(spec, "spec", ("catalogRef", "name", "comment", "tags", "deletionPolicy"))
+    name = _identifier(spec, "name", "spec", p, "schema")
+    return SchemaSpec(ref, _catalog_ref(spec, p), name, _tags(spec, "spec", p),
+                      p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"))
+
+
+def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> TableSpec:
+    p.keys(spec, "spec", ("catalogRef", "schema", "name", "comment", "tags", "columns", "partitionBy", "sortBy",
+                          "options", "evolution", "deletionPolicy", "renamedFrom"))
+    name = _identifier(spec, "name", "spec", p, "table")
+    schema = p.get(spec, "schema", "spec", str, default="main")
+    problem = identifier_problem(schema, "schema")
+    if problem:
+        p.add("spec.schema", problem)
+    raw_columns = p.get(spec, "columns", "spec", list, required=True, default=[])
+    if not raw_columns and "columns" in spec:
+        p.add("spec.columns", "a table needs at least one column")
+    columns = _fields(raw_columns, "spec.columns", p)
+    top = {fold(c.name): c for c in columns}
+
+    partition = []
+    for i, raw in enumerate(p.get(spec, "partitionBy", "spec", list, default=[])):
+        path = f"spec.partitionBy[{i}]"
+        p.keys(raw, path, ("column", "transform"))
+        column = p.get(raw, "column", path, str, required=True, default="")
+        transform = p.enum(raw, "transform", path, TRANSFORMS, "identity")
+        col = top.get(fold(column))
+        if column and col is None:
+            p.add(f"{path}.column", f"{column!r} is not a top-level column of the table")
+        elif col is not None and transform != "identity" and col.type.name not in TEMPORAL:
+            p.add(f"{path}.transform", f"{transform} needs a date or timestamp column; {column} is {col.type}")
+        partition.append(PartitionKey(column, transform))
+    sort = []
+    for i, raw in enumerate(p.get(spec, "sortBy", "spec", list, default=[])):
+        path = f"spec.sortBy[{i}]"
+        p.keys(raw, path, ("column", "direction", "nulls"))
+        column = p.get(raw, "column", path, str, required=True, default="")
+        if column and fold(column) not in top:
+            p.add(f"{path}.column", f"{column!r} is not a top-level column of the table")
+        sort.append(SortKey(column, p.enum(raw, "direction", path, ("asc", "desc"), "asc"), p.enum(raw, "nulls", path, ("first", "last"), "last")))
+
+    evo = p.get(spec, "evolution", "spec", dict, default={})
+    p.keys(evo, "spec.evolution", ("allowDropColumns", "typeChanges", "mode", "onDrift", "approvedPlan"))
+    evolution = EvolutionPolicy(
+        allow_drop_columns=p.get(evo, "allowDropColumns", "spec.evolution", bool, default=False),
+        type_changes=p.enum(evo, "typeChanges", "spec.evolution", ("promote", "rewrite"), "promote"),
+        mode=p.enum(evo, "mode", "spec.evolution", ("declared", "auto"), "declared"),
+        on_drift=p.enum(evo, "onDrift", "spec.evolution", ("report", "revert"), "report"),
+        approved_plan=p.get(evo, "approvedPlan", "spec.evolution", str) or None,
+    )
+    return TableSpec(
+        ref=ref, catalog=_catalog_ref(spec, p), schema=schema, name=name, columns=columns, tags=_tags(spec, "spec", p),
+        partition_by=tuple(partition), sort_by=tuple(sort), options=_options(spec, p, "table"), evolution=evolution,
+        deletion_policy=p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"),
+        renamed_from=_renamed_from(spec, "spec", p),
+    )
+
+
+def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> MaintenancePolicySpec:
+    p.keys(spec, "spec", ("catalogRef", "tableSelector", "tables", "compaction", "deleteRewrite", "inlinedDataFlush",
+                          "partitionRewrite", "snapshotExpiry", "fileCleanup", "window", "suspend", "concurrency", "spark"))
+    if "tableSelector" in spec and "tables" in spec:
+        p.add("spec", "give tableSelector or tables, not both")
+    return MaintenancePolicySpec(ref, _catalog_ref(spec, p), dict(spec))
+
+
+def _job(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> JobSpec:
+    p.keys(spec, "spec", ("catalogRef", "table", "operation", "params", "timeout", "retries"))
+    operation = p.enum(spec, "operation", "spec", JOB_OPERATIONS, "compact")
+    table = p.get(spec, "table", "spec", str)
+    catalog_wide = operation in ("expireSnapshots", "cleanupFiles", "deleteOrphanFiles")
+    if not catalog_wide and not table:
+        p.add("spec.table", f"is required for {operation} (schema.table)")
+    timeout = p.get(spec, "timeout", "spec", (int, str))
+    return JobSpec(ref, _catalog_ref(spec, p), table, operation, dict(p.get(spec, "params", "spec", dict, default={})),
+                   _seconds(timeout, p) if timeout is not None else None, p.get(spec, "retries", "spec", int, default=0))
+
+
+# ------------------------------------------------------------------ pieces
+
+def _fields(raw: list[Any], path: str, p: _Problems) -> tuple[Field, ...]:
+    out: list[Field] = []
+    seen: dict[str, str] = {}
+    claimed: dict[str, str] = {}
+    for i, item in enumerate(raw):
+        item_path = f"{path}[{i}]"
+        if not isinstance(item, Mapping):
+            p.add(item_path, "must be a mapping with name and type")
+            continue
+        f = _field(item, item_path, p)
+        if f is None:
+            continue
+        if fold(f.name) in seen:
+            p.add(f"{item_path}.name", f"duplicate column name {f.name!r} (also {seen[fold(f.name)]}; names are case-insensitive)")
+        seen[fold(f.name)] = item_path
+        for old in f.renamed_from:
+            if fold(old) == fold(f.name):
+                p.add(f"{item_path}.renamedFrom", f"{old!r} is the column's own name")
+            elif fold(old) in claimed:
+                p.add(f"{item_path}.renamedFrom", f"{old!r} is also claimed by {claimed[fold(old)]}")
+            claimed[fold(old)] = item_path
+        out.append(f)
+    for old, claimer in claimed.items():
+        if old in seen and seen[old] != claimer:
+            p.add(f"{claimer}.renamedFrom", f"{old!r} is still declared as a column ({seen[old]}); a renamed column must not stay")
+    return tuple(out)
+
+
+def _field(item: Mapping[str, Any], path: str, p: _Problems) -> Field | None:
+    p.keys(item, path, ("name", "type", "nullable", "default", "comment", "tags", "renamedFrom", "fields", "element", "key", "value"))
+    name = _identifier(item, "name", path, p, "column")
+    type_ = _type(item, path, p)
+    if type_ is None or not name:
+        return None
+    where = f"{path}.default"
+    default = None
+    if item.get("default") is not None:
+        try:
+            default = encode_default(item["default"], type_, at_create=True, where=where)
+        except SpecError as exc:
+            p.items.extend(exc.problems)
+    comment = p.get(item, "comment", path, str)
+    return Field(name=name, type=type_, nullable=p.get(item, "nullable", path, bool, default=True), default=default,
+                 comment=comment, tags=tuple((k, v) for k, v in _tags(item, path, p, with_comment=False)),
+                 renamed_from=_renamed_from(item, path, p))
+
+
+def _type(item: Mapping[str, Any], path: str, p: _Problems):  # type: ignore[no-untyped-def]
+    raw = item.get("type")
+    if raw is None:
+        p.add(f"{path}.type", "is required")
+        return None
+    if not isinstance(raw, str):
+        p.add(f"{path}.type", f"must be a type name, got {raw!r}")
+        return None
+    lower = raw.strip().lower()
+    if lower == "struct" and "fields" in item:
+        fields = _fields(p.get(item, "fields", path, list, required=True, default=[]), f"{path}.fields", p)
+        if not fields:
+            p.add(f"{path}.fields", "a struct needs at least one field")
+            return None
+        return Struct(fields)
+    if lower == "list" and "element" in item:
+        element = _element(item["element"], f"{path}.element", p)
+        return ListOf(element) if element is not None else None
+    if lower == "map" and ("key" in item or "value" in item):
+        key, value = _element(item.get("key"), f"{path}.key", p), _element(item.get("value"), f"{path}.value", p)
+        return MapOf(key, value) if key is not None and value is not None else None
+    if lower in ("struct", "list", "map"):
+        needs = {"struct": "fields", "list": "element", "map": "key and value"}[lower]
+        p.add(f"{path}.type", f"{lower} needs {needs}")
+        return None
+    for extra in ("fields", "element", "key", "value"):
+        if extra in item:
+            p.add(f"{path}.{extra}", f"only for struct, list or map types, not {raw}")
+    try:
+        return parse_type(raw)
+    except SpecError as exc:
+        p.add(f"{path}.type", exc.problems[0])
+        return None
+
+
+def _element(raw: Any, path: str, p: _Problems):  # type: ignore[no-untyped-def]
+    if raw is None:
+        p.add(path, "is required")
+        return None
+    if isinstance(raw, str):
+        return _type({"type": raw}, path, p)
+    if isinstance(raw, Mapping):
+        p.keys(raw, path, ("type", "fields", "element", "key", "value"))
+        return _type(raw, path, p)
+    p.add(path, f"must be a type name or a mapping, got {raw!r}")
+    return None
+
+
+def _identifier(obj: Mapping[str, Any], key: str, path: str, p: _Problems, what: str) -> str:
+    value = obj.get(key)
+    if value is None:
+        p.add(f"{path}.{key}", "is required")
+        return ""
+    problem = identifier_problem(value, what)
+    if problem:
+        p.add(f"{path}.{key}", problem)
+        return ""
+    return value
+
+
+def _renamed_from(obj: Mapping[str, Any], path: str, p: _Problems) -> tuple[str, ...]:
+    raw = obj.get("renamedFrom")
+    if raw is None:
+        return ()
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        p.add(f"{path}.renamedFrom", "must be a name or a list of earlier names")
+        return ()
+    return tuple(names)
+
+
+def _tags(obj: Mapping[str, Any], path: str, p: _Problems, with_comment: bool = True) -> tuple[tuple[str, str], ...]:
+    tags = p.get(obj, "tags", path, dict, default={})
+    out = []
+    for k, v in tags.items():
+        if not isinstance(k, str) or not isinstance(v, (str, int, float, bool)):
+            p.add(f"{path}.tags.{k}", "tags map names to strings")
+            continue
+        if k == "comment":
+            p.add(f"{path}.tags.comment", "use the comment field for the comment")
+            continue
+        out.append((k, str(v)))
+    comment = p.get(obj, "comment", path, str) if with_comment else None
+    if comment is not None:
+        out.append(("comment", comment))
+    return tuple(sorted(out))
+
+
+def _options(spec: Mapping[str, Any], p: _Problems, scope: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for k, v in p.get(spec, "options", "spec", dict, default={}).items():
+        try:
+            out.append(normalize_option(k, v, scope))
+        except SpecError as exc:
+            p.add(f"spec.options.{k}", exc.problems[0])
+    return tuple(sorted(out))
+
+
+def _catalog_ref(spec: Mapping[str, Any], p: _Problems) -> str:
+    ref = p.get(spec, "catalogRef", "spec", dict, required=True, default={})
+    p.keys(ref, "spec.catalogRef", ("name",))
+    return p.get(ref, "name", "spec.catalogRef", str, required=True, default="")
+
+
+def _secret(obj: Mapping[str, Any], path: str, p: _Problems) -> SecretRef | None:
+    raw = p.get(obj, "credentialsSecretRef", path, dict)
+    if raw is None:
+        return None
+    sp = f"{path}.credentialsSecretRef"
+    p.keys(raw, sp, ("name", "usernameKey", "passwordKey"))
+    return SecretRef(p.get(raw, "name", sp, str, required=True, default=""), p.get(raw, "usernameKey", sp, str, default="username"),
+                     p.get(raw, "passwordKey", sp, str, default="password"))
+
+
+def _local(path: str, base_dir: str | None) -> str:
+    if not path or os.path.isabs(path) or base_dir is None:
+        return path
+    return os.path.normpath(os.path.join(base_dir, path)) + ("/" if path.endswith("/") else "")
+
+
+def _seconds(value: int | str, p: _Problems) -> int | None:
+    if isinstance(value, int):
+        return value
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    text = value.strip()
+    if text[:-1].isdigit() and text[-1] in units:
+        return int(text[:-1]) * units[text[-1]]
+    p.add("spec.timeout", f"{value!r} is not a duration like 30m or 2h")
+    return None

@@ -1,0 +1,178 @@
+"""``ducklake``: plan, apply and inspect manifests against a catalog, without a cluster.
+
+    ducklake plan   -f PATH...   what would change (exit 2 if a change is blocked)
+    ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan
+    ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
+    ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
+
+Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
+from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
+upper-cased, ``-`` as ``_``), else libpq's ``PGUSER``/``PGPASSWORD``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+
+from .api.load import load_paths
+from .catalog import Catalog
+from .errors import DuckLakeError, SpecError
+from .model.spec import CatalogSpec, SchemaSpec, TableSpec
+from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for
+
+EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
+
+
+def env_credentials(secret: str, user_key: str, password_key: str) -> tuple[str | None, str | None]:
+    def var(key: str) -> str:
+        return f"DUCKLAKE_SECRET_{secret}_{key}".upper().replace("-", "_").replace(".", "_")
+
+    return (os.environ.get(var(user_key)) or os.environ.get("PGUSER"),
+            os.environ.get(var(password_key)) or os.environ.get("PGPASSWORD"))
+
+
+def _grouped(paths: Sequence[str]) -> list[tuple[CatalogSpec, list[SchemaSpec | TableSpec]]]:
+    manifests = load_paths(paths)
+    catalogs = {m.ref.name: m for m in manifests if isinstance(m, CatalogSpec)}
+    members: dict[str, list[SchemaSpec | TableSpec]] = defaultdict(list)
+    problems = []
+    for m in manifests:
+        if isinstance(m, (SchemaSpec, TableSpec)):
+            if m.catalog not in catalogs:
+                problems.append(f"{m.ref}: catalogRef {m.catalog!r} names no DuckLakeCatalog in the given files")
+            members[m.catalog].append(m)
+    if problems:
+        raise SpecError(problems)
+    # schemas before the tables that live in them
+    return [(c, sorted(members[name], key=lambda m: isinstance(m, TableSpec))) for name, c in catalogs.items()]
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    status = EXIT_OK
+    output = []
+    for cat_spec, members in _grouped(args.file):
+        location = location_for(cat_spec, env_credentials)
+        try:
+            catalog = Catalog.open(location, expected_data_path=cat_spec.data_path)
+            state = catalog.state(include_files=False)
+            header = f"catalog {cat_spec.ref.name} ({location.describe()}), snapshot {state.snapshot.snapshot_id}"
+        except DuckLakeError as exc:
+            from .errors import CatalogNotFound
+
+            if not isinstance(exc, CatalogNotFound):
+                raise
+            state = empty_state(cat_spec)
+            header = f"catalog {cat_spec.ref.name} ({location.describe()}): will be created"
+        plans = []
+        pending: set[str] = set()
+        for m in members:
+            plans.append(plan_for(m, state, frozenset(pending)))
+            if isinstance(m, SchemaSpec) and not plans[-1].is_empty and m.name not in state.schemas:
+                pending.add(m.name)
+        if args.output == "json":
+            output.append({"catalog": cat_spec.ref.name, "plans": [p.to_json() for p in plans]})
+        else:
+            print(header)
+            for p in plans:
+                print("  " + p.render().replace("\n", "\n  "))
+        if any(p.is_refused for p in plans):
+            status = EXIT_BLOCKED
+    if args.output == "json":
+        print(json.dumps(output, indent=2))
+    return status
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    status = EXIT_OK
+    for cat_spec, members in _grouped(args.file):
+        catalog, created = ensure_catalog(cat_spec, env_credentials)
+        print(f"catalog {cat_spec.ref.name} ({catalog.location.describe()}): {'created' if created else 'adopted'}")
+        for m in members:
+            result = apply_plan(catalog, m, author=args.author)
+            print("  " + result.plan.render().replace("\n", "\n  "))
+            if result.commit is not None and result.commit.snapshot_id is not None:
+                print(f"  → committed snapshot {result.commit.snapshot_id}")
+            if result.plan.is_refused:
+                status = EXIT_BLOCKED
+        catalog.close()
+    return status
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    status = EXIT_OK
+    for cat_spec, members in _grouped(args.file):
+        catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
+        state = catalog.state()
+        print(f"catalog {cat_spec.ref.name}: format {state.version}, snapshot {state.snapshot.snapshot_id}, "
+              f"schema version {state.snapshot.schema_version}")
+        for m in members:
+            if isinstance(m, SchemaSpec):
+                print(f"  schema {m.name}: {'present' if m.name in state.schemas else 'missing'}")
+                continue
+            table = state.table(m.schema, m.name)
+            if table is None:
+                print(f"  table {m.qualified_name}: missing (run apply)")
+                status = EXIT_BLOCKED
+                continue
+            files = len(table.data_files)
+            rows = sum(f.record_count for f in table.data_files) - sum(d.delete_count for d in table.delete_files)
+            print(f"  table {m.qualified_name} (id {table.table_id}): {files} data files, {rows} rows in files")
+            for c in table.all_columns():
+                depth = 0 if c.parent_id is None else 1 + sum(1 for p in table.all_columns() if p.column_id == c.parent_id and p.parent_id is not None)
+                print(f"    {'  ' * depth}{c.column_id:>4}  {c.name}  {c.type_name}{'' if c.nullable else ' NOT NULL'}")
+            for line in drift(m, state):
+                print(f"    drift: {line}")
+        catalog.close()
+    return status
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """Run SQL with DuckDB against the catalog, attached as ``lake`` (read and write)."""
+    from .duckdb_client import attach
+
+    for cat_spec, _ in _grouped(args.file):
+        con = attach(location_for(cat_spec, env_credentials), alias="lake")
+        for statement in args.sql:
+            relation = con.sql(statement)
+            if relation is not None:
+                relation.show(max_width=160)
+        con.close()
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ducklake", description="Declarative DuckLake tables")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, fn, helptext in (("plan", cmd_plan, "show what apply would change"),
+                               ("apply", cmd_apply, "commit the manifests"),
+                               ("status", cmd_status, "tables, columns with ids, drift"),
+                               ("sql", cmd_sql, "run SQL with DuckDB on the catalog (attached as lake)")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
+        p.set_defaults(func=fn)
+        if name == "plan":
+            p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+        if name == "apply":
+            p.add_argument("--author", default="ducklake-cli")
+        if name == "sql":
+            p.add_argument("sql", nargs="+", help="SQL statements")
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SpecError as exc:
+        print("error: invalid manifests:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {exc.source + ': ' if exc.source else ''}{problem}", file=sys.stderr)
+        return EXIT_ERROR
+    except DuckLakeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

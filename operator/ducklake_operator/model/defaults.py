@@ -1,0 +1,108 @@
+"""Encode manifest defaults exactly as DuckDB 1.5.5 stores them in ``ducklake_column``.
+
+Observed rules (memo §3.2, checked against the extension):
+* a constant is stored as written in ``default_value`` (``'2024-01-01'``, ``3.14159``) and,
+  cast to the column type and rendered by DuckDB, in ``initial_default``
+  (``'2024-01-01 00:00:00+00'``, ``'3.14'``);
+* an expression is stored as DuckDB re-renders it (``1+2`` -> ``(1 + 2)``), with no
+  initial default;
+* a boolean constant becomes the expression ``CAST('t' AS BOOLEAN)`` at CREATE TABLE.
+
+Rendering casts and expressions by hand would drift from DuckDB, so an in-memory DuckDB
+(no extensions, no files, TimeZone UTC) renders them. It evaluates nothing from the
+catalog and touches no storage.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+from ..errors import SpecError
+from .types import Default, DuckLakeType, is_nested, to_duckdb_sql
+
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _duckdb():  # type: ignore[no-untyped-def]
+    import duckdb
+
+    con = duckdb.connect(":memory:", config={"enable_external_access": "false", "autoinstall_known_extensions": "false"})
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def encode_default(value: object, t: DuckLakeType, *, at_create: bool, where: str) -> Default | None:
+    """The stored form of a manifest default (``None``: no default).
+
+    ``value`` is a YAML scalar (a constant) or ``{"expression": "<DuckDB SQL>"}``.
+    ``at_create``: the column is created with its table (DuckDB refuses expression and
+    boolean defaults for columns added later; for booleans we store the literal instead).
+    """
+    if value is None:
+        return None
+    if is_nested(t):
+        raise SpecError(f"{where}: defaults on {t.name} columns are not supported by DuckLake")
+    if isinstance(value, dict):
+        if set(value) != {"expression"} or not isinstance(value["expression"], str):
+            raise SpecError(f"{where}: a default is a constant or {{expression: <SQL>}}")
+        if not at_create:
+            raise SpecError(
+                f"{where}: an expression default can only be given when the column is created with its table "
+                "(DuckLake stores no initial value for it); give a constant"
+            )
+        return Default(_render_expression(value["expression"], t, where), is_expression=True)
+    if isinstance(value, bool):
+        if at_create:
+            return Default("CAST('t' AS BOOLEAN)" if value else "CAST('f' AS BOOLEAN)", is_expression=True)
+        text = "true" if value else "false"
+        return Default(text, initial=_cast(text, t, where))
+    if isinstance(value, (int, float, str)):
+        text = str(value)
+        return Default(text, initial=_cast(text, t, where))
+    raise SpecError(f"{where}: default {value!r} is not a constant")
+
+
+def _cast(text: str, t: DuckLakeType, where: str) -> str:
+    with _lock:
+        try:
+            row = _duckdb().execute(f"SELECT CAST(CAST(? AS {to_duckdb_sql(t)}) AS VARCHAR)", [text]).fetchone()
+        except Exception as exc:  # DuckDB's conversion error says why
+            raise SpecError(f"{where}: default {text!r} is not a valid {t}: {str(exc).splitlines()[0]}") from None
+    return row[0]
+
+
+def _render_expression(sql: str, t: DuckLakeType, where: str) -> str:
+    if ";" in sql:
+        raise SpecError(f"{where}: a default expression is one SQL expression")
+    with _lock:
+        con = _duckdb()
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE __default_probe (x {to_duckdb_sql(t)} DEFAULT ({sql}))")
+            rendered = con.execute(
+                "SELECT column_default FROM duckdb_columns() WHERE table_name = '__default_probe'"
+            ).fetchone()[0]
+        except Exception as exc:
+            raise SpecError(f"{where}: default expression {sql!r} is not valid DuckDB SQL: {str(exc).splitlines()[0]}") from None
+        finally:
+            con.execute("DROP TABLE IF EXISTS __default_probe")
+    return rendered
+
+
+def for_added_column(d: Default, where: str) -> Default:
+    """The form of a create-time default that DuckDB accepts for a column added later:
+    booleans as literals; expressions are refused (DuckLake would have no value for the
+    rows written before the column existed)."""
+    if not d.is_expression:
+        return d
+    if d.value in _BOOLEAN_EXPRESSIONS:
+        text = _BOOLEAN_EXPRESSIONS[d.value]
+        return Default(text, initial=text)
+    raise SpecError(
+        f"{where}: an expression default can only be given when the column is created with its table "
+        "(rows written before would have no value); give a constant"
+    )
+
+
+_BOOLEAN_EXPRESSIONS = {"CAST('t' AS BOOLEAN)": "true", "CAST('f' AS BOOLEAN)": "false"}

@@ -1,0 +1,149 @@
+"""Desired state: the five kinds of ``ducklake.dev/v1alpha1`` as typed, validated values.
+
+CRD fields are camelCase, Python fields snake_case; ``api.load`` maps them once. Columns
+are ``types.Field`` trees (struct fields carry ``renamed_from`` too); defaults are
+already encoded as DuckDB stores them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from .types import Field
+
+GROUP = "ducklake.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KINDS = ("DuckLakeCatalog", "DuckLakeSchema", "DuckLakeTable", "DuckLakeMaintenancePolicy", "DuckLakeJob")
+TRANSFORMS = ("identity", "year", "month", "day", "hour")
+JOB_OPERATIONS = ("compact", "rewriteDeletes", "flushInlinedData", "expireSnapshots", "cleanupFiles",
+                  "deleteOrphanFiles", "repartition", "rewriteColumnType", "ingest")
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Kubernetes identity of a manifest and where it came from (for messages)."""
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    source: str | None = None  # file path, or "namespace/name" in a cluster
+    generation: int | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        where = f" ({self.source})" if self.source else ""
+        return f"{self.kind} {self.name}{where}"
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    name: str
+    username_key: str = "username"
+    password_key: str = "password"
+
+
+@dataclass(frozen=True)
+class PostgresSpec:
+    host: str
+    database: str
+    port: int = 5432
+    schema: str | None = None
+    ssl_mode: str | None = None
+    credentials: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class SqliteSpec:
+    path: str
+
+
+@dataclass(frozen=True)
+class S3Spec:
+    endpoint: str | None = None
+    region: str | None = None
+    url_style: str | None = None
+    credentials: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class CatalogSpec:
+    ref: ObjectRef
+    backend: Union[PostgresSpec, SqliteSpec]
+    data_path: str
+    options: tuple[tuple[str, str], ...] = ()  # catalog keys, normalised values
+    s3: S3Spec | None = None
+    deletion_policy: str = "Retain"
+
+
+@dataclass(frozen=True)
+class SchemaSpec:
+    ref: ObjectRef
+    catalog: str
+    name: str
+    tags: tuple[tuple[str, str], ...] = ()  # 'comment' included
+    deletion_policy: str = "Retain"
+
+
+@dataclass(frozen=True)
+class PartitionKey:
+    column: str
+    transform: str = "identity"
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: str
+    direction: str = "asc"
+    nulls: str = "last"
+
+
+@dataclass(frozen=True)
+class EvolutionPolicy:
+    allow_drop_columns: bool = False
+    type_changes: str = "promote"  # promote | rewrite
+    mode: str = "declared"  # declared | auto
+    on_drift: str = "report"  # report | revert
+    approved_plan: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    ref: ObjectRef
+    catalog: str
+    schema: str
+    name: str
+    columns: tuple[Field, ...]
+    tags: tuple[tuple[str, str], ...] = ()  # 'comment' included
+    partition_by: tuple[PartitionKey, ...] = ()
+    sort_by: tuple[SortKey, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
+    evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
+    deletion_policy: str = "Retain"
+    renamed_from: tuple[str, ...] = ()  # earlier names of the table
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+@dataclass(frozen=True)
+class MaintenancePolicySpec:
+    ref: ObjectRef
+    catalog: str
+    raw: dict  # type: ignore[type-arg]  # validated shape; interpreted by the maintenance planner
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    ref: ObjectRef
+    catalog: str
+    table: str | None  # "schema.table"; None for catalog-wide operations
+    operation: str
+    params: dict  # type: ignore[type-arg]
+    timeout_seconds: int | None = None
+    retries: int = 0
+
+
+Manifest = Union[CatalogSpec, SchemaSpec, TableSpec, MaintenancePolicySpec, JobSpec]

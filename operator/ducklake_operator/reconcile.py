@@ -1,0 +1,101 @@
+"""Use cases shared by the CLI and the controller: connect, plan, apply, detect drift.
+
+Nothing here knows about Kubernetes or argparse: callers pass specs and credentials in, and
+get plans and results out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .catalog import Catalog, CatalogLocation, CommitResult
+from .errors import CommitConflict, DuckLakeError
+from .evolution.planner import plan_schema, plan_table
+from .model.plans import TablePlan
+from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
+from .model.state import CatalogState, SchemaState, SnapshotInfo
+
+AUTHOR = "ducklake-operator"
+MAX_REPLANS = 3
+
+Credentials = Callable[[str, str, str], tuple[str | None, str | None]]  # (secret, user key, pw key) -> (user, pw)
+
+
+def location_for(spec: CatalogSpec, credentials: Credentials | None = None) -> CatalogLocation:
+    backend = spec.backend
+    if isinstance(backend, PostgresSpec):
+        user = password = None
+        if backend.credentials is not None and credentials is not None:
+            c = backend.credentials
+            user, password = credentials(c.name, c.username_key, c.password_key)
+        return CatalogLocation(kind="postgres", host=backend.host, port=backend.port, database=backend.database,
+                               schema=backend.schema, user=user, password=password, sslmode=backend.ssl_mode)
+    return CatalogLocation(kind="sqlite", path=backend.path)
+
+
+def ensure_catalog(spec: CatalogSpec, credentials: Credentials | None = None) -> tuple[Catalog, bool]:
+    """Adopt the catalog (format version and data path checked) or create it."""
+    return Catalog.open_or_create(location_for(spec, credentials), spec.data_path, dict(spec.options))
+
+
+def empty_state(spec: CatalogSpec) -> CatalogState:
+    """What a catalog that does not exist yet will look like once created (for plans)."""
+    main = SchemaState(0, "", "main", "main/", True, 0)
+    return CatalogState(SnapshotInfo(0, None, 0, 1, 0), "1.0", spec.data_path, dict(spec.options), {"main": main}, {})
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    plan: TablePlan
+    commit: CommitResult | None  # None: nothing to do, or refused
+
+    @property
+    def applied(self) -> bool:
+        return self.commit is not None
+
+
+def commit_message(spec: TableSpec | SchemaSpec, plan: TablePlan) -> tuple[str, str]:
+    message = f"{spec.ref.kind} {spec.ref.name}: {plan.summary()}"
+    extra = json.dumps({"manifest": spec.ref.source or spec.ref.name, "generation": spec.ref.generation,
+                        "planHash": plan.hash}, sort_keys=True)
+    return message, extra
+
+
+def apply_plan(catalog: Catalog, spec: TableSpec | SchemaSpec, *, author: str = AUTHOR,
+               state: CatalogState | None = None) -> ApplyResult:
+    """Plan against the catalog and commit the plan as one snapshot.
+
+    A refused plan commits nothing. If the catalog moved under the plan (a conflicting
+    concurrent commit), the plan is made again from fresh state, never replayed.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        current = state if state is not None and attempt == 1 else catalog.state(include_files=False)
+        plan = plan_for(spec, current)
+        if plan.is_empty or plan.is_refused:
+            return ApplyResult(plan, None)
+        message, extra = commit_message(spec, plan)
+        try:
+            result = catalog.commit(plan.changes, author=author, message=message, extra_info=extra,
+                                    base_snapshot=plan.base_snapshot)
+            return ApplyResult(plan, result)
+        except CommitConflict:
+            if attempt >= MAX_REPLANS:
+                raise
+
+
+def plan_for(spec: TableSpec | SchemaSpec, state: CatalogState, pending_schemas: frozenset[str] = frozenset()) -> TablePlan:
+    if isinstance(spec, TableSpec):
+        return plan_table(spec, state, pending_schemas)
+    if isinstance(spec, SchemaSpec):
+        return plan_schema(spec, state)
+    raise DuckLakeError(f"{spec.ref.kind} has no schema plan")
+
+
+def drift(spec: TableSpec | SchemaSpec, state: CatalogState) -> list[str]:
+    """What the catalog has that the manifest does not say (the plan, read backwards)."""
+    plan = plan_for(spec, state)
+    return [f"catalog differs from the manifest: {line.lstrip('+-~!# ')}" for line in plan.lines()]
