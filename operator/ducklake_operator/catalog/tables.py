@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ..model.types import DuckLakeType, Primitive
 
 # (table, [(column, logical type, extra)]); logical types: BIGINT VARCHAR TIMESTAMPTZ UUID BOOLEAN
 TABLE_COLUMNS: list[tuple[str, list[tuple[str, str, str]]]] = [
@@ -112,12 +111,13 @@ NOT_INLINABLE = frozenset({"variant", "geometry"})
 PG_MAX_IDENTIFIER_BYTES = 63
 
 
-def inlined_column_type(dialect: str, t: DuckLakeType) -> str:
+def inlined_column_type(dialect: str, type_name: str) -> str:
+    """Physical type of an inlined-data column for a ``ducklake_column.column_type`` value."""
     if dialect == "postgresql":
-        if t.name.startswith("decimal("):
-            return t.name.upper()
-        return _INLINED_PG.get(t.name, "VARCHAR")
-    return _INLINED_SQLITE.get(t.name, "VARCHAR")
+        if type_name.startswith("decimal("):
+            return type_name.upper()
+        return _INLINED_PG.get(type_name, "VARCHAR")
+    return _INLINED_SQLITE.get(type_name, "VARCHAR")
 
 
 def inlined_table_name(table_id: int, schema_version: int) -> str:
@@ -128,13 +128,15 @@ def inlined_delete_table_name(table_id: int) -> str:
     return f"ducklake_inlined_delete_{table_id}"
 
 
-def create_inlined_table_ddl(dialect: str, schema: str | None, name: str, columns: list[tuple[str, DuckLakeType]]) -> str:
+def create_inlined_table_ddl(dialect: str, schema: str | None, name: str, columns: list[tuple[str, str]]) -> str:
+    """DDL of an inlined-data table; ``columns`` are (name, catalog type name) of the
+    table's top-level columns."""
     cols = [f"{c} BIGINT" for c in INLINED_SYSTEM_COLUMNS]
     cols += [f"{_q(col)} {inlined_column_type(dialect, t)}" for col, t in columns]
     return f"CREATE TABLE IF NOT EXISTS {qualified(name, schema)}({', '.join(cols)})"
 
 
-def can_inline(dialect: str, columns: list[tuple[str, DuckLakeType]], all_type_names: list[str]) -> bool:
+def can_inline(dialect: str, columns: list[tuple[str, str]], all_type_names: list[str]) -> bool:
     """Whether DuckDB would keep an inlined-data table for a table with these columns."""
     if any(name in NOT_INLINABLE for name in all_type_names):
         return False
@@ -155,5 +157,5 @@ def inlined_sa_table(name: str, columns: list[str]) -> sa.Table:
 
 __all__ = [
     "T", "TABLE_COLUMNS", "create_catalog_ddl", "create_inlined_table_ddl", "inlined_table_name",
-    "inlined_delete_table_name", "can_inline", "inlined_sa_table", "Primitive",
+    "inlined_delete_table_name", "can_inline", "inlined_sa_table",
 ]

@@ -251,7 +251,7 @@ def column_rows(
     return columns, tags, next_id
 
 
-def create_inlined_table(ctx: CommitContext, table_id: int, schema_id: int, columns: list[tuple[str, DuckLakeType]], all_types: list[str]) -> None:
+def create_inlined_table(ctx: CommitContext, table_id: int, schema_id: int, columns: list[tuple[str, str]], all_types: list[str]) -> None:
     """New ``ducklake_inlined_data_<table>_<schema_version>`` for the table's current columns,
     when inlining is on for it (DuckDB does this at CREATE, RENAME and layout changes)."""
     if inlining_limit(ctx, schema_id, table_id) <= 0 or not tb.can_inline(ctx.dialect, columns, all_types):
@@ -266,15 +266,12 @@ def create_inlined_table(ctx: CommitContext, table_id: int, schema_id: int, colu
     ctx.emit(T["ducklake_inlined_data_tables"].insert().values(table_id=table_id, table_name=name, schema_version=ctx.base.schema_version + 1))
 
 
-def live_top_level_columns(ctx: CommitContext, table_id: int) -> tuple[list[tuple[str, DuckLakeType]], list[str]]:
-    """(name, type) of live top-level columns and all live type names, for inlined tables."""
-    from ..model.types import Primitive, from_catalog_name
-
+def live_top_level_columns(ctx: CommitContext, table_id: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """(name, type name) of live top-level columns and all live type names, for inlined tables."""
     col = T["ducklake_column"]
     rows = list(ctx.conn.execute(sa.select(col.c.column_name, col.c.column_type, col.c.parent_column).where(
         col.c.table_id == table_id, col.c.end_snapshot.is_(None)).order_by(col.c.column_order)))
-    top = [(r.column_name, from_catalog_name(r.column_type) or Primitive("varchar")) for r in rows if r.parent_column is None]
-    return top, [r.column_type for r in rows]
+    return [(r.column_name, r.column_type) for r in rows if r.parent_column is None], [r.column_type for r in rows]
 
 
 # --------------------------------------------------------------------------- writers
@@ -343,7 +340,7 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
     _write_tags(ctx, table_id, tuple(change.tags))
     ctx.columns_cache[table_id] = list(all_columns)
     all_types = [t for f in change.columns for t in type_names(f.type)]
-    create_inlined_table(ctx, table_id, schema_id, [(f.name, f.type) for f in change.columns], all_types)
+    create_inlined_table(ctx, table_id, schema_id, [(f.name, f.type.name) for f in change.columns], all_types)
     ctx.versioned(table_id)
     if change.partition_by:
         write_partition(ctx, table_id, change.partition_by)
