@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .catalog import Catalog, CatalogLocation, CommitResult
 from .errors import CommitConflict, DuckLakeError
+from .evolution.drift import drift_lines
 from .evolution.planner import plan_schema, plan_table
 from .model.plans import TablePlan
 from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
@@ -73,7 +74,7 @@ def apply_plan(catalog: Catalog, spec: TableSpec | SchemaSpec, *, author: str = 
     attempt = 0
     while True:
         attempt += 1
-        current = state if state is not None and attempt == 1 else catalog.state(include_files=False)
+        current = state if state is not None and attempt == 1 else read_for_plan(catalog, spec)
         plan = plan_for(spec, current)
         if plan.is_empty or plan.is_refused:
             return ApplyResult(plan, None)
@@ -87,6 +88,14 @@ def apply_plan(catalog: Catalog, spec: TableSpec | SchemaSpec, *, author: str = 
                 raise
 
 
+def read_for_plan(catalog: Catalog, spec: TableSpec | SchemaSpec) -> CatalogState:
+    """Only what planning ``spec`` needs: its table (and the tables it may be renamed from)."""
+    if isinstance(spec, TableSpec):
+        names = [(spec.schema, spec.name)] + [(spec.schema, old) for old in spec.renamed_from]
+        return catalog.state(include_files=False, table_names=names)
+    return catalog.state(include_files=False, table_names=[])
+
+
 def plan_for(spec: TableSpec | SchemaSpec, state: CatalogState, pending_schemas: frozenset[str] = frozenset()) -> TablePlan:
     if isinstance(spec, TableSpec):
         return plan_table(spec, state, pending_schemas)
@@ -96,6 +105,5 @@ def plan_for(spec: TableSpec | SchemaSpec, state: CatalogState, pending_schemas:
 
 
 def drift(spec: TableSpec | SchemaSpec, state: CatalogState) -> list[str]:
-    """What the catalog has that the manifest does not say (the plan, read backwards)."""
-    plan = plan_for(spec, state)
-    return [f"catalog differs from the manifest: {line.lstrip('+-~!# ')}" for line in plan.lines()]
+    """How the catalog differs from the manifest (someone ran ALTER TABLE outside)."""
+    return drift_lines(plan_for(spec, state))

@@ -82,11 +82,13 @@ def load_catalog_state(
     *,
     include_files: bool = True,
     table_ids: Collection[int] | None = None,
+    table_names: Collection[tuple[str, str]] | None = None,
 ) -> CatalogState:
     """The whole catalog as of ``snapshot_id`` (default: the latest snapshot).
 
     ``include_files=False`` skips data/delete files and partition values (the schema
-    planner needs neither); ``table_ids`` restricts per-table detail to those tables.
+    planner needs neither); ``table_ids`` or ``table_names`` ((schema, table), matched
+    case-insensitively) restrict the tables read to those.
     """
     snap = load_snapshot(conn, snapshot_id)
     S = snap.snapshot_id
@@ -116,6 +118,11 @@ def load_catalog_state(
 
     tb = T["ducklake_table"]
     table_rows = list(conn.execute(only_tables(tb, sa.select(tb).where(valid_at(tb, S)))))
+    if table_names is not None:
+        wanted = {(s.casefold(), t.casefold()) for s, t in table_names}
+        table_rows = [r for r in table_rows if r.schema_id in schemas
+                      and (schemas[r.schema_id].name.casefold(), r.table_name.casefold()) in wanted]
+        table_ids = [r.table_id for r in table_rows]
 
     col = T["ducklake_column"]
     ctag = T["ducklake_column_tag"]

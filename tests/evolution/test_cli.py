@@ -1,0 +1,101 @@
+"""The ``ducklake`` CLI end to end on the embedded default (a copy of examples/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+
+
+def ducklake(*args: str, cwd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ducklake_operator.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+@pytest.fixture
+def workdir(tmp_path) -> str:  # type: ignore[no-untyped-def]
+    shutil.copytree(os.path.join(ROOT, "examples"), tmp_path / "examples")
+    return str(tmp_path)
+
+
+def test_plan_apply_status_and_exit_codes(workdir: str) -> None:
+    plan = ducklake("plan", "-f", "examples/", cwd=workdir)
+    assert plan.returncode == 0, plan.stderr
+    assert "will be created" in plan.stdout and "+ create table sales.orders" in plan.stdout
+    assert not os.path.exists(os.path.join(workdir, "demo"))  # plan writes nothing
+
+    applied = ducklake("apply", "-f", "examples/", cwd=workdir)
+    assert applied.returncode == 0, applied.stderr
+    assert "committed snapshot 2" in applied.stdout
+    again = ducklake("apply", "-f", "examples/", cwd=workdir)
+    assert again.returncode == 0 and "committed" not in again.stdout and again.stdout.count("no changes") == 2
+
+    sql = ducklake("sql", "-f", "examples/catalog.yaml", "INSERT INTO lake.sales.orders (id, amount) VALUES (1, 2)",
+                   "SELECT count(*) AS n FROM lake.sales.orders", cwd=workdir)
+    assert sql.returncode == 0, sql.stderr
+
+    evolved = ["-f", "examples/catalog.yaml", "-f", "examples/sales-schema.yaml", "-f", "examples/evolved/orders-table.yaml"]
+    out = json.loads(ducklake("plan", "-o", "json", *evolved, cwd=workdir).stdout)
+    changes = out[0]["plans"][1]["changes"]
+    assert changes == ["~ rename status → state", "~ promote amount int32 → int64", "+ add field customer.email varchar",
+                       "+ add column note varchar default n/a"]
+    assert ducklake("apply", *evolved, cwd=workdir).returncode == 0
+    status = ducklake("status", *evolved, cwd=workdir)
+    assert status.returncode == 0 and "drift" not in status.stdout and "8  email  varchar" in status.stdout
+
+    # a destructive edit is blocked: exit 2, nothing applied
+    path = os.path.join(workdir, "examples/evolved/orders-table.yaml")
+    doc = yaml.safe_load(open(path))
+    doc["spec"]["columns"] = [c for c in doc["spec"]["columns"] if c["name"] != "note"]
+    yaml.safe_dump(doc, open(path, "w"))
+    blocked = ducklake("apply", *evolved, cwd=workdir)
+    assert blocked.returncode == 2 and "drop column note (blocked: allowDropColumns is false)" in blocked.stdout
+    assert "approvedPlan" in blocked.stdout
+    # and status shows the drift between manifest and catalog
+    assert "note is in the catalog but not in the manifest" in ducklake("status", *evolved, cwd=workdir).stdout
+
+
+def test_errors_exit_1_with_field_paths(workdir: str) -> None:
+    path = os.path.join(workdir, "examples/orders-table.yaml")
+    doc = yaml.safe_load(open(path))
+    doc["spec"]["columns"][1]["type"] = "int65"
+    yaml.safe_dump(doc, open(path, "w"))
+    result = ducklake("plan", "-f", "examples/", cwd=workdir)
+    assert result.returncode == 1
+    assert "spec.columns[1].type: 'int65' is not a DuckLake type; did you mean int64?" in result.stderr
+    assert ducklake("plan", "-f", "nope/", cwd=workdir).returncode == 1
+
+
+def test_unreachable_postgres_catalog_is_exit_1_without_secrets(workdir: str) -> None:
+    from support.pgserver import free_port
+
+    doc = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "pg"},
+           "spec": {"metadata": {"postgres": {"host": "127.0.0.1", "port": free_port(), "database": "x",
+                                              "credentialsSecretRef": {"name": "lake-pg"}}}, "dataPath": "/tmp/x/"}}
+    with open(os.path.join(workdir, "pg.yaml"), "w") as fh:
+        yaml.safe_dump(doc, fh)
+    result = ducklake("apply", "-f", "pg.yaml", cwd=workdir, env={"DUCKLAKE_SECRET_LAKE_PG_PASSWORD": "hunter2"})
+    assert result.returncode == 1 and "cannot reach the catalog" in result.stderr and "hunter2" not in result.stderr
+
+
+def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg_server) -> None:  # type: ignore[no-untyped-def]
+    pg_server.create_database("cli_lake")
+    doc = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
+           "spec": {"metadata": {"postgres": {"host": pg_server.host, "port": pg_server.port, "database": "cli_lake",
+                                              "schema": "lakemeta", "credentialsSecretRef": {"name": "lake-pg"}}},
+                    "dataPath": os.path.join(workdir, "pgdata") + "/"}}
+    with open(os.path.join(workdir, "examples/catalog.yaml"), "w") as fh:
+        yaml.safe_dump(doc, fh)
+    env = {"DUCKLAKE_SECRET_LAKE_PG_USERNAME": "postgres"}
+    assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).returncode == 0
+    sql = ducklake("sql", "-f", "examples/catalog.yaml", "INSERT INTO lake.sales.orders (id) VALUES (7)",
+                   "SELECT id FROM lake.sales.orders", cwd=workdir, env=env)
+    assert sql.returncode == 0, sql.stderr
+    assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).stdout.count("no changes") == 2
