@@ -28,7 +28,7 @@ from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_
 EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
 
 
-def env_credentials(secret: str, user_key: str, password_key: str) -> tuple[str | None, str | None]:
+def env_credentials(secret: str, user_key: str, password_key: str, namespace: str | None = None) -> tuple[str | None, str | None]:
     def var(key: str) -> str:
         return f"DUCKLAKE_SECRET_{secret}_{key}".upper().replace("-", "_").replace(".", "_")
 

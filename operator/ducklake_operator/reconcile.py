@@ -21,7 +21,7 @@ from .model.state import CatalogState, SchemaState, SnapshotInfo
 AUTHOR = "ducklake-operator"
 MAX_REPLANS = 3
 
-Credentials = Callable[[str, str, str], tuple[str | None, str | None]]  # (secret, user key, pw key) -> (user, pw)
+Credentials = Callable[[str, str, str, "str | None"], tuple[str | None, str | None]]  # (secret, user key, pw key, namespace)
 
 
 def location_for(spec: CatalogSpec, credentials: Credentials | None = None) -> CatalogLocation:
@@ -30,7 +30,7 @@ def location_for(spec: CatalogSpec, credentials: Credentials | None = None) -> C
         user = password = None
         if backend.credentials is not None and credentials is not None:
             c = backend.credentials
-            user, password = credentials(c.name, c.username_key, c.password_key)
+            user, password = credentials(c.name, c.username_key, c.password_key, spec.ref.namespace)
         return CatalogLocation(kind="postgres", host=backend.host, port=backend.port, database=backend.database,
                                schema=backend.schema, user=user, password=password, sslmode=backend.ssl_mode)
     return CatalogLocation(kind="sqlite", path=backend.path)

@@ -117,11 +117,12 @@ def load_catalog_state(
         )
 
     tb = T["ducklake_table"]
-    table_rows = list(conn.execute(only_tables(tb, sa.select(tb).where(valid_at(tb, S)))))
-    if table_names is not None:
+    table_rows = list(conn.execute((sa.select(tb) if table_names is not None else only_tables(tb, sa.select(tb))).where(valid_at(tb, S))))
+    if table_names is not None:  # by name, or by id when both are given
         wanted = {(s.casefold(), t.casefold()) for s, t in table_names}
-        table_rows = [r for r in table_rows if r.schema_id in schemas
-                      and (schemas[r.schema_id].name.casefold(), r.table_name.casefold()) in wanted]
+        ids = set(table_ids or ())
+        table_rows = [r for r in table_rows if r.table_id in ids or (
+            r.schema_id in schemas and (schemas[r.schema_id].name.casefold(), r.table_name.casefold()) in wanted)]
         table_ids = [r.table_id for r in table_rows]
 
     col = T["ducklake_column"]

@@ -1,0 +1,268 @@
+"""Reconcile functions: plain functions over specs and a catalog pool, no kopf.
+
+Each returns an ``Outcome`` (status fields, conditions, events, or a failure to retry);
+``handlers`` turns it into kopf calls. Tested directly, without a cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..catalog import Catalog
+from ..catalog.changes_made import parse_changes
+from ..errors import CatalogNotFound, DuckLakeError
+from ..evolution.drift import drift_lines
+from ..evolution.planner import find_table
+from ..model.changes import DropSchema, DropTable
+from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
+from ..model.state import CatalogState
+from ..reconcile import Credentials, apply_plan, ensure_catalog, location_for, plan_for
+from .boundary import Failure, classify
+from .status import condition, plan_fields, table_fields
+
+AUTHOR = "ducklake-operator"
+_SCHEMA_TOKENS = {"created_schema", "dropped_schema"}
+
+
+@dataclass
+class Outcome:
+    status: dict[str, Any] = field(default_factory=dict)
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (Normal|Warning, reason, message)
+    failure: Failure | None = None  # temporary: retry after failure.delay
+
+
+class CatalogPool:
+    """Open catalogs (engine pools) per catalog resource, and a state cache per catalog.
+
+    The cache holds the whole catalog as of one snapshot; a reconcile first asks for the
+    latest snapshot id (one query) and reuses the cache when nothing was committed since,
+    so resyncing many tables costs one small query per table, not a full read.
+    """
+
+    def __init__(self, credentials: Credentials | None = None) -> None:
+        self.credentials = credentials
+        self._catalogs: dict[tuple[str, str], tuple[tuple[Any, ...], Catalog]] = {}
+        self._states: dict[tuple[str, str], CatalogState] = {}
+        self._lock = threading.Lock()
+        self.queries = 0  # statements sent to catalog databases (for the benchmark)
+
+    def _key(self, spec: CatalogSpec) -> tuple[str, str]:
+        return (spec.ref.namespace or "", spec.ref.name)
+
+    def _count(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if not statement.startswith("BEGIN"):
+            self.queries += 1
+
+    def catalog(self, spec: CatalogSpec, *, create: bool = False) -> tuple[Catalog, bool]:
+        location = location_for(spec, self.credentials)
+        identity = (location, spec.data_path)
+        key = self._key(spec)
+        with self._lock:
+            cached = self._catalogs.get(key)
+            if cached and cached[0] == identity:
+                return cached[1], False
+        if create:
+            catalog, created = ensure_catalog(spec, self.credentials)
+        else:
+            catalog, created = Catalog.open(location, expected_data_path=spec.data_path), False
+        sa.event.listen(catalog.engine, "before_cursor_execute", self._count)
+        with self._lock:
+            old = self._catalogs.pop(key, None)
+            self._catalogs[key] = (identity, catalog)
+            self._states.pop(key, None)
+        if old:
+            old[1].close()
+        return catalog, created
+
+    def forget(self, spec: CatalogSpec) -> None:
+        with self._lock:
+            old = self._catalogs.pop(self._key(spec), None)
+            self._states.pop(self._key(spec), None)
+        if old:
+            old[1].close()
+
+    def state(self, spec: CatalogSpec, catalog: Catalog) -> CatalogState:
+        """Current state, kept up to date incrementally: when snapshots were committed since
+        the cached one, only the tables their change tokens name are read again (a schema
+        change or an unknown token forces a full read)."""
+        key = self._key(spec)
+        latest = catalog.snapshot().snapshot_id
+        cached = self._states.get(key)
+        if cached is not None and cached.snapshot.snapshot_id == latest:
+            return cached
+        state = catalog.state() if cached is None else self._refresh(catalog, cached)
+        with self._lock:
+            self._states[key] = state
+        return state
+
+    @staticmethod
+    def _refresh(catalog: Catalog, cached: CatalogState) -> CatalogState:
+        ids: set[int] = set()
+        names: set[tuple[str, str]] = set()
+        for snap in catalog.snapshots(after=cached.snapshot.snapshot_id):
+            for token in parse_changes(snap.changes_made):
+                if token.token in ("created_table", "created_view"):
+                    names.add((token.schema or "", token.name or ""))
+                elif token.id is not None and token.token not in _SCHEMA_TOKENS:
+                    ids.add(token.id)
+                else:
+                    return catalog.state()  # schemas changed: read everything
+        fresh = catalog.state(table_ids=ids, table_names=names)
+        fresh_ids = {t.table_id for t in fresh.tables.values()}
+        tables = {k: t for k, t in cached.tables.items() if t.table_id not in ids | fresh_ids}
+        tables.update(fresh.tables)
+        return replace(fresh, tables=tables)
+
+    def close(self) -> None:
+        with self._lock:
+            for _, catalog in self._catalogs.values():
+                catalog.close()
+            self._catalogs.clear()
+            self._states.clear()
+
+
+def _failed(exc: BaseException, generation: int | None, extra: list[dict[str, Any]] | None = None) -> Outcome:
+    failure = classify(exc)
+    conditions = [condition("Ready", False, failure.reason, failure.message, generation),
+                  condition("Progressing", False, failure.reason, "", generation)] + (extra or [])
+    return Outcome(conditions=conditions, events=[("Warning", failure.reason, failure.message)],
+                   failure=failure if failure.temporary else None)
+
+
+# ------------------------------------------------------------------ catalogs
+
+def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
+    generation = spec.ref.generation
+    try:
+        catalog, created = pool.catalog(spec, create=True)
+        snap = catalog.snapshot()
+        state_version = catalog.state(table_names=[]).version
+    except DuckLakeError as exc:
+        reachable = classify(exc).reason != "CatalogUnreachable"
+        return _failed(exc, generation, [condition("CatalogReachable", reachable, classify(exc).reason, str(exc), generation)])
+    location = catalog.location
+    events = [("Normal", "Created", f"initialised a new DuckLake catalog at {location.describe()}")] if created else []
+    return Outcome(
+        status={"formatVersion": state_version, "currentSnapshot": snap.snapshot_id, "schemaVersion": snap.schema_version,
+                "backend": location.kind, "dataPath": spec.data_path, "observedGeneration": generation},
+        conditions=[condition("Ready", True, "Created" if created else "Adopted", f"catalog at {location.describe()}", generation),
+                    condition("CatalogReachable", True, "Connected", "", generation)],
+        events=events,
+    )
+
+
+# ------------------------------------------------------------------ schemas and tables
+
+def _apply(spec: TableSpec | SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> tuple[Outcome, Catalog | None, Any, Any]:
+    generation = spec.ref.generation
+    if catalog_spec is None:
+        return _failed(CatalogNotFound(f"waiting for DuckLakeCatalog {spec.catalog!r} (not found in this namespace)"), generation), None, None, None
+    try:
+        catalog, _ = pool.catalog(catalog_spec)
+        state = pool.state(catalog_spec, catalog)
+        result = apply_plan(catalog, spec, author=AUTHOR, state=state)
+    except DuckLakeError as exc:
+        return _failed(exc, generation), None, None, None
+    plan = result.plan
+    snapshot = result.commit.snapshot_id if result.commit else None
+    status: dict[str, Any] = {"observedGeneration": generation, **plan_fields(plan, snapshot)}
+    events = []
+    if plan.is_refused:
+        why = "; ".join([b.describe() for b in plan.blocked] + list(plan.unsupported))
+        conditions = [condition("Ready", False, "Blocked", f"plan {plan.hash} refused, nothing applied: {why}", generation),
+                      condition("Blocked", True, "DestructiveChange" if plan.blocked else "Unsupported", why, generation),
+                      condition("Progressing", False, "Blocked", "", generation)]
+        events.append(("Warning", "Blocked", f"plan {plan.hash} refused: {why}"))
+    else:
+        message = f"applied in snapshot {snapshot}: {plan.summary()}" if snapshot is not None else "up to date"
+        conditions = [condition("Ready", True, "Applied" if snapshot is not None else "UpToDate", message, generation),
+                      condition("Blocked", False, "NotBlocked", "", generation),
+                      condition("Progressing", False, "Reconciled", "", generation)]
+        if snapshot is not None:
+            events.append(("Normal", "Applied", message))
+    return Outcome(status=status, conditions=conditions, events=events), catalog, result, state
+
+
+def reconcile_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
+    outcome, catalog, result, _ = _apply(spec, catalog_spec, pool)
+    if catalog is not None and result is not None:
+        state = catalog.state(table_names=[])
+        schema = next((s for n, s in state.schemas.items() if n.casefold() == spec.name.casefold()), None)
+        outcome.status.update(snapshot=state.snapshot.snapshot_id, schemaId=schema.schema_id if schema else None)
+    return outcome
+
+
+def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
+    outcome, catalog, result, state = _apply(spec, catalog_spec, pool)
+    if catalog is None or result is None:
+        return outcome
+    if result.commit is not None:
+        state = pool.state(catalog_spec, catalog)  # type: ignore[arg-type]
+    table = find_table(state, spec.schema, spec.name)
+    outcome.status.update(snapshot=state.snapshot.snapshot_id, schemaVersion=state.snapshot.schema_version)
+    if table is not None:
+        outcome.status.update(table_fields(table))
+        if not result.plan.is_refused:
+            outcome.status["drift"] = []
+            outcome.conditions.append(condition("Drifted", False, "InSync", "", spec.ref.generation))
+    return outcome
+
+
+def check_table_drift(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
+    """Timer: compare the catalog with the manifest; report, or revert when onDrift: revert."""
+    if catalog_spec is None:
+        return Outcome()
+    try:
+        catalog, _ = pool.catalog(catalog_spec)
+        state = pool.state(catalog_spec, catalog)
+        lines = drift_lines(plan_for(spec, state))
+    except DuckLakeError as exc:
+        return _failed(exc, spec.ref.generation)
+    if not lines:
+        return Outcome(status={"drift": [], "snapshot": state.snapshot.snapshot_id},
+                       conditions=[condition("Drifted", False, "InSync", "", spec.ref.generation)])
+    if spec.evolution.on_drift == "revert":
+        outcome = reconcile_table(spec, catalog_spec, pool)
+        outcome.events.insert(0, ("Warning", "DriftReverted", "; ".join(lines)))
+        return outcome
+    message = "; ".join(lines)
+    return Outcome(status={"drift": lines, "snapshot": state.snapshot.snapshot_id},
+                   conditions=[condition("Drifted", True, "ChangedOutside", message, spec.ref.generation)],
+                   events=[("Warning", "Drifted", message)])
+
+
+def delete_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
+    """Finalizer: Retain leaves the table; Delete drops it in one snapshot. A catalog that is
+    gone does not hold the resource hostage."""
+    if spec.deletion_policy != "Delete":
+        return Outcome(events=[("Normal", "Retained", f"{spec.qualified_name} stays in the lake (deletionPolicy: Retain)")])
+    return _drop(catalog_spec, pool, spec, lambda state: (
+        [DropTable(t.table_id, t.qualified_name)] if (t := find_table(state, spec.schema, spec.name)) else []))
+
+
+def delete_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
+    if spec.deletion_policy != "Delete":
+        return Outcome(events=[("Normal", "Retained", f"schema {spec.name} stays in the lake (deletionPolicy: Retain)")])
+    return _drop(catalog_spec, pool, spec, lambda state: (
+        [DropSchema(s.schema_id, s.name)] if (s := state.schemas.get(spec.name)) else []))
+
+
+def _drop(catalog_spec: CatalogSpec | None, pool: CatalogPool, spec: TableSpec | SchemaSpec,
+          changes: Callable[[CatalogState], list[Any]]) -> Outcome:
+    if catalog_spec is None:
+        return Outcome(events=[("Warning", "CatalogGone", f"catalog {spec.catalog!r} is gone; nothing to drop")])
+    try:
+        catalog, _ = pool.catalog(catalog_spec)
+        todo = changes(catalog.state(include_files=False))
+        if not todo:
+            return Outcome(events=[("Normal", "AlreadyGone", "nothing to drop")])
+        result = catalog.commit(todo, author=AUTHOR, message=f"{spec.ref.kind} {spec.ref.name} deleted (deletionPolicy: Delete)")
+    except DuckLakeError as exc:
+        return _failed(exc, spec.ref.generation)
+    return Outcome(events=[("Normal", "Dropped", f"dropped in snapshot {result.snapshot_id}")])
