@@ -120,6 +120,8 @@ class Catalog:
             raise CatalogUnavailable(f"cannot reach the catalog at {self.location.describe()}: {describe_db_error(exc)}") from None
         try:
             yield conn
+        except sa.exc.DBAPIError as exc:
+            raise CatalogUnavailable(f"catalog at {self.location.describe()}: {describe_db_error(exc)}") from None
         finally:
             conn.close()
 

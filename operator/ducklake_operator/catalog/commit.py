@@ -116,7 +116,7 @@ def _attempt(
     extra_writer: Callable[[CommitContext], None] | None,
 ) -> CommitResult:
     try:
-        conn = engine.connect()
+        conn = engine.connect().execution_options(ducklake_write=True)
     except sa.exc.DBAPIError as exc:
         raise CatalogUnavailable(f"cannot connect to the catalog database: {describe_db_error(exc)}") from None
     try:

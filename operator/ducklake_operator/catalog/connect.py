@@ -1,8 +1,8 @@
 """Where a catalog lives, and the SQLAlchemy engine that reaches it.
 
-PostgreSQL runs commits at REPEATABLE READ, as DuckDB does. SQLite transactions start
-with ``BEGIN IMMEDIATE`` (the write lock up front, so two writers queue instead of
-failing half-way) and a 5 s busy timeout, DuckDB's default.
+PostgreSQL runs commits at REPEATABLE READ, as DuckDB does. On SQLite, commit transactions
+start with ``BEGIN IMMEDIATE`` (the write lock up front, so two writers queue instead of
+failing half-way), reads with a plain ``BEGIN``; the busy timeout is 5 s, DuckDB's default.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def create_engine(location: CatalogLocation, *, connect_timeout: int = 10) -> sa
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn):  # type: ignore[no-untyped-def]
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # commits take the write lock up front; reads must not block writers
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("ducklake_write") else "BEGIN")
 
         return engine
     engine = sa.create_engine(

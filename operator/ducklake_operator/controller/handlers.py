@@ -35,7 +35,6 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP, key="last-handled-configuration")
     settings.posting.level = logging.INFO
     settings.execution.max_workers = int(os.environ.get("DUCKLAKE_WORKERS", "8"))
-    settings.peering.name = os.environ.get("DUCKLAKE_PEERING", "ducklake-operator")
     if "pool" not in memo:
         from .secrets import read_secret
 

@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         start_http_server(args.metrics_port)
     kopf.run(
         clusterwide=not args.namespace, namespaces=args.namespace, liveness_endpoint=args.liveness,
-        standalone=args.standalone, peering_name=os.environ.get("DUCKLAKE_PEERING", "ducklake-operator"),
+        standalone=args.standalone,
+        peering_name=None if args.standalone else os.environ.get("DUCKLAKE_PEERING", "ducklake-operator"),
     )
     return 0
 
