@@ -23,6 +23,7 @@ from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ..model.state import CatalogState
 from ..reconcile import Credentials, apply_plan, ensure_catalog, location_for, plan_for
 from .boundary import Failure, classify
+from .metrics import CATALOG_QUERIES
 from .status import condition, plan_fields, table_fields
 
 AUTHOR = "ducklake-operator"
@@ -58,6 +59,7 @@ class CatalogPool:
     def _count(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
         if not statement.startswith("BEGIN"):
             self.queries += 1
+            CATALOG_QUERIES.inc()
 
     def catalog(self, spec: CatalogSpec, *, create: bool = False) -> tuple[Catalog, bool]:
         location = location_for(spec, self.credentials)
