@@ -152,22 +152,25 @@ class AddColumn:
 
 
 @dataclass(frozen=True)
-class DropColumn:
+class OnColumn:
+    """A change to an existing column or nested field (by id; ``path`` for messages and
+    to find it at commit)."""
+
     table_id: int
     table: str
     column_id: int
     path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DropColumn(OnColumn):
 
     def describe(self) -> str:
         return f"- drop {'field' if len(self.path) > 1 else 'column'} {_path(self.path)}"
 
 
 @dataclass(frozen=True)
-class RenameColumn:
-    table_id: int
-    table: str
-    column_id: int
-    path: tuple[str, ...]
+class RenameColumn(OnColumn):
     new_name: str
 
     def describe(self) -> str:
@@ -175,11 +178,7 @@ class RenameColumn:
 
 
 @dataclass(frozen=True)
-class PromoteColumn:
-    table_id: int
-    table: str
-    column_id: int
-    path: tuple[str, ...]
+class PromoteColumn(OnColumn):
     old_type: DuckLakeType
     new_type: DuckLakeType
 
@@ -188,13 +187,9 @@ class PromoteColumn:
 
 
 @dataclass(frozen=True)
-class RewriteColumnType:
+class RewriteColumnType(OnColumn):
     """A type change that is not a lossless promotion: needs the data rewritten (heavy)."""
 
-    table_id: int
-    table: str
-    column_id: int
-    path: tuple[str, ...]
     old_type: DuckLakeType
     new_type: DuckLakeType
 
@@ -203,11 +198,7 @@ class RewriteColumnType:
 
 
 @dataclass(frozen=True)
-class SetDefault:
-    table_id: int
-    table: str
-    column_id: int
-    path: tuple[str, ...]
+class SetDefault(OnColumn):
     default: Default | None
 
     def describe(self) -> str:
@@ -217,11 +208,7 @@ class SetDefault:
 
 
 @dataclass(frozen=True)
-class SetNullable:
-    table_id: int
-    table: str
-    column_id: int
-    path: tuple[str, ...]
+class SetNullable(OnColumn):
     nullable: bool
 
     def describe(self) -> str:
@@ -229,11 +216,7 @@ class SetNullable:
 
 
 @dataclass(frozen=True)
-class SetColumnTags:
-    table_id: int
-    table: str
-    column_id: int
-    path: tuple[str, ...]
+class SetColumnTags(OnColumn):
     tags: tuple[tuple[str, str | None], ...]
 
     def describe(self) -> str:
