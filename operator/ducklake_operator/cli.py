@@ -4,6 +4,7 @@
     ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan
     ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
     ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
+    ducklake run-job OP -f PATH  expireSnapshots | cleanupFiles | deleteOrphanFiles (JSON result)
 
 Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
 from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
@@ -145,6 +146,32 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+HOUSEKEEPING = ("expireSnapshots", "cleanupFiles", "deleteOrphanFiles")
+
+
+def cmd_run_job(args: argparse.Namespace) -> int:
+    """Run a maintenance operation locally and print its JSON result."""
+    if args.operation not in HOUSEKEEPING:
+        raise DuckLakeError(f"{args.operation}: the Spark maintenance jobs are not available yet; "
+                            f"available here: {', '.join(HOUSEKEEPING)}")
+    from ducklake_jobs import housekeeping
+
+    for cat_spec, _ in _grouped(args.file):
+        catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
+        try:
+            if args.operation == "expireSnapshots":
+                result = housekeeping.expire(catalog, older_than=args.older_than, retain_last=args.retain_last, dry_run=args.dry_run)
+            elif args.operation == "cleanupFiles":
+                result = housekeeping.cleanup_files(catalog, older_than=args.older_than or housekeeping.DEFAULT_CLEANUP_AGE, dry_run=args.dry_run)
+            else:
+                result = housekeeping.delete_orphan_files(catalog, older_than=args.older_than or housekeeping.DEFAULT_CLEANUP_AGE,
+                                                          dry_run=args.dry_run)
+        finally:
+            catalog.close()
+        print(json.dumps({"catalog": cat_spec.ref.name, **result}, indent=2))
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ducklake", description="Declarative DuckLake tables")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -161,6 +188,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument("--author", default="ducklake-cli")
         if name == "sql":
             p.add_argument("sql", nargs="+", help="SQL statements")
+    job = sub.add_parser("run-job", help="run a maintenance operation locally: " + ", ".join(HOUSEKEEPING))
+    job.add_argument("operation")
+    job.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
+    job.add_argument("--older-than", help="age, e.g. 7d, 12h")
+    job.add_argument("--retain-last", type=int, help="expireSnapshots: always keep this many")
+    job.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
+    job.set_defaults(func=cmd_run_job)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

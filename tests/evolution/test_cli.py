@@ -99,3 +99,20 @@ def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg
                    "SELECT id FROM lake.sales.orders", cwd=workdir, env=env)
     assert sql.returncode == 0, sql.stderr
     assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).stdout.count("no changes") == 2
+
+
+def test_run_job_housekeeping(workdir: str) -> None:
+    assert ducklake("apply", "-f", "examples/", cwd=workdir).returncode == 0
+    for i in range(3):
+        ducklake("sql", "-f", "examples/catalog.yaml", f"INSERT INTO lake.sales.orders (id) SELECT i FROM range({i * 50}, {i * 50 + 50}) t(i)", cwd=workdir)
+    dry = ducklake("run-job", "expireSnapshots", "-f", "examples/catalog.yaml", "--older-than", "0s", "--retain-last", "2", "--dry-run", cwd=workdir)
+    assert dry.returncode == 0, dry.stderr
+    result = json.loads(dry.stdout)
+    assert result["dryRun"] and result["expired"] == [0, 1, 2, 3]
+    done = json.loads(ducklake("run-job", "expireSnapshots", "-f", "examples/catalog.yaml", "--older-than", "0s", "--retain-last", "2", cwd=workdir).stdout)
+    assert done["expired"] == [0, 1, 2, 3]
+    assert json.loads(ducklake("run-job", "cleanupFiles", "-f", "examples/catalog.yaml", cwd=workdir).stdout)["deleted"] == []
+    compact = ducklake("run-job", "compact", "-f", "examples/catalog.yaml", cwd=workdir)
+    assert compact.returncode == 1 and "not available yet" in compact.stderr
+    count = ducklake("sql", "-f", "examples/catalog.yaml", "SELECT count(*) FROM lake.sales.orders", cwd=workdir)
+    assert "150" in count.stdout

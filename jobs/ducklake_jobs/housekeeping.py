@@ -1,0 +1,112 @@
+"""Catalog-wide housekeeping: expireSnapshots, cleanupFiles, deleteOrphanFiles.
+
+These need no Spark: they are catalog transactions and file deletions, run by the job
+driver (or ``ducklake run-job``). Each returns a JSON-serialisable result; ``dry_run``
+lists what would go and changes nothing. Local data paths only in this version.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.expire import expire_snapshots
+from ducklake_operator.catalog.read import load_metadata, load_snapshots
+from ducklake_operator.catalog.tables import T
+from ducklake_operator.errors import SpecError
+from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
+
+DEFAULT_CLEANUP_AGE = "3d"  # as the managed services do (DuckDB's default is 2 days)
+
+
+def _data_path(conn: sa.Connection) -> str:
+    path = next(v for k, v, s, _ in load_metadata(conn) if k == "data_path" and s is None)
+    if "://" in path:
+        raise SpecError(f"data path {path!r}: only local data paths are supported by housekeeping in this version")
+    return path
+
+
+def expire(catalog: Catalog, *, older_than: str | None = None, retain_last: int | None = None,
+           versions: list[int] | None = None, dry_run: bool = False) -> dict[str, Any]:
+    now = datetime.now(timezone.utc)
+    with catalog.engine.connect().execution_options(ducklake_write=True) as conn, conn.begin():
+        snapshots = [(s.snapshot_id, parse_snapshot_time(s.snapshot_time)) for s in load_snapshots(conn)]
+        if versions is not None:
+            latest = max(sid for sid, _ in snapshots)
+            known = {sid for sid, _ in snapshots}
+            ids = tuple(v for v in sorted(versions) if v in known and v != latest)
+        else:
+            ids = plan_expiry(snapshots, now=now, older_than=parse_duration(older_than) if older_than else None,
+                              retain_last=retain_last).expire
+        if dry_run:
+            return {"operation": "expireSnapshots", "dryRun": True, "expired": list(ids)}
+        result = expire_snapshots(conn, ids, dialect=catalog.location.dialect, pg_schema=catalog.location.schema)
+    return {"operation": "expireSnapshots", "dryRun": False, "expired": list(result.expired),
+            "filesScheduled": len(result.files_scheduled), "tablesPurged": list(result.tables_purged)}
+
+
+def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dry_run: bool = False) -> dict[str, Any]:
+    """Delete files scheduled for deletion longer than ``older_than`` ago, then their rows."""
+    cutoff = datetime.now(timezone.utc) - parse_duration(older_than)
+    sched = T["ducklake_files_scheduled_for_deletion"]
+    with catalog.engine.connect().execution_options(ducklake_write=True) as conn, conn.begin():
+        root = _data_path(conn)
+        due = [r for r in conn.execute(sa.select(sched)) if parse_snapshot_time(r.schedule_start) < cutoff]
+        deleted = [r.path for r in due]
+        if dry_run:
+            return {"operation": "cleanupFiles", "dryRun": True, "deleted": deleted}
+        for r in due:
+            full = os.path.join(root, r.path) if r.path_is_relative else r.path
+            try:
+                os.remove(full)
+            except FileNotFoundError:
+                pass  # already gone: forget the row all the same
+            conn.execute(sched.delete().where(sched.c.data_file_id == r.data_file_id, sched.c.path == r.path))
+    return {"operation": "cleanupFiles", "dryRun": False, "deleted": deleted}
+
+
+def _referenced(conn: sa.Connection) -> set[str]:
+    """Every file any catalog row refers to (any version), relative to the data path."""
+    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    prefix = {r.table_id: (r.schema_path or "") + (r.table_path or "") for r in conn.execute(
+        sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path"))
+        .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}
+    out: set[str] = set()
+    for name in ("ducklake_data_file", "ducklake_delete_file"):
+        f = T[name]
+        for r in conn.execute(sa.select(f.c.table_id, f.c.path, f.c.path_is_relative)):
+            out.add(prefix.get(r.table_id, "") + r.path if r.path_is_relative else r.path)
+    sched = T["ducklake_files_scheduled_for_deletion"]
+    out |= {r.path for r in conn.execute(sa.select(sched.c.path))}
+    return out
+
+
+def delete_orphan_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dry_run: bool = False) -> dict[str, Any]:
+    """Delete Parquet files under the data path that no catalog row references and that are
+    older than ``older_than`` (files of running, uncommitted writes are young). Never
+    touches anything outside the data path, and does not follow symlinks."""
+    cutoff = datetime.now(timezone.utc).timestamp() - parse_duration(older_than).total_seconds()
+    with catalog.engine.connect() as conn, conn.begin():
+        root = os.path.realpath(_data_path(conn))
+        referenced = _referenced(conn)
+    orphans = []
+    for directory, dirs, names in os.walk(root, followlinks=False):
+        for name in names:
+            full = os.path.join(directory, name)
+            if not name.endswith(".parquet") or os.path.islink(full):
+                continue
+            real = os.path.realpath(full)
+            if os.path.commonpath([real, root]) != root:
+                continue
+            rel = os.path.relpath(real, root)
+            if rel not in referenced and real not in referenced and os.lstat(full).st_mtime < cutoff:
+                orphans.append(rel)
+    orphans.sort()
+    if not dry_run:
+        for rel in orphans:
+            os.remove(os.path.join(root, rel))
+    return {"operation": "deleteOrphanFiles", "dryRun": dry_run, "deleted": orphans}

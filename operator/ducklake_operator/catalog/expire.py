@@ -1,0 +1,100 @@
+"""Expire snapshots and delete scheduled files, as DuckDB 1.5.5 does (memo §5.4, §5.5).
+
+Expiry creates no snapshot. In one transaction it deletes the snapshot rows, then every
+catalog row that no remaining snapshot can see (a row is visible to snapshot S when
+``begin_snapshot <= S < end_snapshot``): ended data and delete files (their paths are
+scheduled in ``ducklake_files_scheduled_for_deletion``, relative to the data path), tables
+dropped before every remaining snapshot (with all their rows and inlined tables), and
+ended schemas, views, tags and macros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+
+from .tables import T, inlined_delete_table_name, qualified
+
+# rows removed with a purged table (DeleteSnapshots, step 4)
+_PER_TABLE = ("ducklake_table_stats", "ducklake_table_column_stats", "ducklake_partition_info", "ducklake_partition_column",
+              "ducklake_column", "ducklake_column_tag", "ducklake_sort_info", "ducklake_sort_expression",
+              "ducklake_schema_versions", "ducklake_column_mapping", "ducklake_table")
+
+
+@dataclass(frozen=True)
+class ExpiryResult:
+    expired: tuple[int, ...]
+    files_scheduled: tuple[str, ...]  # paths relative to the data path (or absolute)
+    tables_purged: tuple[int, ...]
+
+
+def _now(dialect: str) -> Any:
+    return sa.func.now() if dialect == "postgresql" else datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
+
+
+def _unseen(table: sa.Table) -> sa.ColumnElement[bool]:
+    """Ended, and no remaining snapshot lies in [begin_snapshot, end_snapshot)."""
+    s = T["ducklake_snapshot"]
+    return sa.and_(table.c.end_snapshot.is_not(None), ~sa.exists().where(
+        s.c.snapshot_id >= table.c.begin_snapshot, s.c.snapshot_id < table.c.end_snapshot))
+
+
+def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, pg_schema: str | None) -> ExpiryResult:
+    """Delete snapshots ``ids`` and what only they could see; the caller commits."""
+    ids = tuple(sorted(ids))
+    if not ids:
+        return ExpiryResult((), (), ())
+    latest = conn.execute(sa.select(sa.func.max(T["ducklake_snapshot"].c.snapshot_id))).scalar()
+    if latest in ids:
+        raise ValueError("the latest snapshot cannot be expired")
+    for name in ("ducklake_snapshot", "ducklake_snapshot_changes"):
+        conn.execute(T[name].delete().where(T[name].c.snapshot_id.in_(ids)))
+
+    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    # tables none of whose versions is visible any more, and that are dropped
+    visible = sa.select(tb.c.table_id).where(~_unseen(tb))
+    purged = tuple(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id.not_in(visible)).distinct()).scalars())
+    paths = {r.table_id: (r.schema_path or "", r.table_path or "") for r in conn.execute(
+        sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path"))
+        .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}
+
+    scheduled: list[str] = []
+    now = _now(dialect)
+    for files, id_col, extra in (("ducklake_data_file", "data_file_id", ("ducklake_file_column_stats", "ducklake_file_variant_stats",
+                                                                          "ducklake_file_partition_value")),
+                                 ("ducklake_delete_file", "delete_file_id", ())):
+        f = T[files]
+        gone = list(conn.execute(sa.select(f.c[id_col], f.c.table_id, f.c.path, f.c.path_is_relative).where(
+            sa.or_(f.c.table_id.in_(purged), _unseen(f)))))
+        if not gone:
+            continue
+        gone_ids = [r[0] for r in gone]
+        for name in (files,) + extra:
+            conn.execute(T[name].delete().where(T[name].c[id_col if name == files else "data_file_id"].in_(gone_ids)))
+        rows = []
+        for file_id, table_id, path, relative in gone:
+            schema_path, table_path = paths.get(table_id, ("", ""))
+            full = schema_path + table_path + path if relative else path
+            rows.append(dict(data_file_id=file_id, path=full, path_is_relative=bool(relative), schedule_start=now))
+            scheduled.append(full)
+        conn.execute(T["ducklake_files_scheduled_for_deletion"].insert().values(rows))
+
+    if purged:
+        it = T["ducklake_inlined_data_tables"]
+        inlined = list(conn.execute(sa.select(it.c.table_name).where(it.c.table_id.in_(purged))).scalars())
+        for name in _PER_TABLE + ("ducklake_inlined_data_tables",):
+            conn.execute(T[name].delete().where(T[name].c.table_id.in_(purged)))
+        for name in inlined + [inlined_delete_table_name(t) for t in purged]:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {qualified(name, pg_schema)}")
+    for name in ("ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro"):
+        conn.execute(T[name].delete().where(_unseen(T[name])))
+    mac, impl, params, cm, nm = (T[n] for n in ("ducklake_macro", "ducklake_macro_impl", "ducklake_macro_parameters",
+                                                "ducklake_column_mapping", "ducklake_name_mapping"))
+    conn.execute(impl.delete().where(impl.c.macro_id.not_in(sa.select(mac.c.macro_id))))
+    conn.execute(params.delete().where(params.c.macro_id.not_in(sa.select(mac.c.macro_id))))
+    conn.execute(nm.delete().where(nm.c.mapping_id.not_in(sa.select(cm.c.mapping_id))))
+    return ExpiryResult(ids, tuple(scheduled), purged)

@@ -1,0 +1,1 @@
+"""Pure maintenance planning: which snapshots, which files (no I/O)."""

@@ -1,0 +1,59 @@
+"""Which snapshots to expire (pure).
+
+DuckDB's ``ducklake_expire_snapshots`` rules: by age (``older_than``) and/or explicit
+versions, never the latest snapshot. We add ``retain_last``: the newest N snapshots are
+always kept, whatever their age.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from ..errors import SpecError
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|seconds?|minutes?|hours?|days?|weeks?)\s*$", re.I)
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``7d``, ``12h``, ``2 days``, ``1 week`` -> timedelta."""
+    m = _DURATION.match(str(text))
+    if not m:
+        raise SpecError(f"{text!r} is not a duration like 7d, 12h or '2 days'")
+    return timedelta(seconds=int(m.group(1)) * _UNIT[m.group(2)[0].lower()])
+
+
+def parse_snapshot_time(value: datetime | str | None) -> datetime:
+    """``snapshot_time`` as stored: a datetime (PostgreSQL) or DuckDB's text (SQLite)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if not value:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    text = value.strip()
+    if re.search(r"[+-]\d{2}$", text):
+        text += ":00"
+    return datetime.fromisoformat(text)
+
+
+@dataclass(frozen=True)
+class ExpiryPlan:
+    expire: tuple[int, ...]  # snapshot ids, oldest first
+    keep: int  # snapshots that remain
+
+
+def plan_expiry(snapshots: list[tuple[int, datetime]], *, now: datetime, older_than: timedelta | None = None,
+                retain_last: int | None = None) -> ExpiryPlan:
+    """``snapshots``: (id, time) of every snapshot. At least one of the limits must be set."""
+    if older_than is None and retain_last is None:
+        raise SpecError("expireSnapshots needs olderThan and/or retainLast")
+    ordered = sorted(snapshots)
+    if not ordered:
+        return ExpiryPlan((), 0)
+    protected = {ordered[-1][0]}  # never the latest snapshot
+    if retain_last:
+        protected |= {sid for sid, _ in ordered[-retain_last:]}
+    cutoff = now - older_than if older_than is not None else None
+    expire = tuple(sid for sid, t in ordered if sid not in protected and (cutoff is None or t < cutoff))
+    return ExpiryPlan(expire, len(ordered) - len(expire))
