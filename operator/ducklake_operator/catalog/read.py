@@ -254,3 +254,10 @@ def load_inlined_rows(conn: sa.Connection, table: TableState, snapshot_id: int) 
         ).order_by(reflected.c.row_id)
         out.extend(dict(r._mapping) for r in conn.execute(query))
     return out
+
+
+def load_schema_versions(conn: sa.Connection, table_id: int) -> list[tuple[int, int]]:
+    """(begin_snapshot, schema_version) rows of one table, oldest first (for compaction)."""
+    sv = T["ducklake_schema_versions"]
+    return [(r.begin_snapshot, r.schema_version) for r in conn.execute(
+        sa.select(sv.c.begin_snapshot, sv.c.schema_version).where(sv.c.table_id == table_id).order_by(sv.c.begin_snapshot))]

@@ -1,0 +1,118 @@
+"""Which files to merge (pure): DuckDB 1.5.5's ``ducklake_merge_adjacent_files`` rules as a
+plan of numbered file groups (Iceberg's vocabulary), JSON-serialisable for the Spark driver.
+
+Rules (memo §5.1): live data files smaller than the threshold (the target size unless
+given), without a delete file or inlined deletions, grouped by (schema version in force
+when the file was written, partition spec, partition values); within a group, ordered by
+``begin_snapshot, row_id_start, data_file_id`` and taken greedily until the running size
+reaches the target; a group needs ``min_input_files`` (DuckDB: 2). ``max_groups`` caps the
+groups per run (DuckDB's ``max_compacted_files``).
+
+Each group also says what its output row must carry: ``begin_snapshot`` of the first
+source, ``partial_max`` = max(partial_max or begin_snapshot), and ``row_id_start`` of the
+first source when the sources are contiguous in row-id space (else row ids are embedded).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..model.state import DataFile, TableState
+
+DEFAULT_TARGET_FILE_SIZE = 1 << 29  # 512 MiB, DuckDB's DEFAULT_TARGET_FILE_SIZE
+
+
+@dataclass(frozen=True)
+class CompactionOptions:
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    small_file_threshold: int | None = None  # files at or above it are left alone; default: target
+    min_input_files: int = 2
+    max_groups: int | None = None
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    index: int  # global, in commit order
+    schema_version: int
+    partition_id: int | None
+    partition_values: tuple[tuple[int, str | None], ...]
+    files: tuple[int, ...]  # data_file ids, in output order
+    input_bytes: int
+    input_rows: int
+    begin_snapshot: int
+    partial_max: int
+    row_id_start: int | None  # None: row ids are embedded in the output
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    table_id: int
+    base_snapshot: int
+    target_file_size: int
+    groups: tuple[FileGroup, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def input_files(self) -> int:
+        return sum(len(g.files) for g in self.groups)
+
+
+def schema_version_at(versions: list[tuple[int, int]], snapshot: int) -> int:
+    """The table's schema version in force at ``snapshot``; ``versions`` = sorted
+    (begin_snapshot, schema_version) rows of ``ducklake_schema_versions``."""
+    i = bisect_right([b for b, _ in versions], snapshot) - 1
+    return versions[i][1] if i >= 0 else -1
+
+
+def _contiguous(files: list[DataFile]) -> bool:
+    if any(f.row_id_start is None for f in files):
+        return False
+    by_row = sorted(files, key=lambda f: f.row_id_start or 0)
+    return all(a.row_id_start + a.record_count == b.row_id_start for a, b in zip(by_row, by_row[1:]))  # type: ignore[operator]
+
+
+def plan_compaction(table: TableState, base_snapshot: int, schema_versions: list[tuple[int, int]],
+                    options: CompactionOptions = CompactionOptions(), *,
+                    files_with_inlined_deletes: Collection[int] = ()) -> CompactionPlan:
+    threshold = options.small_file_threshold or options.target_file_size
+    deleted = {d.data_file_id for d in table.delete_files} | set(files_with_inlined_deletes)
+    versions = sorted(schema_versions)
+    buckets: dict[tuple[Any, ...], list[DataFile]] = defaultdict(list)
+    for f in table.data_files:
+        if f.end_snapshot is not None or f.file_size_bytes >= threshold or f.data_file_id in deleted:
+            continue
+        key = (schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)
+        buckets[key].append(f)
+    groups: list[FileGroup] = []
+    for key in sorted(buckets, key=repr):
+        files = sorted(buckets[key], key=lambda f: (f.begin_snapshot, f.row_id_start if f.row_id_start is not None else -1, f.data_file_id))
+        current: list[DataFile] = []
+        size = 0
+        for f in files + [None]:  # type: ignore[list-item]
+            if f is not None:
+                current.append(f)
+                size += f.file_size_bytes
+            if (f is None or size >= options.target_file_size) and current:
+                if len(current) >= options.min_input_files:
+                    groups.append(_group(len(groups), key, current))
+                current, size = [], 0
+    if options.max_groups is not None:
+        groups = groups[: options.max_groups]
+    return CompactionPlan(table.table_id, base_snapshot, options.target_file_size, tuple(groups))
+
+
+def _group(index: int, key: tuple[Any, ...], files: list[DataFile]) -> FileGroup:
+    schema_version, partition_id, values = key
+    return FileGroup(
+        index=index, schema_version=schema_version, partition_id=partition_id, partition_values=values,
+        files=tuple(f.data_file_id for f in files), input_bytes=sum(f.file_size_bytes for f in files),
+        input_rows=sum(f.record_count for f in files), begin_snapshot=files[0].begin_snapshot,
+        partial_max=max(f.partial_max if f.partial_max is not None else f.begin_snapshot for f in files),
+        row_id_start=min(f.row_id_start for f in files) if _contiguous(files) else None,  # type: ignore[type-var]
+    )
