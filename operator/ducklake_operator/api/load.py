@@ -8,18 +8,23 @@ you mean int64?``). ``load_paths`` is the file-reading edge used by the CLI.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
+from croniter import croniter
 
 from ..errors import SpecError
 from ..model.defaults import encode_default
 from ..model.names import fold, identifier_problem
-from ..model.options import normalize_option
+from ..maintenance.expiry import parse_duration
+from ..model.options import normalize_option, parse_size
 from ..model.spec import (
-    API_VERSION, JOB_OPERATIONS, KINDS, TRANSFORMS, CatalogSpec, EvolutionPolicy, JobSpec, MaintenancePolicySpec,
-    Manifest, ObjectRef, PartitionKey, PostgresSpec, S3Spec, SchemaSpec, SecretRef, SortKey, SqliteSpec, TableSpec,
+    API_VERSION, JOB_OPERATIONS, KINDS, TRANSFORMS, CatalogSpec, CleanupSettings, CompactionSettings, DeleteRewriteSettings,
+    EvolutionPolicy, ExpirySettings, JobSpec, MaintenancePolicySpec, Manifest, ObjectRef, PartitionKey, PostgresSpec, S3Spec,
+    Schedule, SchemaSpec, SecretRef, SortKey, SparkSettings, SqliteSpec, TableSpec, Window,
 )
 from ..model.types import Field, ListOf, MapOf, Struct, parse_type
 
@@ -261,7 +266,99 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
                           "partitionRewrite", "snapshotExpiry", "fileCleanup", "window", "suspend", "concurrency", "spark"))
     if "tableSelector" in spec and "tables" in spec:
         p.add("spec", "give tableSelector or tables, not both")
-    return MaintenancePolicySpec(ref, _catalog_ref(spec, p), dict(spec))
+    tables = tuple(p.get(spec, "tables", "spec", list, default=[]))
+    for i, t in enumerate(tables):
+        if not isinstance(t, str) or "." not in t:
+            p.add(f"spec.tables[{i}]", f"{t!r} is not schema.table")
+    selector = p.get(spec, "tableSelector", "spec", dict, default={})
+    p.keys(selector, "spec.tableSelector", ("matchLabels",))
+    labels = p.get(selector, "matchLabels", "spec.tableSelector", dict, default={})
+
+    def section(name: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
+        raw = p.get(spec, name, "spec", dict)
+        if raw is None:
+            return None
+        p.keys(raw, f"spec.{name}", ("schedule",) + allowed)
+        return raw
+
+    def schedule(raw: Mapping[str, Any], name: str) -> Schedule:
+        cron = p.get(raw, "schedule", f"spec.{name}", str, required=True, default="0 0 * * *")
+        if not croniter.is_valid(cron) or len(cron.split()) != 5:
+            p.add(f"spec.{name}.schedule", f"{cron!r} is not a 5-field cron schedule (minute hour day month weekday)")
+        return Schedule(cron, p.get(raw, "whenSmallFilesAbove", f"spec.{name}", int))
+
+    def size(raw: Mapping[str, Any], key: str, path: str) -> int | None:
+        if raw.get(key) is None:
+            return None
+        try:
+            return parse_size(raw[key])
+        except ValueError as exc:
+            p.add(f"{path}.{key}", str(exc))
+            return None
+
+    compaction = delete_rewrite = expiry = cleanup = None
+    if (raw := section("compaction", ("targetFileSize", "minInputFiles", "smallFileThreshold", "sort", "whenSmallFilesAbove"))) is not None:
+        compaction = CompactionSettings(schedule(raw, "compaction"), size(raw, "targetFileSize", "spec.compaction"),
+                                        p.get(raw, "minInputFiles", "spec.compaction", int, default=2),
+                                        size(raw, "smallFileThreshold", "spec.compaction"), p.get(raw, "sort", "spec.compaction", bool, default=True))
+    if (raw := section("deleteRewrite", ("deleteRatioThreshold",))) is not None:
+        ratio = p.get(raw, "deleteRatioThreshold", "spec.deleteRewrite", (int, float), default=0.95)
+        if not 0 < ratio <= 1:
+            p.add("spec.deleteRewrite.deleteRatioThreshold", f"{ratio} is not in (0, 1]")
+        delete_rewrite = DeleteRewriteSettings(schedule(raw, "deleteRewrite"), float(ratio))
+    flush = schedule(raw, "inlinedDataFlush") if (raw := section("inlinedDataFlush", ())) is not None else None
+    repartition = schedule(raw, "partitionRewrite") if (raw := section("partitionRewrite", ())) is not None else None
+    if (raw := section("snapshotExpiry", ("olderThan", "retainLast"))) is not None:
+        older = p.get(raw, "olderThan", "spec.snapshotExpiry", str)
+        retain = p.get(raw, "retainLast", "spec.snapshotExpiry", int)
+        if older is None and retain is None:
+            p.add("spec.snapshotExpiry", "needs olderThan and/or retainLast")
+        _duration(older, "spec.snapshotExpiry.olderThan", p)
+        expiry = ExpirySettings(schedule(raw, "snapshotExpiry"), older, retain)
+    if (raw := section("fileCleanup", ("olderThan", "orphanFiles", "dryRun"))) is not None:
+        older = p.get(raw, "olderThan", "spec.fileCleanup", str, default="3d")
+        _duration(older, "spec.fileCleanup.olderThan", p)
+        cleanup = CleanupSettings(schedule(raw, "fileCleanup"), older, p.get(raw, "orphanFiles", "spec.fileCleanup", bool, default=False),
+                                  p.get(raw, "dryRun", "spec.fileCleanup", bool, default=False))
+    window = None
+    if (raw := p.get(spec, "window", "spec", dict)) is not None:
+        p.keys(raw, "spec.window", ("start", "end", "timezone"))
+        tz = p.get(raw, "timezone", "spec.window", str, default="UTC")
+        try:
+            ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            p.add("spec.window.timezone", f"{tz!r} is not an IANA time zone")
+        times = [p.get(raw, k, "spec.window", str, required=True, default="00:00") for k in ("start", "end")]
+        for k, t in zip(("start", "end"), times):
+            if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", t):
+                p.add(f"spec.window.{k}", f"{t!r} is not HH:MM")
+        window = Window(times[0], times[1], tz)
+    concurrency = p.get(spec, "concurrency", "spec", dict, default={})
+    p.keys(concurrency, "spec.concurrency", ("maxJobsPerCatalog",))
+    raw_spark = p.get(spec, "spark", "spec", dict, default={})
+    p.keys(raw_spark, "spec.spark", ("launcher", "image", "serviceAccount", "driver", "executor", "conf"))
+    spark = SparkSettings(
+        launcher=p.enum(raw_spark, "launcher", "spec.spark", ("SparkApplication", "Job", "Local"), "Job"),
+        image=p.get(raw_spark, "image", "spec.spark", str), service_account=p.get(raw_spark, "serviceAccount", "spec.spark", str),
+        driver=tuple(sorted((k, str(v)) for k, v in p.get(raw_spark, "driver", "spec.spark", dict, default={}).items())),
+        executor=tuple(sorted((k, str(v)) for k, v in p.get(raw_spark, "executor", "spec.spark", dict, default={}).items())),
+        conf=tuple(sorted((k, str(v)) for k, v in p.get(raw_spark, "conf", "spec.spark", dict, default={}).items())),
+    )
+    return MaintenancePolicySpec(
+        ref, _catalog_ref(spec, p), tables=tables, table_selector=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        compaction=compaction, delete_rewrite=delete_rewrite, inlined_data_flush=flush, partition_rewrite=repartition,
+        snapshot_expiry=expiry, file_cleanup=cleanup, window=window, suspend=p.get(spec, "suspend", "spec", bool, default=False),
+        max_jobs_per_catalog=p.get(concurrency, "maxJobsPerCatalog", "spec.concurrency", int), spark=spark,
+    )
+
+
+def _duration(value: str | None, path: str, p: _Problems) -> None:
+    if value is None:
+        return
+    try:
+        parse_duration(value)
+    except SpecError as exc:
+        p.add(path, exc.problems[0])
 
 
 def _job(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> JobSpec:

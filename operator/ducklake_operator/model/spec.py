@@ -129,10 +129,74 @@ class TableSpec:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    cron: str  # 5-field cron, validated
+    when_small_files_above: int | None = None  # compaction also runs when a table has more
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    schedule: Schedule
+    target_file_size: int | None = None  # bytes; None: the table's option (or DuckDB's 512 MiB)
+    min_input_files: int = 2
+    small_file_threshold: int | None = None
+    sort: bool = True
+
+
+@dataclass(frozen=True)
+class DeleteRewriteSettings:
+    schedule: Schedule
+    delete_ratio_threshold: float = 0.95  # DuckDB's default
+
+
+@dataclass(frozen=True)
+class ExpirySettings:
+    schedule: Schedule
+    older_than: str | None = None
+    retain_last: int | None = None
+
+
+@dataclass(frozen=True)
+class CleanupSettings:
+    schedule: Schedule
+    older_than: str = "3d"
+    orphan_files: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Window:
+    start: str  # HH:MM
+    end: str
+    timezone: str = "UTC"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    launcher: str = "Job"  # SparkApplication | Job | Local
+    image: str | None = None
+    service_account: str | None = None
+    driver: tuple[tuple[str, str], ...] = ()
+    executor: tuple[tuple[str, str], ...] = ()
+    conf: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class MaintenancePolicySpec:
     ref: ObjectRef
     catalog: str
-    raw: dict  # type: ignore[type-arg]  # validated shape; interpreted by the maintenance planner
+    tables: tuple[str, ...] = ()  # schema.table
+    table_selector: tuple[tuple[str, str], ...] = ()  # matchLabels
+    compaction: CompactionSettings | None = None
+    delete_rewrite: DeleteRewriteSettings | None = None
+    inlined_data_flush: Schedule | None = None
+    partition_rewrite: Schedule | None = None
+    snapshot_expiry: ExpirySettings | None = None  # catalog-wide
+    file_cleanup: CleanupSettings | None = None  # catalog-wide
+    window: Window | None = None
+    suspend: bool = False
+    max_jobs_per_catalog: int | None = None
+    spark: SparkSettings = field(default_factory=SparkSettings)
 
 
 @dataclass(frozen=True)
