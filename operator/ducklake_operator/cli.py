@@ -4,7 +4,7 @@
     ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan
     ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
     ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
-    ducklake run-job OP -f PATH  expireSnapshots | cleanupFiles | deleteOrphanFiles (JSON result)
+    ducklake run-job OP [T] -f P  compact schema.table | expireSnapshots | cleanupFiles | deleteOrphanFiles
 
 Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
 from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
@@ -146,20 +146,25 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-HOUSEKEEPING = ("expireSnapshots", "cleanupFiles", "deleteOrphanFiles")
+HOUSEKEEPING = ("expireSnapshots", "cleanupFiles", "deleteOrphanFiles", "compact")
 
 
 def cmd_run_job(args: argparse.Namespace) -> int:
     """Run a maintenance operation locally and print its JSON result."""
     if args.operation not in HOUSEKEEPING:
-        raise DuckLakeError(f"{args.operation}: the Spark maintenance jobs are not available yet; "
-                            f"available here: {', '.join(HOUSEKEEPING)}")
+        raise DuckLakeError(f"{args.operation}: not available yet; available here: {', '.join(HOUSEKEEPING)}")
+    if args.operation == "compact" and (not args.table or "." not in args.table):
+        raise SpecError("compact needs the table: ducklake run-job compact SCHEMA.TABLE -f ...")
     from ducklake_jobs import housekeeping
+    from ducklake_jobs.compact import compact
 
     for cat_spec, _ in _grouped(args.file):
         catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
         try:
-            if args.operation == "expireSnapshots":
+            if args.operation == "compact":
+                schema, table = args.table.split(".", 1)
+                result = compact(catalog, schema, table, dry_run=args.dry_run)
+            elif args.operation == "expireSnapshots":
                 result = housekeeping.expire(catalog, older_than=args.older_than, retain_last=args.retain_last, dry_run=args.dry_run)
             elif args.operation == "cleanupFiles":
                 result = housekeeping.cleanup_files(catalog, older_than=args.older_than or housekeeping.DEFAULT_CLEANUP_AGE, dry_run=args.dry_run)
@@ -190,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument("sql", nargs="+", help="SQL statements")
     job = sub.add_parser("run-job", help="run a maintenance operation locally: " + ", ".join(HOUSEKEEPING))
     job.add_argument("operation")
+    job.add_argument("table", nargs="?", help="schema.table (compact)")
     job.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
     job.add_argument("--older-than", help="age, e.g. 7d, 12h")
     job.add_argument("--retain-last", type=int, help="expireSnapshots: always keep this many")

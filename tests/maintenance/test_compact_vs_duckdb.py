@@ -1,0 +1,112 @@
+"""compact vs DuckDB's ducklake_merge_adjacent_files on twin tables: same rows at every
+snapshot, same rowids, same count/min/max, and DuckDB keeps working on our output."""
+
+from __future__ import annotations
+
+import pytest
+from support import duck
+from support.dump import dump
+
+from ducklake_operator.catalog import Catalog
+from ducklake_jobs.compact import compact
+
+WORKLOAD = [
+    "CALL lk.set_option('target_file_size', '1MB')",
+    "CREATE TABLE lk.t(id INTEGER, v VARCHAR, f DOUBLE, s STRUCT(a INTEGER, b VARCHAR[]), d DATE)",
+    *[f"INSERT INTO lk.t SELECT i, 'v' || i, i / 3, {{'a': i, 'b': ['x' || i]}}, DATE '2024-01-01' + i::INTEGER "
+      f"FROM range({k * 40}, {k * 40 + 40}) t(i)" for k in range(4)],
+    "UPDATE lk.t SET v = 'upd' WHERE id = 130",       # an update: a file with embedded row ids
+    "ALTER TABLE lk.t ALTER id SET TYPE BIGINT",       # promotion: new schema version
+    *[f"INSERT INTO lk.t SELECT i, 'w' || i, NULL, NULL, NULL FROM range({k * 40}, {k * 40 + 40}) t(i)" for k in range(4, 7)],
+    "DELETE FROM lk.t WHERE id BETWEEN 200 AND 210",   # this file keeps its delete file: not merged
+]
+
+
+def build(location, data_path: str) -> None:  # type: ignore[no-untyped-def]
+    con = duck.attach(location, data_path=data_path)
+    for sql in WORKLOAD:
+        con.execute(sql)
+    con.close()
+
+
+def observe(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    con = duck.attach(location, con=duck.connect())
+    try:
+        latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone()[0]
+        return {
+            "now": con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall(),
+            "agg": con.execute("SELECT count(*), min(id), max(id), min(v), max(v), max(d) FROM lk.t").fetchone(),
+            "history": {v: con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {v}) ORDER BY rowid").fetchall()
+                        for v in range(2, latest + 1)},
+        }
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+    theirs, ours = make_location(kind), make_location(kind)
+    build(theirs, str(tmp_path / "a") + "/")
+    build(ours, str(tmp_path / "b") + "/")
+    before = observe(ours)
+    con = duck.attach(theirs)
+    con.execute("CALL ducklake_merge_adjacent_files('lk')")
+    con.close()
+    result = compact(Catalog.open(ours), "main", "t")
+    assert result["groups"] == 2 and result["filesWritten"] == 2 and result["committedSnapshot"] is not None
+
+    after_ours, after_theirs = observe(ours), observe(theirs)
+    assert after_ours["now"] == before["now"] == after_theirs["now"]
+    assert after_ours["agg"] == after_theirs["agg"]
+    for v, rows in before["history"].items():  # time travel to every earlier snapshot
+        assert after_ours["history"][v] == rows, v
+    # the same catalog rows as DuckDB's merge, but for sizes, paths, and the order in which
+    # the new files of different groups take their ids
+    a, b = dump(theirs), dump(ours)
+    begin = {r[0]: r[2] for r in a["ducklake_data_file"]}, {r[0]: r[2] for r in b["ducklake_data_file"]}
+    cols = lambda rows: sorted(r[1:5] + r[8:9] + r[11:] for r in rows)  # noqa: E731
+    assert cols(a["ducklake_data_file"]) == cols(b["ducklake_data_file"])
+    for side, rows in enumerate((a["ducklake_file_column_stats"], b["ducklake_file_column_stats"])):
+        begin[side]["stats"] = sorted((begin[side][r[0]],) + r[1:3] + r[4:] for r in rows)  # type: ignore[index]
+    assert begin[0]["stats"] == begin[1]["stats"]
+    assert [r[0] for r in a["ducklake_files_scheduled_for_deletion"]] == [r[0] for r in b["ducklake_files_scheduled_for_deletion"]]
+    assert [r[1] for r in a["ducklake_snapshot_changes"]] == [r[1] for r in b["ducklake_snapshot_changes"]]
+    assert a["ducklake_snapshot"][-1][2:] == b["ducklake_snapshot"][-1][2:]
+
+    # DuckDB keeps working on our output: insert, delete, and its own compaction
+    con = duck.attach(ours)
+    con.execute("INSERT INTO lk.t (id, v) VALUES (9999, 'late')")
+    con.execute("DELETE FROM lk.t WHERE id < 5")
+    con.execute("CALL ducklake_merge_adjacent_files('lk')")
+    assert con.execute("SELECT count(*) FROM lk.t").fetchone()[0] == len(before["now"]) - 5 + 1
+    assert compact(Catalog.open(ours), "main", "t")["groups"] >= 0
+
+
+def test_concurrent_delete_wins(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+    """A DuckDB delete committed after our plan: the compaction is refused, its files removed,
+    and the delete is not lost."""
+    import os
+
+    import ducklake_jobs.compact as job
+
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER)")
+    for k in range(3):
+        con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 50}, {k * 50 + 50}) t(i)")
+    written = []
+    original = job.merge_group
+
+    def merge_then_delete(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = original(*args, **kwargs)
+        written.append(out.full_path)
+        con.execute("DELETE FROM lk.t WHERE id = 10")  # lands while we are writing
+        return out
+
+    job.merge_group = merge_then_delete
+    try:
+        with pytest.raises(Exception, match="conflict|changed since"):
+            compact(catalog, "main", "t")
+    finally:
+        job.merge_group = original
+    assert written and not any(os.path.exists(p) for p in written)
+    assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 10) FROM lk.t").fetchone() == (149, 0)
