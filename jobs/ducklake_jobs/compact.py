@@ -23,7 +23,6 @@ import os
 import struct
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -35,7 +34,7 @@ from uuid6 import uuid7
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.read import load_schema_versions
-from ducklake_operator.catalog.tables import T
+from ducklake_operator.catalog.tables import T, catalog_now
 from ducklake_operator.catalog.write import CommitContext
 from ducklake_operator.errors import CommitConflict, DuckLakeError, TableNotFound
 from ducklake_operator.maintenance.compaction import CompactionOptions, FileGroup, plan_compaction
@@ -229,7 +228,7 @@ def _write_commit(ctx: CommitContext, table: TableState, outputs: list[MergedFil
     stats = list(ctx.conn.execute(sa.select(st).where(st.c.data_file_id.in_(sources))))
     type_names = {c.column_id: c.type_name for c in table.all_columns()}
     files = {f.data_file_id: f for f in table.data_files}
-    now: Any = sa.func.now() if ctx.dialect == "postgresql" else datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
+    now = catalog_now(ctx.dialect)
     for out in outputs:
         g = out.group
         file_id = ctx.next_file_id

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.expire import expire_snapshots
-from ducklake_operator.catalog.read import load_metadata, load_snapshots
+from ducklake_operator.catalog.read import load_metadata, load_snapshots, table_path_prefixes
 from ducklake_operator.catalog.tables import T
 from ducklake_operator.errors import SpecError
 from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
@@ -71,10 +71,7 @@ def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dr
 
 def _referenced(conn: sa.Connection) -> set[str]:
     """Every file any catalog row refers to (any version), relative to the data path."""
-    tb, sc = T["ducklake_table"], T["ducklake_schema"]
-    prefix = {r.table_id: (r.schema_path or "") + (r.table_path or "") for r in conn.execute(
-        sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path"))
-        .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}
+    prefix = table_path_prefixes(conn)
     out: set[str] = set()
     for name in ("ducklake_data_file", "ducklake_delete_file"):
         f = T[name]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 import sqlalchemy as sa
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -30,7 +29,7 @@ from .changes_made import Change as Token, parse_changes, render_changes
 from .conflicts import find_conflict
 from .connect import describe_db_error
 from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
-from .tables import T
+from .tables import T, catalog_now
 from . import write_columns  # noqa: F401  (registers the column writers)
 from .write import CommitContext, finish_commit, write_change
 
@@ -192,10 +191,8 @@ def _attempt(
 
 def _insert_snapshot(conn: sa.Connection, latest: SnapshotInfo, dialect: str) -> None:
     """Insert snapshot latest+1 with the counters unchanged (finalised before COMMIT)."""
-    # PostgreSQL: the catalog's NOW(), as DuckDB; SQLite stores DuckDB's text form.
-    now: object = sa.func.now() if dialect == "postgresql" else datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
     conn.execute(T["ducklake_snapshot"].insert().values(
-        snapshot_id=latest.snapshot_id + 1, snapshot_time=now, schema_version=latest.schema_version,
+        snapshot_id=latest.snapshot_id + 1, snapshot_time=catalog_now(dialect), schema_version=latest.schema_version,
         next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
     ))
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any
-
 import sqlalchemy as sa
 
-from .tables import T, inlined_delete_table_name, qualified
+from .read import table_path_prefixes
+from .tables import T, catalog_now, inlined_delete_table_name, qualified
 
 # rows removed with a purged table (DeleteSnapshots, step 4)
 _PER_TABLE = ("ducklake_table_stats", "ducklake_table_column_stats", "ducklake_partition_info", "ducklake_partition_column",
@@ -30,10 +28,6 @@ class ExpiryResult:
     expired: tuple[int, ...]
     files_scheduled: tuple[str, ...]  # paths relative to the data path (or absolute)
     tables_purged: tuple[int, ...]
-
-
-def _now(dialect: str) -> Any:
-    return sa.func.now() if dialect == "postgresql" else datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
 
 
 def _unseen(table: sa.Table) -> sa.ColumnElement[bool]:
@@ -54,16 +48,14 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
     for name in ("ducklake_snapshot", "ducklake_snapshot_changes"):
         conn.execute(T[name].delete().where(T[name].c.snapshot_id.in_(ids)))
 
-    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    tb = T["ducklake_table"]
     # tables none of whose versions is visible any more, and that are dropped
     visible = sa.select(tb.c.table_id).where(~_unseen(tb))
     purged = tuple(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id.not_in(visible)).distinct()).scalars())
-    paths = {r.table_id: (r.schema_path or "", r.table_path or "") for r in conn.execute(
-        sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path"))
-        .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}
+    prefixes = table_path_prefixes(conn)
 
     scheduled: list[str] = []
-    now = _now(dialect)
+    now = catalog_now(dialect)
     for files, id_col, extra in (("ducklake_data_file", "data_file_id", ("ducklake_file_column_stats", "ducklake_file_variant_stats",
                                                                           "ducklake_file_partition_value")),
                                  ("ducklake_delete_file", "delete_file_id", ())):
@@ -77,8 +69,7 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
             conn.execute(T[name].delete().where(T[name].c[id_col if name == files else "data_file_id"].in_(gone_ids)))
         rows = []
         for file_id, table_id, path, relative in gone:
-            schema_path, table_path = paths.get(table_id, ("", ""))
-            full = schema_path + table_path + path if relative else path
+            full = prefixes.get(table_id, "") + path if relative else path
             rows.append(dict(data_file_id=file_id, path=full, path_is_relative=bool(relative), schedule_start=now))
             scheduled.append(full)
         conn.execute(T["ducklake_files_scheduled_for_deletion"].insert().values(rows))

@@ -261,3 +261,12 @@ def load_schema_versions(conn: sa.Connection, table_id: int) -> list[tuple[int, 
     sv = T["ducklake_schema_versions"]
     return [(r.begin_snapshot, r.schema_version) for r in conn.execute(
         sa.select(sv.c.begin_snapshot, sv.c.schema_version).where(sv.c.table_id == table_id).order_by(sv.c.begin_snapshot))]
+
+
+def table_path_prefixes(conn: sa.Connection) -> dict[int, str]:
+    """``schema path + table path`` of every table ever (relative to the data path): the
+    prefix of its files' relative paths."""
+    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    return {r.table_id: (r.schema_path or "") + (r.table_path or "") for r in conn.execute(
+        sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path"))
+        .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}

@@ -9,6 +9,9 @@ uuid, timestamptz, boolean; SQLite: VARCHAR for uuid and timestamps, BIGINT for 
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from typing import Any
+
 import sqlalchemy as sa
 
 
@@ -68,6 +71,14 @@ def _build_table(name: str, columns: list[tuple[str, str, str]]) -> sa.Table:
 
 
 T: dict[str, sa.Table] = {name: _build_table(name, cols) for name, cols in TABLE_COLUMNS}
+
+
+def catalog_now(dialect: str) -> Any:
+    """A timestamp column value as DuckDB writes it: the catalog's NOW() on PostgreSQL, and
+    DuckDB's text form on SQLite (where timestamps are stored as VARCHAR)."""
+    if dialect == "postgresql":
+        return sa.func.now()
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
 
 
 def _q(name: str) -> str:
