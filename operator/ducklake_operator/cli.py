@@ -163,7 +163,9 @@ def cmd_run_job(args: argparse.Namespace) -> int:
         try:
             if args.operation == "compact":
                 schema, table = args.table.split(".", 1)
-                result = compact(catalog, schema, table, dry_run=args.dry_run)
+                from ducklake_jobs.compact import run_in_process, run_on_spark
+
+                result = compact(catalog, schema, table, dry_run=args.dry_run, runner=run_on_spark if args.spark else run_in_process)
             elif args.operation == "expireSnapshots":
                 result = housekeeping.expire(catalog, older_than=args.older_than, retain_last=args.retain_last, dry_run=args.dry_run)
             elif args.operation == "cleanupFiles":
@@ -200,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     job.add_argument("--older-than", help="age, e.g. 7d, 12h")
     job.add_argument("--retain-last", type=int, help="expireSnapshots: always keep this many")
     job.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
+    job.add_argument("--spark", action="store_true", help="compact: run the file groups as Spark tasks (local[*])")
     job.set_defaults(func=cmd_run_job)
     args = parser.parse_args(argv)
     try:

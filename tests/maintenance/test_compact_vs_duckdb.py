@@ -8,7 +8,7 @@ from support import duck
 from support.dump import dump
 
 from ducklake_operator.catalog import Catalog
-from ducklake_jobs.compact import compact
+from ducklake_jobs.compact import compact, run_in_process, run_on_spark
 
 WORKLOAD = [
     "CALL lk.set_option('target_file_size', '1MB')",
@@ -43,8 +43,9 @@ def observe(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
         con.close()
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("kind, runner", [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
+                         ids=["sqlite", "postgres", "sqlite-spark"])
+def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str, runner) -> None:  # type: ignore[no-untyped-def]
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/")
     build(ours, str(tmp_path / "b") + "/")
@@ -52,7 +53,7 @@ def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str
     con = duck.attach(theirs)
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
     con.close()
-    result = compact(Catalog.open(ours), "main", "t")
+    result = compact(Catalog.open(ours), "main", "t", runner=runner)
     assert result["groups"] == 2 and result["filesWritten"] == 2 and result["committedSnapshot"] is not None
 
     after_ours, after_theirs = observe(ours), observe(theirs)

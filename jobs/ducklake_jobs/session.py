@@ -1,0 +1,26 @@
+"""The SparkSession of a job: local[*] for ``ducklake run-job``, the cluster's otherwise.
+
+One session per process (startup costs seconds). Workers run this interpreter, so the
+project is importable in the tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import lru_cache
+from typing import Any
+
+
+@lru_cache(maxsize=1)
+def spark_session(master: str | None = None) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("ducklake-maintenance").config("spark.ui.enabled", "false")
+    builder = builder.master(master or os.environ.get("DUCKLAKE_SPARK_MASTER", "local[*]"))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
