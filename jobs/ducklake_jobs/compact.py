@@ -98,6 +98,15 @@ def merge_group(group: FileGroup, sources: list[tuple[DataFile, str]], out_dir: 
 Work = tuple  # (FileGroup, [(DataFile, absolute path)], table directory)
 
 
+def _fault_point(name: str) -> None:
+    """Test seam: with DUCKLAKE_FAULT_PAUSE=<name>, announce the point in DUCKLAKE_FAULT_MARKER
+    and hang, so a test can SIGKILL the job exactly here. Inert otherwise."""
+    if os.environ.get("DUCKLAKE_FAULT_PAUSE") == name:
+        with open(os.environ["DUCKLAKE_FAULT_MARKER"], "w") as fh:
+            fh.write(name)
+        time.sleep(600)
+
+
 def run_in_process(work: list[Work]) -> list[MergedFile]:
     return [merge_group(*w) for w in work]
 
@@ -205,9 +214,11 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
                      for i in group.files], table_dir) for group in plan.groups]
     try:
         outputs = runner(work)
+        _fault_point("before_commit")
         commit = catalog.commit([], author=author, base_snapshot=plan.base_snapshot,
                                 message=f"compact {schema}.{table}: {plan.input_files} files into {len(outputs)}",
                                 extra_writer=lambda ctx: _write_commit(ctx, t, outputs, state.schemas[schema].path))
+        _fault_point("after_commit")
     except BaseException as exc:
         if not isinstance(exc, DuckLakeError) or exc.cleanable:
             for out in outputs:  # known not committed: no orphans left behind
@@ -273,3 +284,4 @@ def _write_commit(ctx: CommitContext, table: TableState, outputs: list[MergedFil
         ctx.emit(t.delete().where(t.c.data_file_id.in_(sources)))
     ctx.needs_snapshot = True
     ctx.tokens.append(Token("merge_adjacent", id=table.table_id))
+    _fault_point("in_commit")  # the transaction is open, nothing is visible yet
