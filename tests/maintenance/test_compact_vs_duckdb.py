@@ -83,7 +83,8 @@ def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str
     assert compact(Catalog.open(ours), "main", "t")["groups"] >= 0
 
 
-def test_concurrent_delete_wins(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("where, deleted", [("id = 10", 1), ("id BETWEEN 10 AND 39", 30)], ids=["inlined-delete", "delete-file"])
+def test_concurrent_delete_wins(catalog: Catalog, location, where: str, deleted: int) -> None:  # type: ignore[no-untyped-def]
     """A DuckDB delete committed after our plan: the compaction is refused, its files removed,
     and the delete is not lost."""
     import os
@@ -100,7 +101,7 @@ def test_concurrent_delete_wins(catalog: Catalog, location) -> None:  # type: ig
     def merge_then_delete(*args, **kwargs):  # type: ignore[no-untyped-def]
         out = original(*args, **kwargs)
         written.append(out.full_path)
-        con.execute("DELETE FROM lk.t WHERE id = 10")  # lands while we are writing
+        con.execute(f"DELETE FROM lk.t WHERE {where}")  # lands while we are writing
         return out
 
     job.merge_group = merge_then_delete
@@ -110,4 +111,4 @@ def test_concurrent_delete_wins(catalog: Catalog, location) -> None:  # type: ig
     finally:
         job.merge_group = original
     assert written and not any(os.path.exists(p) for p in written)
-    assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 10) FROM lk.t").fetchone() == (149, 0)
+    assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 10) FROM lk.t").fetchone() == (150 - deleted, 0)

@@ -1,0 +1,120 @@
+"""Compaction throughput: our compact job vs DuckDB's ducklake_merge_adjacent_files.
+
+Builds one table of about --mb MB in --files small Parquet files (SQLite catalog, local
+data path), copies it three times, and compacts: DuckDB's merge, ours in-process, ours on
+Spark local[2] (with and without session start-up). Prints MB/s of input for each and the
+disk's sequential write+read rate on the same machine as the physical limit.
+
+    python bench/compaction.py [--mb 1000 --files 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+from support import duck  # noqa: E402
+
+from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
+from ducklake_jobs.compact import compact, run_in_process, run_on_spark  # noqa: E402
+
+
+def disk_rate(directory: str, mb: int = 1024) -> float:
+    """Sequential write (fsync'd) then read of one file: MB/s of write+read combined."""
+    path = os.path.join(directory, "disk-probe.bin")
+    block = os.urandom(1 << 20)
+    t0 = time.perf_counter()
+    with open(path, "wb") as fh:
+        for _ in range(mb):
+            fh.write(block)
+        fh.flush()
+        os.fsync(fh.fileno())
+    with open(path, "rb") as fh:
+        while fh.read(8 << 20):
+            pass
+    elapsed = time.perf_counter() - t0
+    os.remove(path)
+    return 2 * mb / elapsed
+
+
+def build(root: str, mb: int, files: int) -> tuple[CatalogLocation, int]:
+    location = CatalogLocation(kind="sqlite", path=os.path.join(root, "c.sqlite"))
+    Catalog.create(location, os.path.join(root, "data") + "/")
+    con = duck.attach(location)
+    con.execute("CALL lk.set_option('target_file_size', '10GB')")  # one output file per group
+    con.execute("CALL lk.set_option('data_inlining_row_limit', 0)")
+    con.execute("CREATE TABLE lk.t(id BIGINT, v VARCHAR, f DOUBLE, d DATE)")
+    rows = max(20, int(mb * 1_000_000 / files / 60))  # ~60 bytes per row in Parquet with random payloads
+    for k in range(files):
+        con.execute(f"INSERT INTO lk.t SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR), random(), DATE '2020-01-01' + (i % 1000)::INTEGER "
+                    f"FROM range({k * rows}, {(k + 1) * rows}) t(i)")
+    size = sum(f.file_size_bytes for f in Catalog(location).state().table("main", "t").data_files)
+    con.close()
+    return location, size
+
+
+def copy(root: str, name: str) -> CatalogLocation:
+    target = os.path.join(os.path.dirname(root), name)
+    shutil.copytree(root, target)
+    # the data path is stored absolute: point the copy at its own files
+    import sqlite3
+
+    db = sqlite3.connect(os.path.join(target, "c.sqlite"))
+    db.execute("UPDATE ducklake_metadata SET value = ? WHERE key = 'data_path'", (os.path.join(target, "data") + "/",))
+    db.commit()
+    db.close()
+    return CatalogLocation(kind="sqlite", path=os.path.join(target, "c.sqlite"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=int, default=1000)
+    parser.add_argument("--files", type=int, default=2000)
+    args = parser.parse_args()
+    os.environ["DUCKLAKE_SPARK_MASTER"] = "local[2]"
+    work = tempfile.mkdtemp(prefix="bench-compaction-")
+    base = os.path.join(work, "base")
+    os.makedirs(base)
+    t0 = time.perf_counter()
+    location, size = build(base, args.mb, args.files)
+    mb = size / 1e6
+    print(f"table: {args.files} files, {mb:.0f} MB of Parquet (built in {time.perf_counter() - t0:.0f} s)")
+
+    theirs = copy(base, "duckdb")
+    con = duck.attach(theirs)
+    t0 = time.perf_counter()
+    con.execute("CALL ducklake_merge_adjacent_files('lk')")
+    duck_s = time.perf_counter() - t0
+    con.close()
+    print(f"DuckDB merge_adjacent_files:        {duck_s:7.2f} s  {mb / duck_s:8.1f} MB/s")
+
+    ours = copy(base, "ours")
+    t0 = time.perf_counter()
+    compact(Catalog.open(ours), "main", "t", runner=run_in_process)
+    own_s = time.perf_counter() - t0
+    print(f"compact, in-process (pyarrow):      {own_s:7.2f} s  {mb / own_s:8.1f} MB/s  ratio to DuckDB {duck_s / own_s:.2f}")
+
+    spark = copy(base, "spark")
+    t0 = time.perf_counter()
+    from ducklake_jobs.session import spark_session
+
+    spark_session()
+    start_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    compact(Catalog.open(spark), "main", "t", runner=run_on_spark)
+    run_s = time.perf_counter() - t1
+    print(f"compact, Spark local[2] incl. start: {start_s + run_s:7.2f} s  {mb / (start_s + run_s):8.1f} MB/s  "
+          f"ratio {duck_s / (start_s + run_s):.2f}")
+    print(f"compact, Spark local[2] excl. start: {run_s:7.2f} s  {mb / run_s:8.1f} MB/s  ratio {duck_s / run_s:.2f}")
+    print(f"disk sequential write+read:         {disk_rate(work):8.1f} MB/s (physical limit)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
