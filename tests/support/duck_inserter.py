@@ -27,7 +27,7 @@ def main() -> None:
             con.execute(f"INSERT INTO lk.{table} SELECT {worker}, {i}, r FROM range({rows}) t(r)")
             committed += rows
         except Exception as exc:  # a failed INSERT commits nothing; count it as not inserted
-            errors.append(str(exc).splitlines()[0][:200])
+            errors.append(" ".join(str(exc).split())[:600])
     print(json.dumps({"committed": committed, "errors": errors}))
 
 
