@@ -123,9 +123,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             files = len(table.data_files)
             rows = sum(f.record_count for f in table.data_files) - sum(d.delete_count for d in table.delete_files)
             print(f"  table {m.qualified_name} (id {table.table_id}): {files} data files, {rows} rows in files")
-            for c in table.all_columns():
-                depth = 0 if c.parent_id is None else 1 + sum(1 for p in table.all_columns() if p.column_id == c.parent_id and p.parent_id is not None)
-                print(f"    {'  ' * depth}{c.column_id:>4}  {c.name}  {c.type_name}{'' if c.nullable else ' NOT NULL'}")
+            def show(columns, depth: int) -> None:  # type: ignore[no-untyped-def]
+                for c in columns:
+                    print(f"    {'  ' * depth}{c.column_id:>4}  {c.name}  {c.type_name}{'' if c.nullable else ' NOT NULL'}")
+                    show(c.children, depth + 1)
+
+            show(table.columns, 0)
             for line in drift(m, state):
                 print(f"    drift: {line}")
         catalog.close()

@@ -52,10 +52,6 @@ class ApplyResult:
     plan: TablePlan
     commit: CommitResult | None  # None: nothing to do, or refused
 
-    @property
-    def applied(self) -> bool:
-        return self.commit is not None
-
 
 def commit_message(spec: TableSpec | SchemaSpec, plan: TablePlan) -> tuple[str, str]:
     message = f"{spec.ref.kind} {spec.ref.name}: {plan.summary()}"

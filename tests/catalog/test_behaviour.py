@@ -162,3 +162,19 @@ def test_reading_many_tables_takes_a_fixed_number_of_queries(catalog: Catalog) -
     catalog.commit([CreateTable("main", f"u{i}", (Field("a", INT),)) for i in range(300)])
     assert len(catalog.state().tables) == 303
     assert count_queries() == few <= 20
+
+
+def test_catalog_in_its_own_postgres_schema(pg_location, data_path) -> None:  # type: ignore[no-untyped-def]
+    """METADATA_SCHEMA: everything, dynamic inlined tables included, lives in that schema."""
+    from dataclasses import replace
+
+    from ducklake_operator.catalog.read import load_inlined_rows
+
+    location = replace(pg_location, schema="lake_meta")
+    catalog = Catalog.create(location, data_path)
+    catalog.commit([CreateTable("main", "t", (Field("a", INT),))])
+    con = duck.attach(location)
+    con.execute("INSERT INTO lk.t VALUES (7)")  # inlined
+    state = catalog.state()
+    with catalog.engine.connect() as conn:
+        assert [r["a"] for r in load_inlined_rows(conn, state.table("main", "t"), state.snapshot.snapshot_id)] == [7]

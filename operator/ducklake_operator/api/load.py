@@ -19,7 +19,7 @@ from croniter import croniter
 from ..errors import SpecError
 from ..model.defaults import encode_default
 from ..model.names import fold, identifier_problem
-from ..maintenance.expiry import parse_duration
+from ..model.durations import parse_duration
 from ..model.options import normalize_option, parse_size
 from ..model.spec import (
     API_VERSION, JOB_OPERATIONS, KINDS, TRANSFORMS, CatalogSpec, CleanupSettings, CompactionSettings, DeleteRewriteSettings,
@@ -545,9 +545,8 @@ def _local(path: str, base_dir: str | None) -> str:
 def _seconds(value: int | str, p: _Problems) -> int | None:
     if isinstance(value, int):
         return value
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    text = value.strip()
-    if text[:-1].isdigit() and text[-1] in units:
-        return int(text[:-1]) * units[text[-1]]
-    p.add("spec.timeout", f"{value!r} is not a duration like 30m or 2h")
-    return None
+    try:
+        return int(parse_duration(value).total_seconds())
+    except SpecError as exc:
+        p.add("spec.timeout", exc.problems[0])
+        return None

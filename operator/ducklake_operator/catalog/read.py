@@ -243,11 +243,18 @@ def _load_files(conn: sa.Connection, S: int, only_tables):  # type: ignore[no-un
     return data, deletes
 
 
+def metadata_schema(conn: sa.Connection) -> str | None:
+    """The PostgreSQL schema holding the catalog (dynamic tables are not covered by the
+    engine's schema translation, so they are qualified explicitly)."""
+    return (conn.get_execution_options().get("schema_translate_map") or {}).get(None)
+
+
 def load_inlined_rows(conn: sa.Connection, table: TableState, snapshot_id: int) -> list[dict[str, object]]:
     """Inlined rows of one table visible at ``snapshot_id``, values as the backend stores them."""
     out: list[dict[str, object]] = []
+    schema = metadata_schema(conn)
     for inlined_table in table.inlined_tables:
-        reflected = sa.Table(inlined_table.name, sa.MetaData(), autoload_with=conn)
+        reflected = sa.Table(inlined_table.name, sa.MetaData(), autoload_with=conn, schema=schema)
         query = sa.select(reflected).where(
             reflected.c.begin_snapshot <= snapshot_id,
             sa.or_(reflected.c.end_snapshot.is_(None), reflected.c.end_snapshot > snapshot_id),

@@ -158,15 +158,7 @@ def can_inline(dialect: str, columns: list[tuple[str, str]], all_type_names: lis
     return True
 
 
-def inlined_sa_table(name: str, columns: list[str]) -> sa.Table:
-    """A throwaway Table object to read an inlined-data table (values fetched raw)."""
-    md = sa.MetaData()
-    cols = [sa.Column(c, sa.BigInteger) for c in INLINED_SYSTEM_COLUMNS]
-    cols += [sa.Column(c, sa.types.NullType) for c in columns]
-    return sa.Table(name, md, *cols)
-
-
 __all__ = [
     "T", "TABLE_COLUMNS", "create_catalog_ddl", "create_inlined_table_ddl", "inlined_table_name",
-    "inlined_delete_table_name", "can_inline", "inlined_sa_table",
+    "inlined_delete_table_name", "can_inline",
 ]

@@ -145,11 +145,6 @@ def live_table_row(ctx: CommitContext, table_id: int, what: str) -> sa.Row:  # t
     return row
 
 
-def schema_name_of(ctx: CommitContext, schema_id: int) -> str:
-    sc = T["ducklake_schema"]
-    return ctx.conn.execute(sa.select(sc.c.schema_name).where(sc.c.schema_id == schema_id, sc.c.end_snapshot.is_(None))).scalar_one()
-
-
 def inlining_limit(ctx: CommitContext, schema_id: int, table_id: int | None) -> int:
     value = ctx.option("data_inlining_row_limit", [("table", table_id), ("schema", schema_id), (None, None)])
     return int(value) if value is not None else DEFAULT_INLINING_ROW_LIMIT
@@ -348,18 +343,16 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
         write_sort(ctx, table_id, change.sort_by)
     ctx.new_tables[(schema_id, fold(change.name))] = table_id
     ctx.created_table_ids[f"{change.schema}.{change.name}"] = table_id
-    schema_name = schema_name_for_token(ctx, schema_id, change.schema)
+    schema_name = stored_schema_name(ctx, schema_id)
     ctx.catalog_change(Token("created_table", schema=schema_name, name=change.name))
     if change.tags or all_tags or change.partition_by or change.sort_by:
         ctx.tokens.append(Token("altered_table", id=table_id))
 
 
-def schema_name_for_token(ctx: CommitContext, schema_id: int, fallback: str) -> str:
-    """The stored spelling of a schema name (tokens compare names exactly)."""
-    for sid, name in live_schemas(ctx).values():
-        if sid == schema_id:
-            return name
-    return fallback
+def stored_schema_name(ctx: CommitContext, schema_id: int) -> str:
+    """The stored spelling of a live schema's name, also one created in this commit
+    (change tokens compare names exactly)."""
+    return next(name for sid, name in live_schemas(ctx).values() if sid == schema_id)
 
 
 @write_change.register
@@ -391,7 +384,7 @@ def _rename_table(change: RenameTable, ctx: CommitContext) -> None:
     ))
     ctx.layout_changed[change.table_id] = row.schema_id
     ctx.versioned(change.table_id)
-    ctx.catalog_change(Token("created_table", schema=schema_name_of(ctx, row.schema_id), name=change.new_name))
+    ctx.catalog_change(Token("created_table", schema=stored_schema_name(ctx, row.schema_id), name=change.new_name))
 
 
 @write_change.register

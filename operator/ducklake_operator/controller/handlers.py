@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import kopf
@@ -94,17 +95,26 @@ def _invalid(exc: SpecError, body: kopf.Body, patch: kopf.Patch, status: dict[st
                      events=[("Warning", "InvalidSpec", message)]), body, patch, status, kind)
 
 
+def _handle(kind: str, body: kopf.Body, patch: kopf.Patch, status: dict[str, Any],
+            reconcile: Callable[[Any], Outcome], *, on_invalid: str = "report") -> None:
+    """Parse, reconcile, publish. An invalid manifest is reported (or, on deletion, ignored:
+    it was never applied) and not retried until it changes."""
+    try:
+        spec = _parse(body)
+    except SpecError as exc:
+        if on_invalid == "report":
+            _invalid(exc, body, patch, status, kind)
+        return
+    with metrics.RECONCILE_SECONDS.labels(kind=kind).time():
+        _publish(reconcile(spec), body, patch, status, kind)
+
+
 @kopf.on.resume(GROUP, VERSION, CATALOGS)
 @kopf.on.create(GROUP, VERSION, CATALOGS)
 @kopf.on.update(GROUP, VERSION, CATALOGS, field="spec")
 @kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
 def catalog_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, **_: Any) -> None:
-    try:
-        spec = _parse(body)
-    except SpecError as exc:
-        return _invalid(exc, body, patch, status, "DuckLakeCatalog")
-    with metrics.RECONCILE_SECONDS.labels(kind="DuckLakeCatalog").time():
-        _publish(reconcile_catalog(spec, memo.pool), body, patch, status, "DuckLakeCatalog")
+    _handle("DuckLakeCatalog", body, patch, status, lambda spec: reconcile_catalog(spec, memo.pool))
 
 
 @kopf.on.resume(GROUP, VERSION, SCHEMAS)
@@ -112,20 +122,14 @@ def catalog_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any]
 @kopf.on.update(GROUP, VERSION, SCHEMAS, field="spec")
 def schema_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo,
                      catalog_manifests: kopf.Index, **_: Any) -> None:
-    try:
-        spec = _parse(body)
-    except SpecError as exc:
-        return _invalid(exc, body, patch, status, "DuckLakeSchema")
-    _publish(reconcile_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool), body, patch, status, "DuckLakeSchema")
+    _handle("DuckLakeSchema", body, patch, status,
+            lambda spec: reconcile_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool))
 
 
 @kopf.on.delete(GROUP, VERSION, SCHEMAS)
 def schema_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any) -> None:
-    try:
-        spec = _parse(body)
-    except SpecError:
-        return  # an invalid schema was never applied: nothing to drop
-    _publish(delete_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool), body, patch, status, "DuckLakeSchema")
+    _handle("DuckLakeSchema", body, patch, status,
+            lambda spec: delete_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool), on_invalid="ignore")
 
 
 @kopf.on.resume(GROUP, VERSION, TABLES)
@@ -133,32 +137,23 @@ def schema_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], me
 @kopf.on.update(GROUP, VERSION, TABLES, field="spec")
 def table_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo,
                     catalog_manifests: kopf.Index, **_: Any) -> None:
-    try:
-        spec = _parse(body)
-    except SpecError as exc:
-        return _invalid(exc, body, patch, status, "DuckLakeTable")
-    with metrics.RECONCILE_SECONDS.labels(kind="DuckLakeTable").time():
-        _publish(reconcile_table(spec, _catalog_for(spec, catalog_manifests), memo.pool), body, patch, status, "DuckLakeTable")
+    _handle("DuckLakeTable", body, patch, status,
+            lambda spec: reconcile_table(spec, _catalog_for(spec, catalog_manifests), memo.pool))
 
 
 @kopf.timer(GROUP, VERSION, TABLES, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL, idle=DRIFT_INTERVAL / 2)
 def table_drift(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any) -> None:
-    try:
-        spec = _parse(body)
-    except SpecError:
-        return
-    outcome = check_table_drift(spec, _catalog_for(spec, catalog_manifests), memo.pool)
-    # report a drift event once, when it appears
-    was = {c["type"]: c for c in status.get("conditions", [])}.get("Drifted", {})
-    if was.get("status") == "True" and outcome.events and outcome.events[0][1] == "Drifted":
-        outcome.events = []
-    _publish(outcome, body, patch, status, "DuckLakeTable")
+    def check(spec: TableSpec) -> Outcome:
+        outcome = check_table_drift(spec, _catalog_for(spec, catalog_manifests), memo.pool)
+        was = {c["type"]: c for c in status.get("conditions", [])}.get("Drifted", {})
+        if was.get("status") == "True" and outcome.events and outcome.events[0][1] == "Drifted":
+            outcome.events = []  # report a drift event once, when it appears
+        return outcome
+
+    _handle("DuckLakeTable", body, patch, status, check, on_invalid="ignore")
 
 
 @kopf.on.delete(GROUP, VERSION, TABLES)
 def table_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any) -> None:
-    try:
-        spec = _parse(body)
-    except SpecError:
-        return
-    _publish(delete_table(spec, _catalog_for(spec, catalog_manifests), memo.pool), body, patch, status, "DuckLakeTable")
+    _handle("DuckLakeTable", body, patch, status,
+            lambda spec: delete_table(spec, _catalog_for(spec, catalog_manifests), memo.pool), on_invalid="ignore")

@@ -20,7 +20,7 @@ from ..model.changes import (
     RewriteColumnType, SetColumnTags, SetDefault, SetNullable, SetOption, SetPartitioning, SetSortOrder, SetTags,
     SortExpression,
 )
-from ..model.defaults import for_added_column
+from ..model.defaults import BOOLEAN_EXPRESSIONS, for_added_column
 from ..model.names import column_reference_sql, fold
 from ..model.plans import BlockedChange, TablePlan
 from ..model.promotion import promotion_problem
@@ -28,7 +28,6 @@ from ..model.spec import SchemaSpec, TableSpec
 from ..model.state import CatalogState, ColumnState, TableState
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
 
-_BOOL_FORMS = {"CAST('t' AS BOOLEAN)": "true", "CAST('f' AS BOOLEAN)": "false"}
 
 
 def find_table(catalog: CatalogState, schema: str, name: str) -> TableState | None:
@@ -79,8 +78,8 @@ def _default_key(value: str | None, kind: str | None) -> tuple[str, str] | None:
     """Comparable form of a stored default (booleans have two stored spellings)."""
     if value is None or value == "NULL":
         return None
-    if value in _BOOL_FORMS:
-        return ("literal", _BOOL_FORMS[value])
+    if value in BOOLEAN_EXPRESSIONS:
+        return ("literal", BOOLEAN_EXPRESSIONS[value])
     return (kind or "literal", value)
 
 

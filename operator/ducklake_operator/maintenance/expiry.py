@@ -12,18 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from ..errors import SpecError
-
-_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|seconds?|minutes?|hours?|days?|weeks?)\s*$", re.I)
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str) -> timedelta:
-    """``7d``, ``12h``, ``2 days``, ``1 week`` -> timedelta."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise SpecError(f"{text!r} is not a duration like 7d, 12h or '2 days'")
-    return timedelta(seconds=int(m.group(1)) * _UNIT[m.group(2)[0].lower()])
-
+from ..model.durations import parse_duration  # noqa: F401  (re-exported for the jobs)
 
 def parse_snapshot_time(value: datetime | str | None) -> datetime:
     """``snapshot_time`` as stored: a datetime (PostgreSQL) or DuckDB's text (SQLite)."""

@@ -178,20 +178,20 @@ class RenameColumn(OnColumn):
 
 
 @dataclass(frozen=True)
-class PromoteColumn(OnColumn):
+class _TypeChange(OnColumn):
     old_type: DuckLakeType
     new_type: DuckLakeType
 
+
+@dataclass(frozen=True)
+class PromoteColumn(_TypeChange):
     def describe(self) -> str:
         return f"~ promote {_path(self.path)} {self.old_type} → {self.new_type}"
 
 
 @dataclass(frozen=True)
-class RewriteColumnType(OnColumn):
+class RewriteColumnType(_TypeChange):
     """A type change that is not a lossless promotion: needs the data rewritten (heavy)."""
-
-    old_type: DuckLakeType
-    new_type: DuckLakeType
 
     def describe(self) -> str:
         return f"~ rewrite {_path(self.path)} {self.old_type} → {self.new_type}"

@@ -22,6 +22,8 @@ from ..errors import SpecError
 from .types import Default, DuckLakeType, is_nested, to_duckdb_sql
 
 _lock = threading.Lock()
+# DuckDB stores a boolean default as an expression at CREATE TABLE; these are its two forms
+BOOLEAN_EXPRESSIONS = {"CAST('t' AS BOOLEAN)": "true", "CAST('f' AS BOOLEAN)": "false"}
 
 
 @lru_cache(maxsize=1)
@@ -55,7 +57,7 @@ def encode_default(value: object, t: DuckLakeType, *, at_create: bool, where: st
         return Default(_render_expression(value["expression"], t, where), is_expression=True)
     if isinstance(value, bool):
         if at_create:
-            return Default("CAST('t' AS BOOLEAN)" if value else "CAST('f' AS BOOLEAN)", is_expression=True)
+            return Default(next(k for k, v in BOOLEAN_EXPRESSIONS.items() if v == str(value).lower()), is_expression=True)
         text = "true" if value else "false"
         return Default(text, initial=_cast(text, t, where))
     if isinstance(value, (int, float, str)):
@@ -96,13 +98,11 @@ def for_added_column(d: Default, where: str) -> Default:
     rows written before the column existed)."""
     if not d.is_expression:
         return d
-    if d.value in _BOOLEAN_EXPRESSIONS:
-        text = _BOOLEAN_EXPRESSIONS[d.value]
+    if d.value in BOOLEAN_EXPRESSIONS:
+        text = BOOLEAN_EXPRESSIONS[d.value]
         return Default(text, initial=text)
     raise SpecError(
         f"{where}: an expression default can only be given when the column is created with its table "
         "(rows written before would have no value); give a constant"
     )
 
-
-_BOOLEAN_EXPRESSIONS = {"CAST('t' AS BOOLEAN)": "true", "CAST('f' AS BOOLEAN)": "false"}

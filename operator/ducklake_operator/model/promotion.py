@@ -33,7 +33,3 @@ def promotion_problem(old: DuckLakeType, new: DuckLakeType) -> str | None:
         return f"{old} → {new} is not a lossless promotion ({old} can only become {', '.join(allowed)})"
     return f"{old} → {new} is not a lossless promotion ({old} cannot be promoted in place)"
 
-
-def is_narrowing(old: DuckLakeType, new: DuckLakeType) -> bool:
-    """``new`` -> ``old`` would be a promotion: the change narrows the type."""
-    return promotion_problem(new, old) is None and old != new
