@@ -166,7 +166,7 @@ def cmd_run_job(args: argparse.Namespace) -> int:
         try:
             if args.operation == "compact":
                 schema, table = args.table.split(".", 1)
-                from ducklake_jobs.compact import run_in_process, run_on_spark
+                from ducklake_jobs.runtime import run_in_process, run_on_spark
 
                 result = compact(catalog, schema, table, dry_run=args.dry_run, runner=run_on_spark if args.spark else run_in_process)
             elif args.operation == "expireSnapshots":

@@ -8,7 +8,8 @@ from support import duck
 from support.dump import dump
 
 from ducklake_operator.catalog import Catalog
-from ducklake_jobs.compact import compact, run_in_process, run_on_spark
+from ducklake_jobs.compact import compact
+from ducklake_jobs.runtime import run_in_process, run_on_spark
 
 WORKLOAD = [
     "CALL lk.set_option('target_file_size', '1MB')",
@@ -96,19 +97,19 @@ def test_concurrent_delete_wins(catalog: Catalog, location, where: str, deleted:
     for k in range(3):
         con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 50}, {k * 50 + 50}) t(i)")
     written = []
-    original = job.merge_group
+    original = job.rewrite_files
 
     def merge_then_delete(*args, **kwargs):  # type: ignore[no-untyped-def]
         out = original(*args, **kwargs)
-        written.append(out.full_path)
+        written.append(out.task.output)
         con.execute(f"DELETE FROM lk.t WHERE {where}")  # lands while we are writing
         return out
 
-    job.merge_group = merge_then_delete
+    job.rewrite_files = merge_then_delete
     try:
         with pytest.raises(Exception, match="conflict|changed since"):
             compact(catalog, "main", "t")
     finally:
-        job.merge_group = original
+        job.rewrite_files = original
     assert written and not any(os.path.exists(p) for p in written)
     assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 10) FROM lk.t").fetchone() == (150 - deleted, 0)

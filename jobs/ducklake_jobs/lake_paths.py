@@ -1,0 +1,69 @@
+"""DuckLake's path chain for one table (memo §4.2), new file names, and the options that
+shape a table's Parquet output."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from uuid6 import uuid7
+
+from ducklake_operator.model.state import CatalogState, TableState
+
+from . import storage
+
+
+@dataclass(frozen=True)
+class TablePaths:
+    data_path: str  # the catalog's data path (ends in /)
+    schema_path: str  # relative to data_path when schema_relative
+    table_path: str  # relative to the schema directory when table_relative
+    schema_relative: bool = True
+    table_relative: bool = True
+
+    @property
+    def directory(self) -> str:
+        schema_dir = storage.join(self.data_path, self.schema_path) if self.schema_relative else self.schema_path
+        return storage.join(schema_dir, self.table_path) if self.table_relative else self.table_path
+
+    def full(self, path: str, is_relative: bool) -> str:
+        """Where a data or delete file row's ``path`` points."""
+        return storage.join(self.directory, path) if is_relative else path
+
+    def scheduled(self, path: str, is_relative: bool) -> str:
+        """The path ``ducklake_files_scheduled_for_deletion`` stores: relative to the data path."""
+        if not is_relative:
+            return path
+        return self.schema_path + self.table_path + path
+
+
+def table_paths(state: CatalogState, table: TableState) -> TablePaths:
+    schema = state.schemas[table.schema_name]
+    return TablePaths(state.data_path, schema.path, table.path, schema.path_is_relative, table.path_is_relative)
+
+
+def new_file_name(directory: str = "", suffix: str = "") -> str:
+    """``ducklake-<uuidv7>[-delete].parquet``, in ``directory`` (relative, e.g. a hive directory)."""
+    name = f"ducklake-{uuid7()}{suffix}.parquet"
+    return posixpath.join(directory, name) if directory else name
+
+
+def option(state: CatalogState, table: TableState, key: str) -> str | None:
+    """An option by scope precedence: table > schema > catalog."""
+    for scope in (table.options, state.schemas[table.schema_name].options, state.options):
+        if scope.get(key) is not None:
+            return scope[key]
+    return None
+
+
+def options_in_force(state: CatalogState, table: TableState) -> Mapping[str, str]:
+    return {**state.options, **state.schemas[table.schema_name].options, **table.options}
+
+
+def sort_sql(table: TableState) -> str:
+    """ORDER BY items for the table's latest sort key (DuckDB-dialect expressions only)."""
+    if table.sort is None:
+        return ""
+    fields = sorted((f for f in table.sort.fields if f.dialect == "duckdb"), key=lambda f: f.key_index)
+    return ", ".join(f"{f.expression} {f.direction} {f.null_order.replace('_', ' ')}" for f in fields)

@@ -1,0 +1,148 @@
+"""Write Parquet exactly as DuckDB's ducklake extension does: with DuckDB's own ``COPY``.
+
+An in-process DuckDB (the core wheel, no extension) writes every job's output, so field ids
+(``FIELD_IDS``, nested too), physical types (microsecond timestamps, HUGEINT as DOUBLE, ...),
+compression and row groups are DuckDB's, and ``RETURN_STATS`` gives the per-column
+statistics in the very text forms DuckDB stores in ``ducklake_file_column_stats``
+('0'/'1' booleans, upper-case hex blobs, UTC timestamptz, scale-exact decimals).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ducklake_operator.catalog.files import FileColumnStats
+from ducklake_operator.model.state import ColumnState
+
+ROW_ID = "_ducklake_internal_row_id"
+SNAPSHOT_ID = "_ducklake_internal_snapshot_id"
+HIDDEN_FIELD_IDS = {ROW_ID: 2147483540, SNAPSHOT_ID: 2147483539}  # Iceberg v3 row lineage ids (memo §4.1)
+DEFAULT_ROW_GROUP_SIZE = 122_880
+# table/schema/catalog options that shape DuckDB's Parquet output -> COPY option
+COPY_OPTIONS = {"parquet_compression": "COMPRESSION", "parquet_compression_level": "COMPRESSION_LEVEL",
+                "parquet_version": "PARQUET_VERSION", "parquet_row_group_size": "ROW_GROUP_SIZE",
+                "parquet_row_group_size_bytes": "ROW_GROUP_SIZE_BYTES"}
+
+
+@dataclass(frozen=True)
+class FieldIds:
+    """One column's Parquet field id and its children's (struct fields; ``element`` of a
+    list; ``key``/``value`` of a map), as DuckDB's FIELD_IDS option spells them."""
+
+    name: str
+    field_id: int
+    children: tuple["FieldIds", ...] = ()
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    local_path: str
+    record_count: int
+    file_size_bytes: int
+    footer_size: int
+    column_stats: tuple[FileColumnStats, ...]
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def field_ids_from_columns(columns: Iterable[ColumnState]) -> tuple[FieldIds, ...]:
+    return tuple(FieldIds(c.name, c.column_id, field_ids_from_columns(c.children)) for c in columns)
+
+
+def field_ids_from_arrow(schema: pa.Schema) -> tuple[FieldIds, ...]:
+    """The field ids of an existing Parquet file (read with pyarrow), hidden columns included."""
+
+    def walk(f: pa.Field, name: str) -> FieldIds:
+        fid = int((f.metadata or {}).get(b"PARQUET:field_id", b"-1"))
+        t = f.type
+        if pa.types.is_struct(t):
+            kids = tuple(walk(t.field(i), t.field(i).name) for i in range(t.num_fields))
+        elif pa.types.is_map(t):
+            kids = (walk(t.key_field, "key"), walk(t.item_field, "value"))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            kids = (walk(t.value_field, "element"),)
+        else:
+            kids = ()
+        return FieldIds(name, fid, kids)
+
+    return tuple(walk(f, f.name) for f in schema)
+
+
+def read_field_ids(local_path: str) -> tuple[FieldIds, ...]:
+    return field_ids_from_arrow(pq.read_schema(local_path))
+
+
+def field_ids_sql(fields: Iterable[FieldIds]) -> str:
+    """The value of DuckDB's ``FIELD_IDS`` copy option."""
+
+    def one(f: FieldIds) -> str:
+        if not f.children:
+            return f"{literal(f.name)}: {f.field_id}"
+        return f"{literal(f.name)}: {{__duckdb_field_id: {f.field_id}, {', '.join(one(c) for c in f.children)}}}"
+
+    return "{" + ", ".join(one(f) for f in fields) + "}"
+
+
+def _leaf_keys(fields: Iterable[FieldIds], prefix: str = "") -> dict[str, int]:
+    """RETURN_STATS names a leaf by its quoted path: '"s"."y"."element"'."""
+    out: dict[str, int] = {}
+    for f in fields:
+        key = prefix + quote(f.name)
+        if f.children:
+            out.update(_leaf_keys(f.children, key + "."))
+        else:
+            out[key] = f.field_id
+    return out
+
+
+def copy_options(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """COPY options for the catalog's parquet_* options in force for a table."""
+    out = {"COMPRESSION": "snappy", "ROW_GROUP_SIZE": str(DEFAULT_ROW_GROUP_SIZE)}
+    for key, option in COPY_OPTIONS.items():
+        if options.get(key):
+            out[option] = str(options[key])
+    return tuple(sorted(out.items()))
+
+
+def scratch_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(config={"threads": threads} if threads else {})
+    con.execute("SET TimeZone = 'UTC'")  # timestamptz statistics are stored normalised to UTC
+    return con
+
+
+def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, fields: tuple[FieldIds, ...], out_local: str,
+                  options: tuple[tuple[str, str], ...] = (), params: list[Any] | None = None) -> WrittenFile:
+    """Run ``select_sql`` into one Parquet file at the local path ``out_local``; ``fields``
+    gives the field ids of every column the query returns (hidden ones included)."""
+    os.makedirs(os.path.dirname(out_local) or ".", exist_ok=True)
+    opts = "".join(f", {k} {literal(v) if not v.isdigit() else v}" for k, v in options)
+    row = con.execute(f"COPY ({select_sql}) TO {literal(out_local)} "
+                      f"(FORMAT parquet, FIELD_IDS {field_ids_sql(fields)}, RETURN_STATS true{opts})", params or []).fetchone()
+    assert row is not None
+    _, count, file_size, footer, column_stats = row[:5]
+    keys = _leaf_keys(fields)
+    stats = []
+    for key, s in sorted((column_stats or {}).items()):
+        fid = keys.get(key)
+        if fid is None or fid in HIDDEN_FIELD_IDS.values():
+            continue
+        nulls = int(s.get("null_count", 0))
+        stats.append(FileColumnStats(
+            column_id=fid, column_size_bytes=int(s.get("column_size_bytes", 0)),
+            value_count=int(s.get("num_values", 0)) - nulls, null_count=nulls,
+            min_value=s.get("min"), max_value=s.get("max"),
+            contains_nan=(s["has_nan"] == "true") if "has_nan" in s else None))
+    return WrittenFile(out_local, int(count), int(file_size), int(footer), tuple(sorted(stats, key=lambda s: s.column_id)))

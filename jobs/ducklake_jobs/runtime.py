@@ -1,0 +1,73 @@
+"""What every data-writing job shares: running its tasks (in-process or as Spark tasks),
+committing or discarding its output, the test seam for faults, and its JSON report."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from ducklake_operator.errors import DuckLakeError
+
+from . import storage
+
+W = TypeVar("W")
+R = TypeVar("R")
+Runner = Callable[[Callable[[W], R], list[W]], list[R]]
+
+
+def run_in_process(fn: Callable[[W], R], items: list[W]) -> list[R]:
+    return [fn(item) for item in items]
+
+
+def run_on_spark(fn: Callable[[W], R], items: list[W]) -> list[R]:
+    """One Spark task per item; tasks do their own I/O with pyarrow/DuckDB (exact control of
+    the Parquet files, and no Hadoop S3 jars needed)."""
+    from .session import spark_session
+
+    if not items:
+        return []
+    return spark_session().sparkContext.parallelize(items, len(items)).map(fn).collect()
+
+
+def fault_point(name: str) -> None:
+    """Test seam: with DUCKLAKE_FAULT_PAUSE=<name>, announce the point in DUCKLAKE_FAULT_MARKER
+    and hang, so a test can SIGKILL the job exactly here. Inert otherwise."""
+    if os.environ.get("DUCKLAKE_FAULT_PAUSE") == name:
+        with open(os.environ["DUCKLAKE_FAULT_MARKER"], "w") as fh:
+            fh.write(name)
+        time.sleep(600)
+
+
+def discard(paths: Iterable[str]) -> None:
+    for path in paths:
+        storage.delete(path)
+
+
+def produce_and_commit(planned_outputs: Callable[[], Iterable[str]], produce: Callable[[], R],
+                       commit: Callable[[R], W]) -> tuple[R, W]:
+    """Write the output, then commit it. On any failure known not to have committed, every
+    file the job planned to write is deleted (a killed job leaves orphans instead, which
+    deleteOrphanFiles removes)."""
+    try:
+        produced = produce()
+        fault_point("before_commit")
+        committed = commit(produced)
+        fault_point("after_commit")
+    except BaseException as exc:
+        if not isinstance(exc, DuckLakeError) or exc.cleanable:
+            discard(planned_outputs())
+        raise
+    return produced, committed
+
+
+class Report:
+    """The JSON result every job prints: what it read and wrote, and the snapshots."""
+
+    def __init__(self, operation: str, **fields: Any) -> None:
+        self.started = time.perf_counter()
+        self.fields: dict[str, Any] = {"operation": operation, **fields}
+
+    def done(self, **fields: Any) -> dict[str, Any]:
+        return {**self.fields, **fields, "seconds": round(time.perf_counter() - self.started, 3)}

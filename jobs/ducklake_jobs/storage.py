@@ -1,0 +1,129 @@
+"""Where the lake's files live: local paths (a PVC in a cluster) or ``s3://`` URIs, through
+pyarrow's filesystems, so jobs need no Hadoop S3 jars.
+
+Paths are full URIs or absolute local paths, joined with ``/`` as DuckLake stores them.
+S3 settings come from the standard AWS environment (``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for S3-compatible stores).
+Parquet work happens on local scratch copies: ``fetch`` brings an input to local disk (a
+no-op for local paths) and ``store`` puts a finished file in place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    path: str  # full path or URI
+    size: int
+    mtime: float  # seconds since the epoch
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def join(*parts: str) -> str:
+    """DuckLake's path chain: each part is a directory ending in ``/`` or a file name."""
+    out = ""
+    for part in parts:
+        if is_remote(part) or part.startswith("/"):
+            out = part
+        else:
+            out += part
+    return out
+
+
+@lru_cache(maxsize=None)
+def _s3(endpoint: str | None, region: str | None) -> pafs.S3FileSystem:
+    kwargs: dict[str, object] = {}
+    if endpoint:
+        parsed = urlparse(endpoint)
+        kwargs.update(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https")
+    if region:
+        kwargs["region"] = region
+    return pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
+
+
+def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem holding ``path`` and the path within it."""
+    if path.startswith("s3://"):
+        fs = _s3(os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
+                 os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
+        return fs, path[len("s3://"):]
+    if is_remote(path):
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), path
+
+
+def fetch(path: str, scratch: str) -> str:
+    """A local path with the content of ``path`` (the file itself when it is local)."""
+    if not is_remote(path):
+        return path
+    fs, inner = filesystem(path)
+    local = os.path.join(scratch, f"in-{len(os.listdir(scratch))}-{os.path.basename(inner)}")
+    with fs.open_input_stream(inner) as src, open(local, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 22)
+    return local
+
+
+def store(local: str, path: str) -> None:
+    """Put the finished local file at ``path`` (moved when local, uploaded otherwise)."""
+    fs, inner = filesystem(path)
+    if not is_remote(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.move(local, path)
+        return
+    with open(local, "rb") as src, fs.open_output_stream(inner) as dst:
+        shutil.copyfileobj(src, dst, 1 << 22)
+    os.remove(local)
+
+
+def delete(path: str) -> bool:
+    """Delete a file; False if it was already gone."""
+    fs, inner = filesystem(path)
+    try:
+        fs.delete_file(inner)
+    except FileNotFoundError:
+        return False
+    except OSError:  # some S3 stores report a missing key as a generic error
+        if exists(path):
+            raise
+        return False
+    return True
+
+
+def exists(path: str) -> bool:
+    fs, inner = filesystem(path)
+    return fs.get_file_info(inner).type != pafs.FileType.NotFound
+
+
+def size(path: str) -> int:
+    fs, inner = filesystem(path)
+    return int(fs.get_file_info(inner).size)
+
+
+def list_files(root: str) -> Iterator[StoredFile]:
+    """Every regular file under ``root`` (a directory path ending in ``/``). Local symlinks
+    are neither followed nor listed, so nothing outside ``root`` is ever reached."""
+    if not is_remote(root):
+        for directory, _dirs, names in os.walk(root, followlinks=False):
+            for name in names:
+                full = os.path.join(directory, name)
+                if not os.path.islink(full):
+                    st = os.lstat(full)
+                    yield StoredFile(full, st.st_size, st.st_mtime)
+        return
+    fs, inner = filesystem(root)
+    scheme = root[: len(root) - len(inner)]
+    for info in fs.get_file_info(pafs.FileSelector(inner.rstrip("/"), recursive=True, allow_not_found=True)):
+        if info.type == pafs.FileType.File:
+            yield StoredFile(scheme + info.path, int(info.size or 0), info.mtime.timestamp() if info.mtime else 0.0)

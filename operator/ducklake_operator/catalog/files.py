@@ -1,0 +1,131 @@
+"""Catalog rows for data and delete files, as DuckDB 1.5.5 writes them (memo §4): one home
+for every job that adds, replaces or retires files inside a commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from .tables import T, catalog_now
+from .write import CommitContext
+
+
+@dataclass(frozen=True)
+class FileColumnStats:
+    """One ``ducklake_file_column_stats`` row's values."""
+
+    column_id: int
+    column_size_bytes: int
+    value_count: int  # non-NULL values (memo §4.6)
+    null_count: int
+    min_value: str | None
+    max_value: str | None
+    contains_nan: bool | None
+
+
+@dataclass(frozen=True)
+class NewDataFile:
+    table_id: int
+    path: str  # relative to the table directory
+    record_count: int
+    file_size_bytes: int
+    footer_size: int
+    begin_snapshot: int
+    row_id_start: int | None
+    partial_max: int | None
+    partition_id: int | None
+    partition_values: tuple[tuple[int, str | None], ...]
+    column_stats: Sequence[FileColumnStats]
+
+
+@dataclass(frozen=True)
+class NewDeleteFile:
+    table_id: int
+    data_file_id: int
+    path: str  # relative to the table directory
+    delete_count: int
+    file_size_bytes: int
+    footer_size: int
+    begin_snapshot: int
+    partial_max: int | None
+
+
+def add_data_file(ctx: CommitContext, f: NewDataFile) -> int:
+    df, st, pv = T["ducklake_data_file"], T["ducklake_file_column_stats"], T["ducklake_file_partition_value"]
+    file_id = ctx.next_file_id
+    ctx.next_file_id += 1
+    ctx.emit(df.insert().values(
+        data_file_id=file_id, table_id=f.table_id, begin_snapshot=f.begin_snapshot, end_snapshot=None, file_order=None,
+        path=f.path, path_is_relative=True, file_format="parquet", record_count=f.record_count,
+        file_size_bytes=f.file_size_bytes, footer_size=f.footer_size, row_id_start=f.row_id_start,
+        partition_id=f.partition_id, encryption_key=None, mapping_id=None, partial_max=f.partial_max))
+    if f.column_stats:
+        ctx.emit(st.insert().values([dict(
+            data_file_id=file_id, table_id=f.table_id, column_id=s.column_id, column_size_bytes=s.column_size_bytes,
+            value_count=s.value_count, null_count=s.null_count, min_value=s.min_value, max_value=s.max_value,
+            contains_nan=s.contains_nan, extra_stats=None) for s in f.column_stats]))
+    if f.partition_values:
+        ctx.emit(pv.insert().values([dict(data_file_id=file_id, table_id=f.table_id, partition_key_index=k,
+                                          partition_value=v) for k, v in f.partition_values]))
+    return file_id
+
+
+def add_delete_file(ctx: CommitContext, f: NewDeleteFile) -> int:
+    file_id = ctx.next_file_id
+    ctx.next_file_id += 1
+    ctx.emit(T["ducklake_delete_file"].insert().values(
+        delete_file_id=file_id, table_id=f.table_id, begin_snapshot=f.begin_snapshot, end_snapshot=None,
+        data_file_id=f.data_file_id, path=f.path, path_is_relative=True, format="parquet", delete_count=f.delete_count,
+        file_size_bytes=f.file_size_bytes, footer_size=f.footer_size, encryption_key=None, partial_max=f.partial_max))
+    return file_id
+
+
+def schedule_deletion(ctx: CommitContext, file_id: int, path: str, path_is_relative: bool) -> None:
+    """``path`` relative to the data path when ``path_is_relative`` (memo §4.2)."""
+    ctx.emit(T["ducklake_files_scheduled_for_deletion"].insert().values(
+        data_file_id=file_id, path=path, path_is_relative=path_is_relative, schedule_start=catalog_now(ctx.dialect)))
+
+
+def remove_data_files(ctx: CommitContext, data_file_ids: Iterable[int]) -> None:
+    """Delete the rows of replaced data files (a merge keeps history in the merged file)."""
+    ids = list(data_file_ids)
+    for name in ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_file_partition_value",
+                 "ducklake_file_variant_stats", "ducklake_delete_file"):
+        t = T[name]
+        ctx.emit(t.delete().where(t.c.data_file_id.in_(ids)))
+
+
+def live_inputs(ctx: CommitContext, data_file_ids: Sequence[int]) -> set[int]:
+    """Which of these data files are still live (not ended, not removed)."""
+    df = T["ducklake_data_file"]
+    return set(ctx.conn.execute(sa.select(df.c.data_file_id).where(
+        df.c.data_file_id.in_(list(data_file_ids)), df.c.end_snapshot.is_(None))).scalars())
+
+
+def live_delete_files(ctx: CommitContext, data_file_ids: Sequence[int]) -> dict[int, int]:
+    """data file id -> its live delete file id, for these data files."""
+    dl = T["ducklake_delete_file"]
+    return {r.data_file_id: r.delete_file_id for r in ctx.conn.execute(sa.select(dl.c.data_file_id, dl.c.delete_file_id).where(
+        dl.c.data_file_id.in_(list(data_file_ids)), dl.c.end_snapshot.is_(None)))}
+
+
+def inlined_file_deletions(conn: sa.Connection, pg_schema: str | None, table_id: int,
+                           data_file_ids: Sequence[int] | None = None,
+                           at_most: int | None = None) -> dict[int, list[tuple[int, int]]]:
+    """data file id -> [(position, snapshot)] from ``ducklake_inlined_delete_<table>``
+    (created on demand by DuckDB, so it may not exist); ``at_most``: snapshots up to it."""
+    name = f"ducklake_inlined_delete_{table_id}"
+    if not sa.inspect(conn).has_table(name, schema=pg_schema):
+        return {}
+    t = sa.Table(name, sa.MetaData(), autoload_with=conn, schema=pg_schema)
+    query = sa.select(t.c.file_id, t.c.row_id, t.c.begin_snapshot)
+    if data_file_ids is not None:
+        query = query.where(t.c.file_id.in_(list(data_file_ids)))
+    if at_most is not None:
+        query = query.where(t.c.begin_snapshot <= at_most)
+    out: dict[int, list[tuple[int, int]]] = {}
+    for r in conn.execute(query.order_by(t.c.file_id, t.c.row_id)):
+        out.setdefault(r.file_id, []).append((r.row_id, r.begin_snapshot))
+    return out
