@@ -277,3 +277,21 @@ def table_path_prefixes(conn: sa.Connection) -> dict[int, str]:
     return {r.table_id: (r.schema_path or "") + (r.table_path or "") for r in conn.execute(
         sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path"))
         .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}
+
+
+def load_layout_at(conn: sa.Connection, table_id: int, snapshot_id: int) -> tuple[tuple[ColumnState, ...], PartitionSpec | None]:
+    """A table's columns and partition spec as of ``snapshot_id``, read from the versioned
+    rows alone (the snapshot itself may have been expired): for flushing an older inlined
+    table in the layout its rows were written with."""
+    col = T["ducklake_column"]
+    rows = list(conn.execute(sa.select(col).where(col.c.table_id == table_id, valid_at(col, snapshot_id))))
+    only = lambda table, query: query.where(table.c.table_id == table_id)  # noqa: E731
+    return _column_tree(rows, {}, table_id), _load_partitions(conn, snapshot_id, only).get(table_id)
+
+
+def layout_snapshot(schema_versions: list[tuple[int, int]], schema_version: int) -> int | None:
+    """The snapshot at which a table's layout of ``schema_version`` began (the newest
+    ``ducklake_schema_versions`` row at or below it; versions bumped without a row, such
+    as DuckDB creating a first inlined table, keep the previous layout)."""
+    begins = [begin for begin, version in schema_versions if version <= schema_version]
+    return max(begins) if begins else None

@@ -1,0 +1,308 @@
+"""flushInlinedData: move inlined rows and inlined file deletions into Parquet, as DuckDB's
+``ducklake_flush_inlined_data`` does (memo §5.3, §6.5).
+
+Per table, one snapshot:
+* each inlined table's rows that exist at the base snapshot become Parquet files in the
+  layout of that table's schema version, one per partition of the spec then in force,
+  with both lineage columns (``begin_snapshot`` = the oldest row's, ``partial_max`` = the
+  newest's, ``row_id_start`` = the smallest id), in the latest sort order; rows already
+  deleted are written too and covered by a delete file carrying their end snapshots, so
+  time travel is unchanged. The flushed rows are deleted from the inlined table, and
+  superseded inlined tables left empty are dropped.
+* inlined file deletions are merged with the data file's delete file into a new one (with
+  per-row snapshots); the old delete file is scheduled for deletion.
+
+The data lives in the catalog database, so the driver does this work itself (no Spark
+tasks): it is bounded by the inlining limit. The commit refuses if a flushed row was
+deleted, or a data file with flushed deletions was changed, after the base snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlalchemy as sa
+
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.changes_made import Change as Token
+from ducklake_operator.catalog.files import (
+    NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, live_delete_files, live_inputs,
+    schedule_deletion,
+)
+from ducklake_operator.catalog.read import layout_snapshot, load_layout_at, load_schema_versions
+from ducklake_operator.catalog.tables import T, qualified
+from ducklake_operator.catalog.write import CommitContext
+from ducklake_operator.errors import CommitConflict, DuckLakeError, TableNotFound
+from ducklake_operator.model.partitioning import hive_directory, key_names, needs_ducklake_functions, transform_sql
+from ducklake_operator.model.state import CatalogState, ColumnState, DeleteFile, PartitionSpec, TableState
+
+from . import storage
+from .inlined_rows import read_inlined, register_decoded
+from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .parquet_writer import (
+    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, copy_options, field_ids_from_columns, quote,
+    scratch_connection, write_parquet,
+)
+from .runtime import Report, fault_point, produce_and_commit
+
+DELETE_FILE_FIELDS = (FieldIds("file_path", 2147483646), FieldIds("pos", 2147483645), FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]))
+
+
+@dataclass
+class FlushedFile:
+    data: NewDataFile
+    deletes: list[tuple[int, int]]  # (position, end snapshot) of its rows deleted before the flush
+    delete_file: WrittenFile | None = None
+    delete_path: str = ""  # relative to the table directory
+
+
+@dataclass(frozen=True)
+class MergedDeletes:
+    data_file_id: int
+    old_delete_file: DeleteFile | None
+    written: WrittenFile
+    path: str  # relative to the table directory
+    snapshots: tuple[int, ...]
+
+
+@dataclass
+class FlushWork:
+    table: TableState
+    base: int
+    inlined: dict[str, tuple[int, int]] = field(default_factory=dict)  # table name -> (rows, deleted rows) flushed
+    files: list[FlushedFile] = field(default_factory=list)
+    merged: list[MergedDeletes] = field(default_factory=list)
+    deletions: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # planned inlined file deletions
+    planned: list[str] = field(default_factory=list)  # every output path, recorded before it is written
+
+    def output(self, paths: TablePaths, relative: str) -> str:
+        full = paths.full(relative, True)
+        self.planned.append(full)
+        return full
+
+
+def flush_inlined_data(catalog: Catalog, schema: str | None = None, table: str | None = None, *,
+                       author: str = "ducklake-operator", dry_run: bool = False) -> dict[str, Any]:
+    """Flush one table, or every table of the catalog (or of ``schema``) whose
+    ``auto_compact`` option is not false."""
+    state = catalog.state(table_names=[(schema, table)] if schema and table else None)
+    if table is not None:
+        t = state.table(schema or "main", table)
+        if t is None:
+            raise TableNotFound(f"table {schema}.{table} does not exist")
+        targets = [t]
+    else:
+        targets = [t for t in state.tables.values() if (schema is None or t.schema_name == schema)
+                   and (option(state, t, "auto_compact") or "true").lower() != "false"]
+    report = Report("flushInlinedData", baseSnapshot=state.snapshot.snapshot_id, dryRun=dry_run)
+    results = [r for r in (_flush_table(catalog, state, t, author, dry_run) for t in sorted(targets, key=lambda t: t.table_id)) if r]
+    return report.done(tables=results, rowsFlushed=sum(r["rowsFlushed"] for r in results),
+                       deletionsFlushed=sum(r["deletionsFlushed"] for r in results),
+                       filesWritten=sum(r["filesWritten"] for r in results),
+                       committedSnapshots=[r["committedSnapshot"] for r in results if r.get("committedSnapshot")])
+
+
+def _flush_table(catalog: Catalog, state: CatalogState, t: TableState, author: str, dry_run: bool) -> dict[str, Any] | None:
+    base = state.snapshot.snapshot_id
+    pg_schema = catalog.location.schema
+    work = FlushWork(t, base)
+    with catalog.engine.connect() as conn:
+        versions = load_schema_versions(conn, t.table_id)
+        batches = []
+        for inlined in t.inlined_tables:
+            at = layout_snapshot(versions, inlined.schema_version)
+            columns, spec = load_layout_at(conn, t.table_id, at) if at is not None else (t.columns, t.partition)
+            rows = read_inlined(conn, pg_schema, inlined.name, columns, base)
+            if rows.raw.num_rows:
+                batches.append((rows, spec))
+                deleted = sum(1 for v in rows.raw.column("end_snapshot").to_pylist() if v is not None)
+                work.inlined[inlined.name] = (rows.raw.num_rows, deleted)
+        work.deletions = inlined_file_deletions(conn, pg_schema, t.table_id, at_most=base)
+    if not batches and not work.deletions:
+        return None
+    summary = {"table": t.qualified_name, "rowsFlushed": sum(n for n, _ in work.inlined.values()),
+               "deletionsFlushed": sum(len(v) for v in work.deletions.values())}
+    if dry_run:
+        return {**summary, "filesWritten": 0}
+    paths = table_paths(state, t)
+    parquet = copy_options(options_in_force(state, t))
+
+    def produce() -> FlushWork:
+        with tempfile.TemporaryDirectory(prefix="ducklake-flush-") as scratch:
+            con = scratch_connection()
+            try:
+                for rows, spec in batches:
+                    if needs_ducklake_functions(spec):
+                        _load_ducklake_functions(con)
+                    _write_rows(con, work, rows, spec, paths, parquet, sort_sql(t), scratch)
+                _merge_deletions(con, work, paths, scratch)
+            finally:
+                con.close()
+        return work
+
+    _, commit = produce_and_commit(
+        lambda: work.planned, produce,
+        lambda w: catalog.commit([], author=author, base_snapshot=base, message=f"flushInlinedData {t.qualified_name}",
+                                 extra_writer=lambda ctx: _write_commit(ctx, w, paths)))
+    return {**summary, "filesWritten": len(work.files) + len(work.merged), "committedSnapshot": commit.snapshot_id}
+
+
+def _load_ducklake_functions(con: Any) -> None:
+    from ducklake_operator.duckdb_client import extension_path
+
+    path = extension_path("ducklake")
+    if path is None:
+        raise DuckLakeError("flushing into a bucket-partitioned table needs DuckDB's murmur3_32: install the "
+                            "duckdb extra (duckdb-extension-ducklake)")
+    con.execute(f"LOAD '{path}'")
+
+
+def _write_rows(con: Any, work: FlushWork, rows: Any, spec: PartitionSpec | None, paths: TablePaths,
+                parquet: tuple[tuple[str, str], ...], order_by: str, scratch: str) -> None:
+    register_decoded(con, rows, "flushed")
+    columns: tuple[ColumnState, ...] = rows.columns
+    by_id = {c.column_id: c for c in columns}
+    fields = sorted(spec.fields, key=lambda f: f.key_index) if spec else []
+    parts = [f"{transform_sql(f.transform, quote(by_id[f.column_id].name))} AS __part{i}" for i, f in enumerate(fields)]
+    part_cols = [f"__part{i}" for i in range(len(fields))]
+    order = ", ".join(x for x in (order_by, "row_id", "begin_snapshot") if x)
+    over = f"PARTITION BY {', '.join(part_cols)} " if part_cols else ""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ordered AS SELECT *, row_number() OVER ({over}ORDER BY {order}) - 1 AS __pos "
+                f"FROM (SELECT *{', ' if parts else ''}{', '.join(parts)} FROM flushed)")
+    names = key_names(spec, columns) if fields else []
+    select = ", ".join([quote(c.name) for c in columns] + [f"row_id AS {quote(ROW_ID)}", f"begin_snapshot AS {quote(SNAPSHOT_ID)}"])
+    out_fields = field_ids_from_columns(columns) + (FieldIds(ROW_ID, HIDDEN_FIELD_IDS[ROW_ID]),
+                                                    FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]))
+    groups = con.execute(f"SELECT min(row_id), min(begin_snapshot), max(begin_snapshot){''.join(', ' + c for c in part_cols)} "
+                         f"FROM ordered {'GROUP BY ' + ', '.join(part_cols) if part_cols else ''} ORDER BY ALL").fetchall()
+    for row_id_start, first, last, *values in groups:
+        where = " AND ".join(f"{c} IS NOT DISTINCT FROM ?" for c in part_cols) or "true"
+        directory = hive_directory(names, tuple(values)) if names else ""
+        relative = new_file_name(directory)
+        full = work.output(paths, relative)
+        written = write_parquet(con, f"SELECT {select} FROM ordered WHERE {where} ORDER BY __pos", out_fields,
+                                os.path.join(scratch, "data.parquet"), parquet, values)
+        storage.store(written.local_path, full)
+        deletes = con.execute(f"SELECT __pos, end_snapshot FROM ordered WHERE {where} AND end_snapshot IS NOT NULL "
+                              "ORDER BY __pos", values).fetchall()
+        flushed = FlushedFile(NewDataFile(
+            table_id=work.table.table_id, path=relative, record_count=written.record_count,
+            file_size_bytes=written.file_size_bytes, footer_size=written.footer_size, begin_snapshot=first,
+            row_id_start=row_id_start, partial_max=last, partition_id=spec.partition_id if spec and fields else None,
+            partition_values=tuple(enumerate(values)), column_stats=written.column_stats),
+            [(int(p), int(s)) for p, s in deletes])
+        work.files.append(flushed)
+        if flushed.deletes:
+            flushed.delete_path = new_file_name(directory, "-delete")
+            flushed.delete_file = _write_delete_file(con, full, flushed.deletes, work.output(paths, flushed.delete_path), scratch)
+    con.execute("DROP TABLE flushed")
+    con.execute("DROP TABLE ordered")
+
+
+def _write_delete_file(con: Any, data_path: str, deletes: list[tuple[int, int]], destination: str, scratch: str) -> WrittenFile:
+    table = pa.table({"file_path": pa.array([data_path] * len(deletes), pa.string()),
+                      "pos": pa.array([p for p, _ in deletes], pa.int64()),
+                      SNAPSHOT_ID: pa.array([s for _, s in deletes], pa.int64())})
+    con.register("deletes", table)
+    try:
+        written = write_parquet(con, f"SELECT file_path, pos, {quote(SNAPSHOT_ID)} FROM deletes ORDER BY pos",
+                                DELETE_FILE_FIELDS, os.path.join(scratch, "delete.parquet"))
+    finally:
+        con.unregister("deletes")
+    storage.store(written.local_path, destination)
+    return written
+
+
+def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str) -> None:
+    """Each data file's inlined deletions + its delete file's positions -> one new delete file."""
+    t = work.table
+    data_files = {f.data_file_id: f for f in t.data_files}
+    live_deletes = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
+    for data_file_id, inlined in sorted(work.deletions.items()):
+        f = data_files.get(data_file_id)
+        if f is None:
+            continue  # deletions of a file ended since: nothing to cover (they stay until expiry)
+        positions = dict(inlined)
+        old = live_deletes.get(data_file_id)
+        if old is not None:
+            local = storage.fetch(paths.full(old.path, old.path_is_relative), scratch)
+            existing = pq.read_table(local)
+            snaps = existing.column(SNAPSHOT_ID).to_pylist() if SNAPSHOT_ID in existing.column_names else [old.begin_snapshot] * existing.num_rows
+            positions.update(zip(existing.column("pos").to_pylist(), snaps))
+        merged = sorted(positions.items())
+        relative = new_file_name(f.path.rsplit("/", 1)[0] if f.path_is_relative and "/" in f.path else "", "-delete")
+        written = _write_delete_file(con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch)
+        work.merged.append(MergedDeletes(data_file_id, old, written, relative, tuple(s for _, s in merged)))
+
+
+def _delete_file_row(table_id: int, data_file_id: int, path: str, written: WrittenFile, snapshots: list[int] | tuple[int, ...],
+                     *, merged: bool) -> NewDeleteFile:
+    """A delete file with per-row snapshots begins at the oldest. DuckDB 1.5.5 sets
+    partial_max to the newest on a merged delete file, and on the delete file of flushed
+    rows only when their snapshots differ (observed)."""
+    low, high = min(snapshots), max(snapshots)
+    return NewDeleteFile(table_id, data_file_id, path, len(snapshots), written.file_size_bytes, written.footer_size,
+                         low, high if merged or high != low else None)
+
+
+def _write_commit(ctx: CommitContext, work: FlushWork, paths: TablePaths) -> None:
+    t = work.table
+    base = work.base
+    for name, (count, deleted) in work.inlined.items():
+        it = sa.Table(name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), sa.Column("end_snapshot", sa.BigInteger),
+                      schema=ctx.pg_schema)
+        now = ctx.conn.execute(sa.select(sa.func.count(), sa.func.count(it.c.end_snapshot)).where(it.c.begin_snapshot <= base)).one()
+        if tuple(now) != (count, deleted):
+            raise CommitConflict(f"flushInlinedData of {t.qualified_name}: inlined rows of {name} were deleted after snapshot "
+                                 f"{base}; nothing was committed")
+    merged_ids = [m.data_file_id for m in work.merged]
+    if merged_ids:
+        planned = {m.data_file_id: m.old_delete_file.delete_file_id for m in work.merged if m.old_delete_file is not None}
+        if live_inputs(ctx, merged_ids) != set(merged_ids) or live_delete_files(ctx, merged_ids) != planned:
+            raise CommitConflict(f"flushInlinedData of {t.qualified_name}: data files with inlined deletions changed after "
+                                 f"snapshot {base}; nothing was committed")
+    new_ids = [add_data_file(ctx, f.data) for f in work.files]
+    for m in work.merged:
+        add_delete_file(ctx, _delete_file_row(t.table_id, m.data_file_id, m.path, m.written, m.snapshots, merged=True))
+        if m.old_delete_file is not None:
+            old = m.old_delete_file
+            dl = T["ducklake_delete_file"]
+            ctx.emit(dl.delete().where(dl.c.delete_file_id == old.delete_file_id))
+            schedule_deletion(ctx, old.delete_file_id, paths.scheduled(old.path, old.path_is_relative), old.path_is_relative)
+    for f, new_id in zip(work.files, new_ids):
+        if f.delete_file is not None:
+            add_delete_file(ctx, _delete_file_row(t.table_id, new_id, f.delete_path, f.delete_file, [s for _, s in f.deletes], merged=False))
+    _remove_flushed_rows(ctx, work)
+    if work.files:
+        ts = T["ducklake_table_stats"]
+        ctx.emit(ts.update().where(ts.c.table_id == t.table_id).values(
+            file_size_bytes=ts.c.file_size_bytes + sum(f.data.file_size_bytes for f in work.files)))
+        ctx.tokens.append(Token("inline_flush", id=t.table_id))
+    if work.deletions:
+        ctx.tokens.append(Token("deleted_from_table", id=t.table_id))
+    ctx.needs_snapshot = True
+    fault_point("in_commit")
+
+
+def _remove_flushed_rows(ctx: CommitContext, work: FlushWork) -> None:
+    """Delete flushed rows and deletions; drop superseded inlined tables left empty."""
+    t, base = work.table, work.base
+    latest = max((i.schema_version for i in t.inlined_tables), default=None)
+    registry = T["ducklake_inlined_data_tables"]
+    for inlined in t.inlined_tables:
+        it = sa.Table(inlined.name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
+        if inlined.name in work.inlined:
+            ctx.emit(it.delete().where(it.c.begin_snapshot <= base))
+        if inlined.schema_version != latest and not ctx.conn.execute(
+                sa.select(sa.func.count()).select_from(it).where(it.c.begin_snapshot > base)).scalar():
+            ctx.emit(sa.text(f"DROP TABLE {qualified(inlined.name, ctx.pg_schema)}"))
+            ctx.emit(registry.delete().where(registry.c.table_id == t.table_id, registry.c.table_name == inlined.name))
+    if work.deletions:
+        name = f"ducklake_inlined_delete_{t.table_id}"
+        dt = sa.Table(name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
+        ctx.emit(dt.delete().where(dt.c.begin_snapshot <= base))

@@ -1,0 +1,47 @@
+"""How DuckLake names partitions (pure; memo §6.1-6.2): the DuckDB expression of each
+transform, hive directory key names and the text form of values."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from .state import ColumnState, PartitionSpec
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_BUCKET = re.compile(r"bucket\((\d+)\)$")
+
+
+def transform_sql(transform: str, column_sql: str) -> str:
+    """A DuckDB expression giving the partition value's stored text (NULL for NULL)."""
+    if transform == "identity":
+        return f"CAST({column_sql} AS VARCHAR)"
+    if transform in ("year", "month", "day", "hour"):
+        return f"CAST({transform}({column_sql}) AS VARCHAR)"
+    bucket = _BUCKET.match(transform)
+    if bucket:  # murmur3_32 comes with the ducklake extension
+        return f"CAST((murmur3_32({column_sql}) & 2147483647) % {bucket.group(1)} AS VARCHAR)"
+    raise ValueError(f"unknown partition transform {transform!r}")
+
+
+def needs_ducklake_functions(spec: PartitionSpec | None) -> bool:
+    return spec is not None and any(_BUCKET.match(f.transform) for f in spec.fields)
+
+
+def key_names(spec: PartitionSpec, columns: tuple[ColumnState, ...]) -> list[str]:
+    """Hive directory key of each partition field: the column name for identity, else the
+    transform's name, suffixed ``_<column>`` when already taken."""
+    by_id = {c.column_id: c.name for c in columns}
+    names: list[str] = []
+    for f in sorted(spec.fields, key=lambda f: f.key_index):
+        column = by_id[f.column_id]
+        name = column if f.transform == "identity" else f.transform.split("(")[0]
+        if name in names:
+            name = f"{name}_{column}"
+        names.append(name)
+    return names
+
+
+def hive_directory(names: list[str], values: tuple[str | None, ...]) -> str:
+    """``k1=v1/k2=v2`` (URL-encoded values, NULL as DuckDB's default partition name)."""
+    return "/".join(f"{k}={HIVE_NULL if v is None else quote(v, safe='')}" for k, v in zip(names, values))
