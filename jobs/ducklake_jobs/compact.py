@@ -45,7 +45,9 @@ def compaction_options(state: Any, table: TableState, **overrides: int | None) -
 
 
 def compact(catalog: Catalog, schema: str, table: str, options: CompactionOptions | None = None, *,
-            author: str = "ducklake-operator", dry_run: bool = False, runner: Runner = run_in_process) -> dict[str, Any]:
+            author: str = "ducklake-operator", dry_run: bool = False, runner: Runner = run_in_process,
+            **overrides: int | None) -> dict[str, Any]:
+    """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups."""
     state = catalog.state(table_names=[(schema, table)])
     t = state.table(schema, table)
     if t is None:
@@ -53,7 +55,7 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
     with catalog.engine.connect() as conn:
         versions = load_schema_versions(conn, t.table_id)
         inlined_deletes = inlined_file_deletions(conn, catalog.location.schema, t.table_id)
-    plan = plan_compaction(t, state.snapshot.snapshot_id, versions, options or compaction_options(state, t),
+    plan = plan_compaction(t, state.snapshot.snapshot_id, versions, options or compaction_options(state, t, **overrides),
                            files_with_inlined_deletes=inlined_deletes)
     report = Report("compact", table=f"{schema}.{table}", baseSnapshot=plan.base_snapshot, groups=len(plan.groups),
                     filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups), dryRun=dry_run)

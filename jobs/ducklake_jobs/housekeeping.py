@@ -2,7 +2,7 @@
 
 These need no Spark: they are catalog transactions and file deletions, run by the job
 driver (or ``ducklake run-job``). Each returns a JSON-serialisable result; ``dry_run``
-lists what would go and changes nothing. Local data paths only in this version.
+lists what would go and changes nothing. Files are local or on S3 (``storage``).
 """
 
 from __future__ import annotations
@@ -17,17 +17,16 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.expire import expire_snapshots
 from ducklake_operator.catalog.read import load_metadata, load_snapshots, table_path_prefixes
 from ducklake_operator.catalog.tables import T
-from ducklake_operator.errors import SpecError
 from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
+
+from . import storage
 
 DEFAULT_CLEANUP_AGE = "3d"  # as the managed services do (DuckDB's default is 2 days)
 
 
 def _data_path(conn: sa.Connection) -> str:
     path = next(v for k, v, s, _ in load_metadata(conn) if k == "data_path" and s is None)
-    if "://" in path:
-        raise SpecError(f"data path {path!r}: only local data paths are supported by housekeeping in this version")
-    return path
+    return path if path.endswith("/") else path + "/"
 
 
 def expire(catalog: Catalog, *, older_than: str | None = None, retain_last: int | None = None,
@@ -60,11 +59,7 @@ def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dr
         if dry_run:
             return {"operation": "cleanupFiles", "dryRun": True, "deleted": deleted}
         for r in due:
-            full = os.path.join(root, r.path) if r.path_is_relative else r.path
-            try:
-                os.remove(full)
-            except FileNotFoundError:
-                pass  # already gone: forget the row all the same
+            storage.delete(storage.join(root, r.path) if r.path_is_relative else r.path)  # already gone: forget it too
             conn.execute(sched.delete().where(sched.c.data_file_id == r.data_file_id, sched.c.path == r.path))
     return {"operation": "cleanupFiles", "dryRun": False, "deleted": deleted}
 
@@ -88,22 +83,15 @@ def delete_orphan_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_A
     touches anything outside the data path, and does not follow symlinks."""
     cutoff = datetime.now(timezone.utc).timestamp() - parse_duration(older_than).total_seconds()
     with catalog.engine.connect() as conn, conn.begin():
-        root = os.path.realpath(_data_path(conn))
+        root = _data_path(conn)
         referenced = _referenced(conn)
-    orphans = []
-    for directory, dirs, names in os.walk(root, followlinks=False):
-        for name in names:
-            full = os.path.join(directory, name)
-            if not name.endswith(".parquet") or os.path.islink(full):
-                continue
-            real = os.path.realpath(full)
-            if os.path.commonpath([real, root]) != root:
-                continue
-            rel = os.path.relpath(real, root)
-            if rel not in referenced and real not in referenced and os.lstat(full).st_mtime < cutoff:
-                orphans.append(rel)
-    orphans.sort()
+    if not storage.is_remote(root):
+        root = os.path.realpath(root) + "/"
+    orphans = sorted(
+        f.path[len(root):] for f in storage.list_files(root)
+        if f.path.startswith(root) and f.path.endswith(".parquet") and f.mtime < cutoff
+        and f.path[len(root):] not in referenced and f.path not in referenced)
     if not dry_run:
         for rel in orphans:
-            os.remove(os.path.join(root, rel))
+            storage.delete(root + rel)
     return {"operation": "deleteOrphanFiles", "dryRun": dry_run, "deleted": orphans}

@@ -4,7 +4,8 @@
     ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan
     ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
     ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
-    ducklake run-job OP [T] -f P  compact schema.table | expireSnapshots | cleanupFiles | deleteOrphanFiles
+    ducklake run-job OP [T] -f P  compact|rewriteDeletes schema.table, flushInlinedData [schema.table],
+                                  expireSnapshots, cleanupFiles, deleteOrphanFiles; -p key=value
 
 Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
 from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
@@ -20,9 +21,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 
+import yaml
+
 from .api.load import load_paths
 from .catalog import Catalog
 from .errors import DuckLakeError, SpecError
+from .model.job_params import OPERATIONS, job_keywords
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for
 
@@ -149,36 +153,37 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-HOUSEKEEPING = ("expireSnapshots", "cleanupFiles", "deleteOrphanFiles", "compact")
+def _job_params(args: argparse.Namespace) -> dict[str, object]:
+    """``-p key=value`` (values read as YAML scalars: 5, 0.5, true, 7d) plus the shorthand flags."""
+    params: dict[str, object] = {}
+    for item in args.param or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SpecError(f"-p {item!r}: expected key=value")
+        params[key.strip()] = yaml.safe_load(value)
+    for key, value in (("olderThan", args.older_than), ("retainLast", args.retain_last)):
+        if value is not None:
+            params[key] = value
+    if args.dry_run:
+        params["dryRun"] = True
+    return params
 
 
 def cmd_run_job(args: argparse.Namespace) -> int:
     """Run a maintenance operation locally and print its JSON result."""
-    if args.operation not in HOUSEKEEPING:
-        raise DuckLakeError(f"{args.operation}: not available yet; available here: {', '.join(HOUSEKEEPING)}")
-    if args.operation == "compact" and (not args.table or "." not in args.table):
-        raise SpecError("compact needs the table: ducklake run-job compact SCHEMA.TABLE -f ...")
-    from ducklake_jobs import housekeeping
-    from ducklake_jobs.compact import compact
+    from ducklake_jobs.operations import run_operation
+    from ducklake_jobs.runtime import run_in_process, run_on_spark
 
+    params = _job_params(args)
+    job_keywords(args.operation, params, "-p")  # every problem before touching a catalog
     for cat_spec, _ in _grouped(args.file):
         catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
         try:
-            if args.operation == "compact":
-                schema, table = args.table.split(".", 1)
-                from ducklake_jobs.runtime import run_in_process, run_on_spark
-
-                result = compact(catalog, schema, table, dry_run=args.dry_run, runner=run_on_spark if args.spark else run_in_process)
-            elif args.operation == "expireSnapshots":
-                result = housekeeping.expire(catalog, older_than=args.older_than, retain_last=args.retain_last, dry_run=args.dry_run)
-            elif args.operation == "cleanupFiles":
-                result = housekeeping.cleanup_files(catalog, older_than=args.older_than or housekeeping.DEFAULT_CLEANUP_AGE, dry_run=args.dry_run)
-            else:
-                result = housekeeping.delete_orphan_files(catalog, older_than=args.older_than or housekeeping.DEFAULT_CLEANUP_AGE,
-                                                          dry_run=args.dry_run)
+            result = run_operation(catalog, args.operation, args.table, params,
+                                   runner=run_on_spark if args.spark else run_in_process, author="ducklake-cli")
         finally:
             catalog.close()
-        print(json.dumps({"catalog": cat_spec.ref.name, **result}, indent=2))
+        print(json.dumps({"catalog": cat_spec.ref.name, **result}, indent=2, default=str))
     return EXIT_OK
 
 
@@ -198,14 +203,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument("--author", default="ducklake-cli")
         if name == "sql":
             p.add_argument("sql", nargs="+", help="SQL statements")
-    job = sub.add_parser("run-job", help="run a maintenance operation locally: " + ", ".join(HOUSEKEEPING))
-    job.add_argument("operation")
-    job.add_argument("table", nargs="?", help="schema.table (compact)")
+    available = [name for name, op in OPERATIONS.items() if op.available]
+    job = sub.add_parser("run-job", help="run a maintenance operation locally: " + ", ".join(available))
+    job.add_argument("operation", choices=available)
+    job.add_argument("table", nargs="?", help="schema.table (compact, rewriteDeletes; optional for flushInlinedData)")
+    job.add_argument("-p", "--param", action="append", help="operation parameter key=value, e.g. -p targetFileSize=128MB")
     job.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
     job.add_argument("--older-than", help="age, e.g. 7d, 12h")
     job.add_argument("--retain-last", type=int, help="expireSnapshots: always keep this many")
     job.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
-    job.add_argument("--spark", action="store_true", help="compact: run the file groups as Spark tasks (local[*])")
+    job.add_argument("--spark", action="store_true", help="compact, rewriteDeletes: run the file groups as Spark tasks (local[*])")
     job.set_defaults(func=cmd_run_job)
     args = parser.parse_args(argv)
     try:

@@ -115,7 +115,18 @@ def test_run_job_housekeeping(workdir: str) -> None:
     compact = ducklake("run-job", "compact", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir)
     assert compact.returncode == 0, compact.stderr
     assert json.loads(compact.stdout)["filesRead"] == 3  # the three inserts, merged into one
-    unknown = ducklake("run-job", "rewriteDeletes", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir)
-    assert unknown.returncode == 1 and "not available yet" in unknown.stderr
+    bad = ducklake("run-job", "compact", "sales.orders", "-f", "examples/catalog.yaml", "-p", "targetFileSize=huge",
+                   "-p", "minInputFile=3", cwd=workdir)
+    assert bad.returncode == 1 and "-p.targetFileSize: 'huge' is not a size" in bad.stderr
+    assert "-p.minInputFile: not a parameter of compact (did you mean minInputFiles?)" in bad.stderr
+    assert ducklake("run-job", "repartition", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir).returncode == 2
+    ducklake("sql", "-f", "examples/catalog.yaml", "DELETE FROM lake.sales.orders WHERE id >= 20",
+             "INSERT INTO lake.sales.orders (id) VALUES (1000)", cwd=workdir)  # a delete file, an inlined row
+    rewrite = ducklake("run-job", "rewriteDeletes", "sales.orders", "-f", "examples/catalog.yaml", "-p", "deleteThreshold=0.5", cwd=workdir)
+    assert rewrite.returncode == 0, rewrite.stderr
+    assert json.loads(rewrite.stdout)["rowsWritten"] == 20
+    flush = ducklake("run-job", "flushInlinedData", "-f", "examples/catalog.yaml", cwd=workdir)
+    assert flush.returncode == 0, flush.stderr
+    assert json.loads(flush.stdout)["rowsFlushed"] == 1
     count = ducklake("sql", "-f", "examples/catalog.yaml", "SELECT count(*) FROM lake.sales.orders", cwd=workdir)
-    assert "150" in count.stdout
+    assert "21" in count.stdout

@@ -52,3 +52,34 @@ def test_jobs() -> None:
     with pytest.raises(SpecError, match="'shrink' is not one of"):
         parse_manifest({"kind": "DuckLakeJob", "metadata": {"name": "j"},
                         "spec": {"catalogRef": {"name": "lake"}, "table": "main.t", "operation": "shrink"}})
+
+
+def job(**spec: Any) -> dict[str, Any]:
+    return {"kind": "DuckLakeJob", "metadata": {"name": "j"}, "spec": {"catalogRef": {"name": "lake"}, **spec}}
+
+
+def test_job_params_become_keywords() -> None:
+    from ducklake_operator.model.job_params import job_keywords
+
+    spec = parse_manifest(job(table="main.t", operation="compact",
+                              params={"targetFileSize": "128MB", "minInputFiles": 3, "maxFilesPerRun": 10, "dryRun": True}))
+    assert job_keywords(spec.operation, spec.params) == {"target_file_size": 128_000_000, "min_input_files": 3,
+                                                         "max_groups": 10, "dry_run": True}
+    assert job_keywords("rewriteDeletes", {"deleteThreshold": 0.25}) == {"delete_threshold": 0.25}
+    assert job_keywords("expireSnapshots", {"olderThan": "7d", "retainLast": 2}) == {"older_than": "7d", "retain_last": 2}
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ({"table": "main.t", "operation": "compact", "params": {"targetFileSize": "big"}}, "spec.params.targetFileSize: 'big' is not a size"),
+    ({"table": "main.t", "operation": "compact", "params": {"minInputFile": 3}}, "did you mean minInputFiles?"),
+    ({"table": "main.t", "operation": "rewriteDeletes", "params": {"deleteThreshold": 1.5}}, "is not a fraction between 0 and 1"),
+    ({"operation": "expireSnapshots", "params": {"olderThan": "a week"}}, "spec.params.olderThan: 'a week' is not a duration"),
+    ({"operation": "expireSnapshots", "params": {"versions": [1], "retainLast": 2}}, "versions cannot be combined"),
+    ({"operation": "cleanupFiles", "table": "main.t"}, "cleanupFiles works on the whole catalog"),
+    ({"operation": "compact", "table": "t"}, "'t' is not schema.table"),
+    ({"operation": "flushInlinedData", "params": {"dryRun": "yes"}}, "spec.params.dryRun: 'yes' is not true or false"),
+])
+def test_job_param_errors(spec: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(SpecError) as err:
+        parse_manifest(job(**spec))
+    assert fragment in str(err.value)

@@ -20,6 +20,7 @@ from ..errors import SpecError
 from ..model.defaults import encode_default
 from ..model.names import fold, identifier_problem
 from ..model.durations import parse_duration
+from ..model.job_params import OPERATIONS, job_keywords
 from ..model.options import normalize_option, parse_size
 from ..model.spec import (
     API_VERSION, JOB_OPERATIONS, KINDS, TRANSFORMS, CatalogSpec, CleanupSettings, CompactionSettings, DeleteRewriteSettings,
@@ -365,11 +366,20 @@ def _job(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | 
     p.keys(spec, "spec", ("catalogRef", "table", "operation", "params", "timeout", "retries"))
     operation = p.enum(spec, "operation", "spec", JOB_OPERATIONS, "compact")
     table = p.get(spec, "table", "spec", str)
-    catalog_wide = operation in ("expireSnapshots", "cleanupFiles", "deleteOrphanFiles")
-    if not catalog_wide and not table:
+    op = OPERATIONS[operation]
+    if op.table == "required" and not table:
         p.add("spec.table", f"is required for {operation} (schema.table)")
+    if op.table == "none" and table:
+        p.add("spec.table", f"{operation} works on the whole catalog; remove the table")
+    if table and "." not in table:
+        p.add("spec.table", f"{table!r} is not schema.table")
+    params = dict(p.get(spec, "params", "spec", dict, default={}))
+    try:
+        job_keywords(operation, params, "spec.params")
+    except SpecError as exc:
+        p.items.extend(exc.problems)
     timeout = p.get(spec, "timeout", "spec", (int, str))
-    return JobSpec(ref, _catalog_ref(spec, p), table, operation, dict(p.get(spec, "params", "spec", dict, default={})),
+    return JobSpec(ref, _catalog_ref(spec, p), table, operation, params,
                    _seconds(timeout, p) if timeout is not None else None, p.get(spec, "retries", "spec", int, default=0))
 
 

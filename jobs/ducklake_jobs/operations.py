@@ -1,0 +1,56 @@
+"""One entry point for every maintenance operation: check the parameters (shared with the
+manifest loader), run the job, return its JSON report. ``ducklake run-job`` and the
+launched job's driver both call ``run_operation``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.errors import DuckLakeError, SpecError
+from ducklake_operator.model.job_params import OPERATIONS, job_keywords
+
+from .runtime import Runner, run_in_process
+
+
+def split_table(table: str | None, operation: str) -> tuple[str | None, str | None]:
+    if table is None:
+        return None, None
+    if "." not in table:
+        raise SpecError(f"{operation}: table {table!r} is not schema.table")
+    schema, name = table.split(".", 1)
+    return schema, name
+
+
+def run_operation(catalog: Catalog, operation: str, table: str | None, params: Mapping[str, object], *,
+                  runner: Runner = run_in_process, author: str = "ducklake-operator") -> dict[str, Any]:
+    keywords = job_keywords(operation, params)
+    op = OPERATIONS[operation]
+    if not op.available:
+        raise DuckLakeError(f"{operation} is not available yet; available: "
+                            + ", ".join(name for name, o in OPERATIONS.items() if o.available))
+    if op.table == "required" and not table:
+        raise SpecError(f"{operation} needs a table (schema.table)")
+    if op.table == "none" and table:
+        raise SpecError(f"{operation} works on the whole catalog, not on {table}")
+    schema, name = split_table(table, operation)
+    if operation == "compact":
+        from .compact import compact
+
+        return compact(catalog, schema, name, author=author, runner=runner, **keywords)  # type: ignore[arg-type]
+    if operation == "rewriteDeletes":
+        from .rewrite_deletes import rewrite_deletes
+
+        return rewrite_deletes(catalog, schema, name, author=author, runner=runner, **keywords)  # type: ignore[arg-type]
+    if operation == "flushInlinedData":
+        from .flush import flush_inlined_data
+
+        return flush_inlined_data(catalog, schema, name, author=author, **keywords)
+    from . import housekeeping
+
+    if operation == "expireSnapshots":
+        return housekeeping.expire(catalog, **keywords)
+    if operation == "cleanupFiles":
+        return housekeeping.cleanup_files(catalog, **keywords)
+    return housekeeping.delete_orphan_files(catalog, **keywords)
