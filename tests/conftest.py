@@ -72,3 +72,30 @@ def catalog(location: CatalogLocation, data_path: str) -> Iterator[Catalog]:
         yield cat
     finally:
         cat.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator["S3Server"]:
+    from support.s3server import S3Server
+
+    server = S3Server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server, monkeypatch) -> str:  # type: ignore[no-untyped-def]
+    """A fresh bucket; the AWS environment points at the S3 server. Returns ``s3://bucket/``."""
+    import pyarrow.fs as pafs
+
+    from ducklake_jobs import storage
+
+    for key, value in s3_server.env.items():
+        monkeypatch.setenv(key, value)
+    storage.configure(None)
+    bucket = f"lake-{os.getpid()}-{next(_counter)}"
+    pafs.S3FileSystem(endpoint_override=s3_server.endpoint.split("://")[1], scheme="http", access_key="test-key",
+                      secret_key="test-secret", region="us-east-1", allow_bucket_creation=True).create_dir(bucket)
+    return f"s3://{bucket}/"

@@ -30,6 +30,7 @@ from ducklake_operator.errors import CommitConflict, TableNotFound
 from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction
 from ducklake_operator.model.state import TableState
 
+from . import storage
 from .file_rewrite import RewriteOutput, RewriteTask, SourceFile, rewrite_files
 from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
@@ -73,7 +74,7 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
             sources=tuple(SourceFile(paths.full(files[i].path, files[i].path_is_relative), files[i].begin_snapshot,
                                      files[i].row_id_start) for i in g.files),
             output=paths.full(new_file_name(hive_dir), True), keep_snapshot_ids=True,
-            embed_row_ids=g.row_id_start is None or bool(order_by), order_by=order_by, options=parquet))
+            embed_row_ids=g.row_id_start is None or bool(order_by), order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory)))
     outputs, commit = produce_and_commit(
         lambda: [task.output for task in tasks],
         lambda: runner(rewrite_files, tasks),

@@ -43,6 +43,7 @@ class RewriteTask:
     order_by: str = ""  # DuckDB ORDER BY items of the table's latest sort key
     options: tuple[tuple[str, str], ...] = ()
     threads: int | None = None
+    s3: storage.S3Config | None = None  # the driver's S3 settings, for executors
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ def _source_sql(i: int, src: SourceFile, local: str, columns: list[str], hidden:
 
 
 def rewrite_files(task: RewriteTask) -> RewriteOutput:
+    if task.s3 is not None:
+        storage.configure(task.s3)
     with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
         con = scratch_connection(task.threads)
         try:

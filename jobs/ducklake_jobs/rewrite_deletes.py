@@ -27,6 +27,7 @@ from ducklake_operator.errors import CommitConflict, TableNotFound
 from ducklake_operator.maintenance.delete_rewrite import DEFAULT_DELETE_THRESHOLD, RewriteGroup, plan_delete_rewrite
 from ducklake_operator.model.state import TableState
 
+from . import storage
 from .file_rewrite import RewriteOutput, RewriteTask, SourceFile, rewrite_files
 from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
@@ -68,7 +69,7 @@ def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_thresho
                                      tuple(pos for pos, _ in inlined.get(i, ())))
                           for i, d in zip(g.files, g.delete_files)),
             output=paths.full(new_file_name(hive_dir), True), keep_snapshot_ids=False, embed_row_ids=True,
-            order_by=order_by, options=parquet))
+            order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory)))
     outputs, commit = produce_and_commit(
         lambda: [task.output for task in tasks],
         lambda: runner(rewrite_files, tasks),

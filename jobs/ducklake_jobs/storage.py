@@ -3,7 +3,9 @@ pyarrow's filesystems, so jobs need no Hadoop S3 jars.
 
 Paths are full URIs or absolute local paths, joined with ``/`` as DuckLake stores them.
 S3 settings come from the standard AWS environment (``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for S3-compatible stores).
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for
+S3-compatible stores) of the driver; Spark tasks get the driver's ``S3Config`` with their
+work (``configure``), since executors need not share the driver's environment.
 Parquet work happens on local scratch copies: ``fetch`` brings an input to local disk (a
 no-op for local paths) and ``store`` puts a finished file in place.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlparse
 
@@ -42,23 +44,52 @@ def join(*parts: str) -> str:
     return out
 
 
+@dataclass(frozen=True)
+class S3Config:
+    endpoint: str | None = None  # URL; http:// for a store without TLS
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls) -> "S3Config":
+        env = os.environ.get
+        return cls(env("AWS_ENDPOINT_URL_S3") or env("AWS_ENDPOINT_URL"), env("AWS_REGION") or env("AWS_DEFAULT_REGION"),
+                   env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN"))
+
+
+_configured: S3Config | None = None
+
+
+def configure(config: S3Config | None) -> None:
+    """Use these S3 settings in this process (a Spark task's, shipped from the driver)."""
+    global _configured
+    _configured = config
+
+
+def s3_config(path: str) -> S3Config | None:
+    """The settings a task needs for ``path`` (None for local paths)."""
+    return (_configured or S3Config.from_env()) if path.startswith("s3://") else None
+
+
 @lru_cache(maxsize=None)
-def _s3(endpoint: str | None, region: str | None) -> pafs.S3FileSystem:
+def _s3(config: S3Config) -> pafs.S3FileSystem:
     kwargs: dict[str, object] = {}
-    if endpoint:
-        parsed = urlparse(endpoint)
+    if config.endpoint:
+        parsed = urlparse(config.endpoint)
         kwargs.update(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https")
-    if region:
-        kwargs["region"] = region
+    if config.region:
+        kwargs["region"] = config.region
+    if config.access_key and config.secret_key:
+        kwargs.update(access_key=config.access_key, secret_key=config.secret_key, session_token=config.session_token)
     return pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
 
 
 def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem holding ``path`` and the path within it."""
     if path.startswith("s3://"):
-        fs = _s3(os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
-                 os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
-        return fs, path[len("s3://"):]
+        return _s3(_configured or S3Config.from_env()), path[len("s3://"):]
     if is_remote(path):
         return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), path

@@ -1,0 +1,55 @@
+"""moto's standalone S3 server on loopback: a real S3 API (HTTP, signatures, multipart,
+listings) for the s3:// tests. It runs from its own venv made by scripts/setup
+(``DUCKLAKE_MOTO_SERVER``), because botocore pins a python-dateutil the kubernetes client
+cannot use. If it cannot start, the tests that need it error (nothing is skipped)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class S3Server:
+    process: subprocess.Popen  # type: ignore[type-arg]
+    endpoint: str
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"AWS_ACCESS_KEY_ID": "test-key", "AWS_SECRET_ACCESS_KEY": "test-secret", "AWS_REGION": "us-east-1",
+                "AWS_ENDPOINT_URL": self.endpoint}
+
+    @classmethod
+    def start(cls) -> "S3Server":
+        binary = os.environ.get("DUCKLAKE_MOTO_SERVER") or os.path.join(ROOT, ".tools", "moto-5.2.5", "bin", "moto_server")
+        if not os.path.exists(binary):
+            raise RuntimeError(f"moto_server not found at {binary}: run scripts/setup")
+        port = _free_port()
+        process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        endpoint = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 30
+        while True:
+            try:
+                urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
+                return cls(process, endpoint)
+            except OSError:
+                if process.poll() is not None or time.time() > deadline:
+                    process.kill()
+                    raise RuntimeError(f"moto_server did not start: {process.stderr.read() if process.stderr else ''}")
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
