@@ -1,6 +1,6 @@
-"""SIGKILL the compaction before, during and after its commit: the table is consistent every
-time (DuckDB reads the same rows), and files that never got committed are orphans that
-deleteOrphanFiles removes."""
+"""SIGKILL each data-writing job (compact, rewriteDeletes, flushInlinedData) before, during
+and after its commit: the table is consistent every time (DuckDB reads the same rows), and
+the files that never got committed are orphans that deleteOrphanFiles removes."""
 
 from __future__ import annotations
 
@@ -17,23 +17,36 @@ from support import duck
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_jobs.housekeeping import delete_orphan_files
 
+SETUP = {
+    "compact": [f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(4)],
+    "rewriteDeletes": ["INSERT INTO lk.t SELECT i, 'v' || i FROM range(0, 400) t(i)", "DELETE FROM lk.t WHERE id >= 10"],
+    "flushInlinedData": ["INSERT INTO lk.t VALUES (1, 'a'), (2, 'b')", "INSERT INTO lk.t VALUES (3, 'c')",
+                         "DELETE FROM lk.t WHERE id = 2"],
+}
+# files a committed run leaves referenced (live data files), and files an uncommitted run leaves behind
+OUTCOME = {"compact": (1, 1), "rewriteDeletes": (1, 1), "flushInlinedData": (1, 2)}
 
+
+@pytest.mark.parametrize("operation", list(SETUP))
 @pytest.mark.parametrize("point, committed", [("before_commit", False), ("in_commit", False), ("after_commit", True)])
-def test_kill_during_compaction(tmp_path, point: str, committed: bool) -> None:  # type: ignore[no-untyped-def]
+def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) -> None:  # type: ignore[no-untyped-def]
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
     data = str(tmp_path / "data") + "/"
     Catalog.create(location, data)
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
-    for k in range(4):
-        con.execute(f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    for sql in SETUP[operation]:
+        con.execute(sql)
     rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    files_before = len(Catalog.open(location).state().table("main", "t").data_files)
     con.close()
     manifest = tmp_path / "catalog.yaml"
     manifest.write_text(yaml.safe_dump({"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
                                         "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": data}}))
     marker = tmp_path / "marker"
-    proc = subprocess.Popen([sys.executable, "-m", "ducklake_operator.cli", "run-job", "compact", "main.t", "-f", str(manifest)],
+    args = [operation] + (["main.t"] if operation != "flushInlinedData" else []) + \
+        (["-p", "deleteThreshold=0.5"] if operation == "rewriteDeletes" else [])
+    proc = subprocess.Popen([sys.executable, "-m", "ducklake_operator.cli", "run-job", *args, "-f", str(manifest)],
                             env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 120
@@ -44,15 +57,17 @@ def test_kill_during_compaction(tmp_path, point: str, committed: bool) -> None: 
     proc.wait()
 
     catalog = Catalog.open(location)
+    live_files, orphans_left = OUTCOME[operation]
     files = catalog.state().table("main", "t").data_files
-    assert len(files) == (1 if committed else 4)
+    assert len(files) == (live_files if committed else files_before)
     con = duck.attach(location)
     assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
     con.close()
     orphans = delete_orphan_files(catalog, older_than="0s")["deleted"]
-    assert len(orphans) == (0 if committed else 1)  # the merged file nobody committed
+    assert len(orphans) == (0 if committed else orphans_left)  # what the killed job wrote but never committed
     con = duck.attach(location, con=duck.connect())
     assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
     con.execute("INSERT INTO lk.t VALUES (1000, 'after')")
+    con.execute("CALL ducklake_flush_inlined_data('lk')")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
-    assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (401,)
+    assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (len(rows) + 1,)
