@@ -16,6 +16,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from support.pgserver import PgServer  # noqa: E402
+from support.s3server import S3Server  # noqa: E402
 
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 
@@ -75,9 +76,7 @@ def catalog(location: CatalogLocation, data_path: str) -> Iterator[Catalog]:
 
 
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator["S3Server"]:
-    from support.s3server import S3Server
-
+def s3_server() -> Iterator[S3Server]:
     server = S3Server.start()
     try:
         yield server

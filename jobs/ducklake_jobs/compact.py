@@ -31,8 +31,8 @@ from ducklake_operator.maintenance.compaction import CompactionOptions, plan_com
 from ducklake_operator.model.state import TableState
 
 from . import storage
-from .file_rewrite import RewriteOutput, RewriteTask, SourceFile, rewrite_files
-from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
+from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
 
@@ -69,11 +69,9 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
-        hive_dir = first.path.rsplit("/", 1)[0] if first.path_is_relative and "/" in first.path else ""
         tasks.append(RewriteTask(
-            sources=tuple(SourceFile(paths.full(files[i].path, files[i].path_is_relative), files[i].begin_snapshot,
-                                     files[i].row_id_start) for i in g.files),
-            output=paths.full(new_file_name(hive_dir), True), keep_snapshot_ids=True,
+            sources=tuple(source_file(paths, files[i]) for i in g.files),
+            output=paths.full(new_file_beside(first.path, first.path_is_relative), True), keep_snapshot_ids=True,
             embed_row_ids=g.row_id_start is None or bool(order_by), order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory)))
     outputs, commit = produce_and_commit(
         lambda: [task.output for task in tasks],

@@ -18,7 +18,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ducklake_operator.model.state import DataFile
+
 from . import storage
+from .lake_paths import TablePaths
 from .parquet_writer import (
     HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, literal, quote, read_field_ids, scratch_connection,
     write_parquet,
@@ -32,6 +35,10 @@ class SourceFile:
     row_id_start: int | None
     delete_file: str | None = None  # full path of its live delete file
     deleted_positions: tuple[int, ...] = ()  # inlined file deletions (0-based positions)
+
+
+def source_file(paths: TablePaths, f: DataFile, delete_file: str | None = None, deleted_positions: tuple[int, ...] = ()) -> SourceFile:
+    return SourceFile(paths.full(f.path, f.path_is_relative), f.begin_snapshot, f.row_id_start, delete_file, deleted_positions)
 
 
 @dataclass(frozen=True)

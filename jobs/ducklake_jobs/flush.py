@@ -43,7 +43,7 @@ from ducklake_operator.model.state import CatalogState, ColumnState, DeleteFile,
 
 from . import storage
 from .inlined_rows import read_inlined, register_decoded
-from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import (
     HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, copy_options, field_ids_from_columns, quote,
     scratch_connection, write_parquet,
@@ -235,7 +235,7 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
             snaps = existing.column(SNAPSHOT_ID).to_pylist() if SNAPSHOT_ID in existing.column_names else [old.begin_snapshot] * existing.num_rows
             positions.update(zip(existing.column("pos").to_pylist(), snaps))
         merged = sorted(positions.items())
-        relative = new_file_name(f.path.rsplit("/", 1)[0] if f.path_is_relative and "/" in f.path else "", "-delete")
+        relative = new_file_beside(f.path, f.path_is_relative, "-delete")
         written = _write_delete_file(con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch)
         work.merged.append(MergedDeletes(data_file_id, old, written, relative, tuple(s for _, s in merged)))
 

@@ -49,6 +49,12 @@ def new_file_name(directory: str = "", suffix: str = "") -> str:
     return posixpath.join(directory, name) if directory else name
 
 
+def new_file_beside(path: str, is_relative: bool, suffix: str = "") -> str:
+    """A new file name (relative to the table directory) in the same hive directory as the
+    file at ``path``, as DuckDB places compaction output and delete files."""
+    return new_file_name(path.rsplit("/", 1)[0] if is_relative and "/" in path else "", suffix)
+
+
 def option(state: CatalogState, table: TableState, key: str) -> str | None:
     """An option by scope precedence: table > schema > catalog."""
     for scope in (table.options, state.schemas[table.schema_name].options, state.options):

@@ -28,8 +28,8 @@ from ducklake_operator.maintenance.delete_rewrite import DEFAULT_DELETE_THRESHOL
 from ducklake_operator.model.state import TableState
 
 from . import storage
-from .file_rewrite import RewriteOutput, RewriteTask, SourceFile, rewrite_files
-from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
+from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
 
@@ -62,13 +62,12 @@ def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_thresho
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
-        hive_dir = first.path.rsplit("/", 1)[0] if first.path_is_relative and "/" in first.path else ""
         tasks.append(RewriteTask(
-            sources=tuple(SourceFile(paths.full(files[i].path, files[i].path_is_relative), files[i].begin_snapshot,
-                                     files[i].row_id_start, delete_paths.get(d) if d is not None else None,
-                                     tuple(pos for pos, _ in inlined.get(i, ())))
+            sources=tuple(source_file(paths, files[i], delete_paths.get(d) if d is not None else None,
+                                      tuple(pos for pos, _ in inlined.get(i, ())))
                           for i, d in zip(g.files, g.delete_files)),
-            output=paths.full(new_file_name(hive_dir), True), keep_snapshot_ids=False, embed_row_ids=True,
+            output=paths.full(new_file_beside(first.path, first.path_is_relative), True), keep_snapshot_ids=False,
+            embed_row_ids=True,
             order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory)))
     outputs, commit = produce_and_commit(
         lambda: [task.output for task in tasks],
