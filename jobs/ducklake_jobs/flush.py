@@ -134,11 +134,12 @@ def _flush_table(catalog: Catalog, state: CatalogState, t: TableState, author: s
 
     def produce() -> FlushWork:
         with tempfile.TemporaryDirectory(prefix="ducklake-flush-") as scratch:
-            con = scratch_connection()
+            bucketed = any(needs_ducklake_functions(spec) for _, spec in batches)
+            con = scratch_connection(extensions=bucketed)
             try:
+                if bucketed:
+                    _load_ducklake_functions(con)
                 for rows, spec in batches:
-                    if needs_ducklake_functions(spec):
-                        _load_ducklake_functions(con)
                     _write_rows(con, work, rows, spec, paths, parquet, sort_sql(t), scratch)
                 _merge_deletions(con, work, paths, scratch)
             finally:

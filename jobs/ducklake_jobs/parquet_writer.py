@@ -117,8 +117,12 @@ def copy_options(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out.items()))
 
 
-def scratch_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(config={"threads": threads} if threads else {})
+def scratch_connection(threads: int | None = None, *, extensions: bool = False) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB for a job's work; ``extensions``: may load the extension wheels."""
+    config: dict[str, object] = {"threads": threads} if threads else {}
+    if extensions:
+        config["allow_unsigned_extensions"] = "true"
+    con = duckdb.connect(config=config)
     con.execute("SET TimeZone = 'UTC'")  # timestamptz statistics are stored normalised to UTC
     return con
 

@@ -48,6 +48,13 @@ PARTITIONED = [
     "DELETE FROM lk.p WHERE id = 4",
 ]
 
+BUCKETED = [
+    "CREATE TABLE lk.b(id INTEGER, v VARCHAR)",
+    "ALTER TABLE lk.b SET PARTITIONED BY (bucket(4, id), v)",
+    "INSERT INTO lk.b VALUES (1, 'x'), (2, 'x'), (3, 'y'), (4, NULL), (5, 'x')",
+    "INSERT INTO lk.b VALUES (6, 'y')",
+]
+
 
 def build(location, data_path: str, workload: list[str]) -> None:  # type: ignore[no-untyped-def]
     con = duck.attach(location, data_path=data_path)
@@ -98,7 +105,8 @@ def catalog_rows(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-@pytest.mark.parametrize("workload, table", [(WORKLOAD, "t"), (TYPES, "ty"), (PARTITIONED, "p")], ids=["rows", "types", "partitioned"])
+@pytest.mark.parametrize("workload, table", [(WORKLOAD, "t"), (TYPES, "ty"), (PARTITIONED, "p"), (BUCKETED, "b")],
+                         ids=["rows", "types", "partitioned", "bucketed"])
 def test_flush_matches_duckdb(make_location, tmp_path, kind: str, workload: list[str], table: str) -> None:  # type: ignore[no-untyped-def]
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/", workload)
