@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from ..model.job_params import OPERATIONS
 from ..model.spec import GROUP, JOB_OPERATIONS, TRANSFORMS, VERSION
 from ..model.types import ALIASES, PRIMITIVES
 
@@ -281,12 +282,21 @@ def policy_schema() -> Schema:
     return {"spec": spec, "status": status}
 
 
+def _params_description() -> str:
+    """The parameters of each operation, from their one definition (checked at apply time)."""
+    lines = ["Operation parameters (checked by the operator, with the field path of each problem):"]
+    for name, op in OPERATIONS.items():
+        if op.available:
+            lines.append(f"{name}: " + ("; ".join(f"{key} ({p.help})" for key, p in op.params.items()) or "none") + ".")
+    return "\n".join(lines)
+
+
 def job_schema() -> Schema:
     spec = obj("One maintenance run. Immutable once created.", {
         "catalogRef": catalog_ref(),
         "table": string("schema.table (not for catalog-wide operations).", pattern=r"^[^.]+\..+$"),
         "operation": string("What to run.", enum=JOB_OPERATIONS),
-        "params": {**any_value("Operation parameters."), "type": "object"},
+        "params": {**any_value(_params_description()), "type": "object"},
         "timeout": int_or_string("Deadline, seconds or e.g. 30m."),
         "retries": integer("Retries after a failure.", minimum=0, default=0),
     }, required=("catalogRef", "operation"), rules=[("self == oldSelf", "a DuckLakeJob is immutable; create a new one")])
