@@ -21,12 +21,12 @@ from typing import Any
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
-    NewDataFile, add_data_file, inlined_file_deletions, live_delete_files, live_inputs, remove_data_files,
+    NewDataFile, add_data_file, inlined_file_deletions, inputs_changed, live_delete_files, live_inputs, remove_data_files,
     schedule_deletion,
 )
 from ducklake_operator.catalog.read import load_schema_versions
 from ducklake_operator.catalog.write import CommitContext
-from ducklake_operator.errors import CommitConflict, TableNotFound
+from ducklake_operator.errors import TableNotFound
 from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction
 from ducklake_operator.model.state import TableState
 
@@ -78,21 +78,21 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
         lambda: runner(rewrite_files, tasks),
         lambda outs: catalog.commit([], author=author, base_snapshot=plan.base_snapshot,
                                     message=f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
-                                    extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths)))
+                                    extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, plan.base_snapshot)))
     return report.done(filesWritten=len(outputs), bytesWritten=sum(o.written.file_size_bytes for o in outputs if o.written),
                        rowsWritten=sum(o.written.record_count for o in outputs if o.written),
                        sorted=all(o.sorted for o in outputs) if order_by else None, committedSnapshot=commit.snapshot_id)
 
 
-def _write_commit(ctx: CommitContext, table: TableState, groups: Any, outputs: list[RewriteOutput], paths: TablePaths) -> None:
+def _write_commit(ctx: CommitContext, table: TableState, groups: Any, outputs: list[RewriteOutput], paths: TablePaths,
+                  base: int) -> None:
     """Inside the commit transaction: check the inputs, swap catalog rows like WriteMergeAdjacent."""
     sources = [i for g in groups for i in g.files]
     # DuckDB's conflict rules let a small (inlined) delete and a merge both commit, which would
     # lose the delete: refuse if any input got a delete of any kind, or was compacted, since the plan
     if (live_inputs(ctx, sources) != set(sources) or live_delete_files(ctx, sources)
             or inlined_file_deletions(ctx.conn, ctx.pg_schema, table.table_id, sources)):
-        raise CommitConflict(f"compaction of {table.qualified_name}: input files changed since snapshot {ctx.base.snapshot_id} "
-                             "(deleted from, or compacted); nothing was committed")
+        raise inputs_changed(ctx, table.table_id, f"compaction of {table.qualified_name}", base)
     files = {f.data_file_id: f for f in table.data_files}
     for g, out in zip(groups, outputs):
         assert out.written is not None

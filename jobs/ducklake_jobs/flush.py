@@ -31,13 +31,13 @@ import sqlalchemy as sa
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
-    NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, live_delete_files, live_inputs,
-    schedule_deletion,
+    NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, inputs_changed, live_delete_files,
+    live_inputs, schedule_deletion,
 )
 from ducklake_operator.catalog.read import layout_snapshot, load_layout_at, load_schema_versions
 from ducklake_operator.catalog.tables import T, qualified
 from ducklake_operator.catalog.write import CommitContext
-from ducklake_operator.errors import CommitConflict, DuckLakeError, TableNotFound
+from ducklake_operator.errors import DuckLakeError, TableNotFound
 from ducklake_operator.model.partitioning import hive_directory, key_names, needs_ducklake_functions, transform_sql
 from ducklake_operator.model.state import CatalogState, ColumnState, DeleteFile, PartitionSpec, TableState
 
@@ -259,14 +259,12 @@ def _write_commit(ctx: CommitContext, work: FlushWork, paths: TablePaths) -> Non
                       schema=ctx.pg_schema)
         now = ctx.conn.execute(sa.select(sa.func.count(), sa.func.count(it.c.end_snapshot)).where(it.c.begin_snapshot <= base)).one()
         if tuple(now) != (count, deleted):
-            raise CommitConflict(f"flushInlinedData of {t.qualified_name}: inlined rows of {name} were deleted after snapshot "
-                                 f"{base}; nothing was committed")
+            raise inputs_changed(ctx, t.table_id, f"flushInlinedData of {t.qualified_name} ({name})", base)
     merged_ids = [m.data_file_id for m in work.merged]
     if merged_ids:
         planned = {m.data_file_id: m.old_delete_file.delete_file_id for m in work.merged if m.old_delete_file is not None}
         if live_inputs(ctx, merged_ids) != set(merged_ids) or live_delete_files(ctx, merged_ids) != planned:
-            raise CommitConflict(f"flushInlinedData of {t.qualified_name}: data files with inlined deletions changed after "
-                                 f"snapshot {base}; nothing was committed")
+            raise inputs_changed(ctx, t.table_id, f"flushInlinedData of {t.qualified_name}", base)
     new_ids = [add_data_file(ctx, f.data) for f in work.files]
     for m in work.merged:
         add_delete_file(ctx, _delete_file_row(t.table_id, m.data_file_id, m.path, m.written, m.snapshots, merged=True))

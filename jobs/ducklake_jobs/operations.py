@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.errors import DuckLakeError, SpecError
+from ducklake_operator.errors import CommitConflict, DuckLakeError, SpecError
 from ducklake_operator.model.job_params import OPERATIONS, job_keywords
 
 from .runtime import Runner, run_in_process
@@ -23,8 +23,26 @@ def split_table(table: str | None, operation: str) -> tuple[str | None, str | No
     return schema, name
 
 
+REPLANS = 2  # a data-writing job whose inputs changed under it plans again this many times
+
+
 def run_operation(catalog: Catalog, operation: str, table: str | None, params: Mapping[str, object], *,
-                  runner: Runner = run_in_process, author: str = "ducklake-operator") -> dict[str, Any]:
+                  runner: Runner = run_in_process, author: str = "ducklake-operator", replans: int = REPLANS) -> dict[str, Any]:
+    """Run one operation. A data-writing job refused because a concurrent writer changed
+    its inputs (its files already removed) plans again from the new snapshot, up to
+    ``replans`` times; the report counts the re-plans."""
+    for attempt in range(replans + 1):
+        try:
+            result = _run_once(catalog, operation, table, params, runner, author)
+            return {**result, "replanned": attempt} if attempt else result
+        except CommitConflict:
+            if attempt == replans or OPERATIONS[operation].table == "none":
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_once(catalog: Catalog, operation: str, table: str | None, params: Mapping[str, object],
+              runner: Runner, author: str) -> dict[str, Any]:
     keywords = job_keywords(operation, params)
     op = OPERATIONS[operation]
     if not op.available:

@@ -18,12 +18,12 @@ import sqlalchemy as sa
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
-    NewDataFile, add_data_file, inlined_file_deletions, live_delete_files, live_inputs,
+    NewDataFile, add_data_file, inlined_file_deletions, inputs_changed, live_delete_files, live_inputs,
 )
 from ducklake_operator.catalog.read import load_schema_versions
 from ducklake_operator.catalog.tables import T
 from ducklake_operator.catalog.write import CommitContext
-from ducklake_operator.errors import CommitConflict, TableNotFound
+from ducklake_operator.errors import TableNotFound
 from ducklake_operator.maintenance.delete_rewrite import DEFAULT_DELETE_THRESHOLD, RewriteGroup, plan_delete_rewrite
 from ducklake_operator.model.state import TableState
 
@@ -74,22 +74,21 @@ def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_thresho
         lambda: runner(rewrite_files, tasks),
         lambda outs: catalog.commit([], author=author, base_snapshot=base,
                                     message=f"rewriteDeletes {schema}.{table}: {plan.input_files} files",
-                                    extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, inlined)))
+                                    extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, inlined, base)))
     written = [o.written for o in outputs if o.written]
     return report.done(filesWritten=len(written), bytesWritten=sum(w.file_size_bytes for w in written),
                        rowsWritten=sum(w.record_count for w in written), committedSnapshot=commit.snapshot_id)
 
 
 def _write_commit(ctx: CommitContext, table: TableState, groups: tuple[RewriteGroup, ...], outputs: list[RewriteOutput],
-                  paths: TablePaths, inlined: dict[int, list[tuple[int, int]]]) -> None:
+                  paths: TablePaths, inlined: dict[int, list[tuple[int, int]]], base: int) -> None:
     df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
     sources = [i for g in groups for i in g.files]
     planned_deletes = {i: d for g in groups for i, d in zip(g.files, g.delete_files) if d is not None}
     now_inlined = inlined_file_deletions(ctx.conn, ctx.pg_schema, table.table_id, sources)
     if (live_inputs(ctx, sources) != set(sources) or live_delete_files(ctx, sources) != planned_deletes
             or {k: len(v) for k, v in now_inlined.items()} != {k: len(inlined[k]) for k in sources if k in inlined}):
-        raise CommitConflict(f"rewriteDeletes of {table.qualified_name}: input files changed since snapshot "
-                             f"{ctx.base.snapshot_id} (deleted from, compacted or rewritten); nothing was committed")
+        raise inputs_changed(ctx, table.table_id, f"rewriteDeletes of {table.qualified_name}", base)
     for g, out in zip(groups, outputs):
         if out.written is None:
             continue  # every row of the group was deleted

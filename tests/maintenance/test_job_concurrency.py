@@ -48,7 +48,7 @@ def test_inlined_delete_during_flush_is_kept(catalog: Catalog, location, monkeyp
         con.execute("DELETE FROM lk.t WHERE id = 2")
 
     monkeypatch.setattr(flush_job, "_write_rows", write_then_delete)
-    with pytest.raises(CommitConflict, match="deleted after snapshot"):
+    with pytest.raises(CommitConflict, match=r"snapshot \d+ \(inlined_delete:1\) changed its input files"):
         flush_job.flush_inlined_data(catalog)
     assert written and not any(storage.exists(p) for p in written)
     assert con.execute("SELECT list(id ORDER BY id) FROM lk.t").fetchone() == ([1, 3],)
@@ -72,3 +72,27 @@ def test_insert_during_flush_stays_inlined(catalog: Catalog, location, monkeypat
     assert con.execute("SELECT list(id ORDER BY id), count(*) FROM lk.t").fetchone() == ([1, 2, 3], 3)
     t = catalog.state().table("main", "t")
     assert len(t.data_files) == 1 and t.data_files[0].record_count == 2  # the late row is still inlined
+
+
+def test_job_plans_again_after_a_conflict(catalog: Catalog, location, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Through the entry point, a compaction refused because DuckDB deleted from an input
+    plans again from the new snapshot: the delete is kept and the other files are merged."""
+    from ducklake_jobs import compact as compact_job
+    from ducklake_jobs.operations import run_operation
+
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER)")
+    for k in range(4):
+        con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 50}, {k * 50 + 50}) t(i)")
+    original, calls = compact_job.rewrite_files, []
+
+    def delete_once(task):  # type: ignore[no-untyped-def]
+        calls.append(task)
+        if len(calls) == 1:
+            con.execute("DELETE FROM lk.t WHERE id BETWEEN 0 AND 20")  # a delete file on the first input
+        return original(task)
+
+    monkeypatch.setattr(compact_job, "rewrite_files", delete_once)
+    result = run_operation(catalog, "compact", "main.t", {})
+    assert result["replanned"] == 1 and result["filesRead"] == 3  # the file with deletes is left out
+    assert con.execute("SELECT count(*), min(id) FROM lk.t").fetchone() == (179, 21)

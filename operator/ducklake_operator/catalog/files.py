@@ -8,8 +8,25 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from ..errors import CommitConflict
+from .changes_made import parse_changes
+from .read import load_snapshots
 from .tables import T, catalog_now
 from .write import CommitContext
+
+# changes by another writer that can invalidate a job's input files
+_FILE_CHANGES = ("deleted_from_table", "inlined_delete", "merge_adjacent", "rewrite_delete", "inline_flush", "dropped_table")
+
+
+def inputs_changed(ctx: CommitContext, table_id: int, job: str, base: int) -> CommitConflict:
+    """The error for a job whose input files changed since its base snapshot, naming the
+    snapshot that changed them (DuckDB's compaction names the conflicting snapshot too)."""
+    for s in load_snapshots(ctx.conn, after=base):
+        for change in parse_changes(s.changes_made):
+            if change.token in _FILE_CHANGES and change.id == table_id:
+                return CommitConflict(f"{job}: snapshot {s.snapshot_id} ({change.render()}) changed its input files after "
+                                      f"snapshot {base}; nothing was committed", snapshot_id=s.snapshot_id)
+    return CommitConflict(f"{job}: its input files changed after snapshot {base}; nothing was committed")
 
 
 @dataclass(frozen=True)
