@@ -99,7 +99,7 @@ def main() -> None:
     t0 = time.perf_counter()
     compact(Catalog.open(ours), "main", "t", runner=run_in_process)
     own_s = time.perf_counter() - t0
-    print(f"compact, in-process (pyarrow):      {own_s:7.2f} s  {mb / own_s:8.1f} MB/s  ratio to DuckDB {duck_s / own_s:.2f}")
+    print(f"compact, in-process:               {own_s:7.2f} s  {mb / own_s:8.1f} MB/s  ratio to DuckDB {duck_s / own_s:.2f}")
 
     spark = copy(base, "spark")
     t0 = time.perf_counter()

@@ -23,7 +23,7 @@ from ducklake_operator.model.state import DataFile
 from . import storage
 from .lake_paths import TablePaths
 from .parquet_writer import (
-    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, literal, quote, read_field_ids, scratch_connection,
+    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, field_ids_from_arrow, quote, scratch_connection,
     write_parquet,
 )
 
@@ -61,15 +61,21 @@ class RewriteOutput:
     sorted: bool  # False if the sort key does not bind to these (older) files' columns
 
 
-def _source_sql(i: int, src: SourceFile, local: str, columns: list[str], hidden: set[str]) -> str:
-    row_id = quote(ROW_ID) if ROW_ID in hidden else f"{src.row_id_start} + file_row_number"
-    if ROW_ID not in hidden and src.row_id_start is None:
-        raise ValueError(f"{src.path}: no row id column and no row_id_start")
-    snapshot = quote(SNAPSHOT_ID) if SNAPSHOT_ID in hidden else str(src.begin_snapshot)
-    select = ", ".join(quote(c) for c in columns)
-    where = f" WHERE file_row_number NOT IN (SELECT pos FROM deleted_{i})" if src.delete_file or src.deleted_positions else ""
-    return (f"SELECT {select}, {row_id}::BIGINT AS {quote(ROW_ID)}, {snapshot}::BIGINT AS {quote(SNAPSHOT_ID)} "
-            f"FROM read_parquet({literal(local)}, file_row_number = true){where}")
+def _select_sql(columns: list[str], hidden: set[str], with_deletes: bool) -> str:
+    """One scan of every source file (in order, so row order is kept without sorting); each
+    row's id and begin snapshot come from the file's lineage columns, else from its
+    file's ``row_id_start + position`` and ``begin_snapshot`` (parameters 2 and 3)."""
+    per_file = "(?::BIGINT[])[file_index::BIGINT + 1]"
+    row_id = f"{per_file.replace('?', '$row_id_starts')} + file_row_number"
+    snapshot = per_file.replace("?", "$begin_snapshots")
+    if ROW_ID in hidden:
+        row_id = f"COALESCE({quote(ROW_ID)}, {row_id})"
+    if SNAPSHOT_ID in hidden:
+        snapshot = f"COALESCE({quote(SNAPSHOT_ID)}, {snapshot})"
+    anti = " ANTI JOIN deleted d ON d.file_index = p.file_index AND d.pos = p.file_row_number" if with_deletes else ""
+    return (f"SELECT {', '.join(quote(c) for c in columns)}, {row_id}::BIGINT AS {quote(ROW_ID)}, "
+            f"{snapshot}::BIGINT AS {quote(SNAPSHOT_ID)} "
+            f"FROM read_parquet($files, file_row_number = true, union_by_name = true) p{anti}")
 
 
 def rewrite_files(task: RewriteTask) -> RewriteOutput:
@@ -78,34 +84,45 @@ def rewrite_files(task: RewriteTask) -> RewriteOutput:
     with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
         con = scratch_connection(task.threads)
         try:
-            parts: list[str] = []
+            locals_: list[str] = []
             fields: tuple[FieldIds, ...] = ()
+            hidden: set[str] = set()
+            deleted: list[tuple[int, int]] = []
             rows_read = 0
             for i, src in enumerate(task.sources):
                 local = storage.fetch(src.path, scratch)
-                file_fields = read_field_ids(local)
+                locals_.append(local)
+                meta = pq.ParquetFile(local)
+                file_fields = field_ids_from_arrow(meta.schema_arrow)
                 visible = tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS)
                 if not fields:
                     fields = visible
-                elif [f.field_id for f in visible] != [f.field_id for f in fields]:
+                elif visible != fields:
                     raise ValueError(f"{src.path}: columns differ from {task.sources[0].path}")
-                rows_read += pq.ParquetFile(local).metadata.num_rows
-                if src.delete_file or src.deleted_positions:
-                    positions = list(src.deleted_positions)
-                    if src.delete_file:
-                        positions += pq.read_table(storage.fetch(src.delete_file, scratch), columns=["pos"]).column("pos").to_pylist()
-                    con.register(f"deleted_{i}", pa.table({"pos": pa.array(positions, pa.int64())}))
-                hidden = {f.name for f in file_fields if f.name in HIDDEN_FIELD_IDS}
-                parts.append(_source_sql(i, src, local, [f.name for f in fields], hidden))
+                hidden |= {f.name for f in file_fields if f.name in HIDDEN_FIELD_IDS}
+                if ROW_ID not in {f.name for f in file_fields} and src.row_id_start is None:
+                    raise ValueError(f"{src.path}: no row id column and no row_id_start")
+                rows_read += meta.metadata.num_rows
+                positions = list(src.deleted_positions)
+                if src.delete_file:
+                    positions += pq.read_table(storage.fetch(src.delete_file, scratch), columns=["pos"]).column("pos").to_pylist()
+                deleted += [(i, p) for p in positions]
+            if deleted:
+                con.register("deleted", pa.table({"file_index": pa.array([i for i, _ in deleted], pa.int64()),
+                                                  "pos": pa.array([p for _, p in deleted], pa.int64())}))
+            params = {"files": locals_, "row_id_starts": [s.row_id_start or 0 for s in task.sources],
+                      "begin_snapshots": [s.begin_snapshot for s in task.sources]}
             keep = ((ROW_ID, task.embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
             exclude = ", ".join(quote(n) for n, kept in keep if not kept)
             out_fields = fields + tuple(FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept)
-            union = " UNION ALL ".join(parts)
+            scan = _select_sql([f.name for f in fields], hidden, bool(deleted))
 
             def write(order_by: str) -> WrittenFile:
-                order = ", ".join(x for x in (order_by, quote(ROW_ID)) if x)  # ties, and no sort key: row id order
-                select = f"SELECT * {f'EXCLUDE ({exclude})' if exclude else ''} FROM ({union}) ORDER BY {order}"
-                return write_parquet(con, select, out_fields, os.path.join(scratch, "out.parquet"), task.options)
+                # ties, and a join that may reorder rows, fall back to row id order
+                order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by or deleted else "") if x)
+                select = (f"SELECT * {f'EXCLUDE ({exclude})' if exclude else ''} FROM ({scan})"
+                          + (f" ORDER BY {order}" if order else ""))
+                return write_parquet(con, select, out_fields, os.path.join(scratch, "out.parquet"), task.options, params)
 
             try:
                 written, is_sorted = write(task.order_by), bool(task.order_by)

@@ -81,10 +81,6 @@ def field_ids_from_arrow(schema: pa.Schema) -> tuple[FieldIds, ...]:
     return tuple(walk(f, f.name) for f in schema)
 
 
-def read_field_ids(local_path: str) -> tuple[FieldIds, ...]:
-    return field_ids_from_arrow(pq.read_schema(local_path))
-
-
 def field_ids_sql(fields: Iterable[FieldIds]) -> str:
     """The value of DuckDB's ``FIELD_IDS`` copy option."""
 
@@ -128,7 +124,7 @@ def scratch_connection(threads: int | None = None, *, extensions: bool = False) 
 
 
 def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, fields: tuple[FieldIds, ...], out_local: str,
-                  options: tuple[tuple[str, str], ...] = (), params: list[Any] | None = None) -> WrittenFile:
+                  options: tuple[tuple[str, str], ...] = (), params: list[Any] | dict[str, Any] | None = None) -> WrittenFile:
     """Run ``select_sql`` into one Parquet file at the local path ``out_local``; ``fields``
     gives the field ids of every column the query returns (hidden ones included)."""
     os.makedirs(os.path.dirname(out_local) or ".", exist_ok=True)
