@@ -16,7 +16,6 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ducklake_operator.catalog.files import FileColumnStats
 from ducklake_operator.model.state import ColumnState
