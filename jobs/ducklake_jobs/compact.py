@@ -21,8 +21,8 @@ from typing import Any
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
-    NewDataFile, add_data_file, inlined_file_deletions, inputs_changed, live_delete_files, live_inputs, remove_data_files,
-    schedule_deletion,
+    NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, inputs_changed, live_delete_files,
+    live_inputs, oldest_snapshot, remove_data_files, remove_inlined_file_deletions, schedule_deletion,
 )
 from ducklake_operator.catalog.read import load_schema_versions
 from ducklake_operator.catalog.write import CommitContext
@@ -37,26 +37,30 @@ from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
 
 
-def compaction_options(state: Any, table: TableState, **overrides: int | None) -> CompactionOptions:
-    """Options from the catalog (``target_file_size`` by scope), overridden by the job's."""
+def compaction_options(state: Any, table: TableState, **overrides: Any) -> CompactionOptions:
+    """Options from the catalog (``target_file_size`` by scope), overridden by the job's;
+    files with deletes are merged (their deletes applied) unless ``apply_deletes=False``."""
     size = option(state, table, "target_file_size")
-    values: dict[str, Any] = {"target_file_size": int(size)} if size else {}
+    values: dict[str, Any] = {"apply_deletes": True, **({"target_file_size": int(size)} if size else {})}
     values.update({k: v for k, v in overrides.items() if v is not None})
     return CompactionOptions(**values)
 
 
 def compact(catalog: Catalog, schema: str, table: str, options: CompactionOptions | None = None, *,
             author: str = "ducklake-operator", dry_run: bool = False, runner: Runner = run_in_process,
-            **overrides: int | None) -> dict[str, Any]:
-    """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups."""
+            **overrides: Any) -> dict[str, Any]:
+    """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups,
+    apply_deletes."""
     state = catalog.state(table_names=[(schema, table)])
     t = state.table(schema, table)
     if t is None:
         raise TableNotFound(f"table {schema}.{table} does not exist")
+    base = state.snapshot.snapshot_id
     with catalog.engine.connect() as conn:
         versions = load_schema_versions(conn, t.table_id)
-        inlined_deletes = inlined_file_deletions(conn, catalog.location.schema, t.table_id)
-    plan = plan_compaction(t, state.snapshot.snapshot_id, versions, options or compaction_options(state, t, **overrides),
+        inlined_deletes = inlined_file_deletions(conn, catalog.location.schema, t.table_id, at_most=base)
+        oldest = oldest_snapshot(conn)
+    plan = plan_compaction(t, base, versions, options or compaction_options(state, t, **overrides),
                            files_with_inlined_deletes=inlined_deletes)
     report = Report("compact", table=f"{schema}.{table}", baseSnapshot=plan.base_snapshot, groups=len(plan.groups),
                     filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups), dryRun=dry_run)
@@ -64,47 +68,69 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
         return report.done(filesWritten=0, committedSnapshot=None)
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
+    delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
     order_by = sort_sql(t)
     parquet = copy_options(options_in_force(state, t))
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
+        output = new_file_beside(first.path, first.path_is_relative)
         tasks.append(RewriteTask(
-            sources=tuple(source_file(paths, files[i]) for i in g.files),
-            output=paths.full(new_file_beside(first.path, first.path_is_relative), True), keep_snapshot_ids=True,
-            embed_row_ids=g.row_id_start is None or bool(order_by), order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory)))
+            sources=tuple(source_file(paths, files[i], delete_files.get(i), tuple(inlined_deletes.get(i, ()))) for i in g.files),
+            output=paths.full(output, True), keep_snapshot_ids=True,
+            # row ids are positional only in a merge of contiguous files that keeps every row in order
+            embed_row_ids=g.row_id_start is None or bool(order_by) or bool(g.with_deletes),
+            order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory),
+            drop_deleted_until=oldest, output_deletes=paths.full(output[: -len(".parquet")] + "-delete.parquet", True)))
     outputs, commit = produce_and_commit(
-        lambda: [task.output for task in tasks],
+        lambda: [task.output for task in tasks] + [task.output_deletes for task in tasks],
         lambda: runner(rewrite_files, tasks),
         lambda outs: catalog.commit([], author=author, base_snapshot=plan.base_snapshot,
                                     message=f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
-                                    extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, plan.base_snapshot)))
-    return report.done(filesWritten=len(outputs), bytesWritten=sum(o.written.file_size_bytes for o in outputs if o.written),
-                       rowsWritten=sum(o.written.record_count for o in outputs if o.written),
+                                    extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, base, inlined_deletes)))
+    written = [o.written for o in outputs if o.written]
+    return report.done(filesWritten=len(written), bytesWritten=sum(w.file_size_bytes for w in written),
+                       rowsWritten=sum(w.record_count for w in written),
+                       deletedRowsDropped=sum(o.rows_read - (o.written.record_count if o.written else 0) for o in outputs),
+                       deleteFilesWritten=sum(1 for o in outputs if o.delete_file),
                        sorted=all(o.sorted for o in outputs) if order_by else None, committedSnapshot=commit.snapshot_id)
 
 
 def _write_commit(ctx: CommitContext, table: TableState, groups: Any, outputs: list[RewriteOutput], paths: TablePaths,
-                  base: int) -> None:
+                  base: int, inlined: dict[int, list[tuple[int, int]]]) -> None:
     """Inside the commit transaction: check the inputs, swap catalog rows like WriteMergeAdjacent."""
     sources = [i for g in groups for i in g.files]
-    # DuckDB's conflict rules let a small (inlined) delete and a merge both commit, which would
-    # lose the delete: refuse if any input got a delete of any kind, or was compacted, since the plan
-    if (live_inputs(ctx, sources) != set(sources) or live_delete_files(ctx, sources)
-            or inlined_file_deletions(ctx.conn, ctx.pg_schema, table.table_id, sources)):
+    planned_deletes = {d.data_file_id: d.delete_file_id for d in table.delete_files if d.end_snapshot is None and d.data_file_id in sources}
+    now_inlined = inlined_file_deletions(ctx.conn, ctx.pg_schema, table.table_id, sources)
+    # any delete on an input since the plan (a file or an inlined one) would be lost: refuse.
+    # (DuckDB's conflict rules let a small inlined delete and its own merge both commit.)
+    if (live_inputs(ctx, sources) != set(sources) or live_delete_files(ctx, sources) != planned_deletes
+            or {k: len(v) for k, v in now_inlined.items()} != {k: len(inlined[k]) for k in sources if k in inlined}):
         raise inputs_changed(ctx, table.table_id, f"compaction of {table.qualified_name}", base)
     files = {f.data_file_id: f for f in table.data_files}
+    old_deletes = {d.data_file_id: d for d in table.delete_files if d.end_snapshot is None}
     for g, out in zip(groups, outputs):
-        assert out.written is not None
-        add_data_file(ctx, NewDataFile(
+        if out.written is None:
+            continue  # every row of the group was deleted before the oldest snapshot
+        new_id = add_data_file(ctx, NewDataFile(
             table_id=table.table_id, path=out.task.output[len(paths.directory):], record_count=out.written.record_count,
             file_size_bytes=out.written.file_size_bytes, footer_size=out.written.footer_size, begin_snapshot=g.begin_snapshot,
             row_id_start=None if out.task.embed_row_ids else g.row_id_start, partial_max=g.partial_max,
             partition_id=g.partition_id, partition_values=g.partition_values, column_stats=out.written.column_stats))
-        for src in g.files:
-            f = files[src]
-            schedule_deletion(ctx, src, paths.scheduled(f.path, f.path_is_relative), f.path_is_relative)
+        if out.delete_file is not None:
+            snapshots = [s for _, s in out.deletes]
+            add_delete_file(ctx, NewDeleteFile(table.table_id, new_id, out.task.output_deletes[len(paths.directory):],
+                                               len(out.deletes), out.delete_file.file_size_bytes, out.delete_file.footer_size,
+                                               min(snapshots), max(snapshots)))
+    for src in sources:
+        f = files[src]
+        schedule_deletion(ctx, src, paths.scheduled(f.path, f.path_is_relative), f.path_is_relative)
+        if src in old_deletes:
+            d = old_deletes[src]
+            schedule_deletion(ctx, d.delete_file_id, paths.scheduled(d.path, d.path_is_relative), d.path_is_relative)
     remove_data_files(ctx, sources)
+    if any(k in inlined for k in sources):
+        remove_inlined_file_deletions(ctx, table.table_id, [k for k in sources if k in inlined], base)
     ctx.needs_snapshot = True
     ctx.tokens.append(Token("merge_adjacent", id=table.table_id))
     fault_point("in_commit")  # the transaction is open, nothing is visible yet

@@ -18,13 +18,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ducklake_operator.model.state import DataFile
+from ducklake_operator.model.state import DataFile, DeleteFile
 
 from . import storage
 from .lake_paths import TablePaths
 from .parquet_writer import (
-    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, field_ids_from_arrow, quote, scratch_connection,
-    write_parquet,
+    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, field_ids_from_arrow, quote, read_delete_file,
+    scratch_connection, write_delete_file, write_parquet,
 )
 
 
@@ -34,11 +34,15 @@ class SourceFile:
     begin_snapshot: int
     row_id_start: int | None
     delete_file: str | None = None  # full path of its live delete file
-    deleted_positions: tuple[int, ...] = ()  # inlined file deletions (0-based positions)
+    delete_file_snapshot: int = 0  # the delete file's begin snapshot (its deletions' when it has no snapshot column)
+    deletions: tuple[tuple[int, int], ...] = ()  # inlined file deletions: (0-based position, snapshot)
 
 
-def source_file(paths: TablePaths, f: DataFile, delete_file: str | None = None, deleted_positions: tuple[int, ...] = ()) -> SourceFile:
-    return SourceFile(paths.full(f.path, f.path_is_relative), f.begin_snapshot, f.row_id_start, delete_file, deleted_positions)
+def source_file(paths: TablePaths, f: DataFile, delete_file: DeleteFile | None = None,
+                deletions: tuple[tuple[int, int], ...] = ()) -> SourceFile:
+    return SourceFile(paths.full(f.path, f.path_is_relative), f.begin_snapshot, f.row_id_start,
+                      paths.full(delete_file.path, delete_file.path_is_relative) if delete_file else None,
+                      delete_file.begin_snapshot if delete_file else 0, deletions)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,11 @@ class RewriteTask:
     options: tuple[tuple[str, str], ...] = ()
     threads: int | None = None
     s3: storage.S3Config | None = None  # the driver's S3 settings, for executors
+    # deleted rows: None drops them all (a rewrite); a snapshot id drops those deleted at or
+    # before it (no live snapshot can see them) and keeps the others, covered by a delete
+    # file written at ``output_deletes`` (a compaction that applies deletes)
+    drop_deleted_until: int | None = None
+    output_deletes: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,23 +68,34 @@ class RewriteOutput:
     written: WrittenFile | None  # None: every row was deleted, nothing written
     rows_read: int
     sorted: bool  # False if the sort key does not bind to these (older) files' columns
+    deletes: tuple[tuple[int, int], ...] = ()  # (position in the output, snapshot) of kept deleted rows
+    delete_file: WrittenFile | None = None
 
 
 def _select_sql(columns: list[str], hidden: set[str], with_deletes: bool) -> str:
     """One scan of every source file (in order, so row order is kept without sorting); each
     row's id and begin snapshot come from the file's lineage columns, else from its
-    file's ``row_id_start + position`` and ``begin_snapshot`` (parameters 2 and 3)."""
-    per_file = "(?::BIGINT[])[file_index::BIGINT + 1]"
-    row_id = f"{per_file.replace('?', '$row_id_starts')} + file_row_number"
-    snapshot = per_file.replace("?", "$begin_snapshots")
+    file's ``row_id_start + position`` and ``begin_snapshot``; ``__deleted_at``: the
+    snapshot that deleted the row (NULL: live)."""
+    per_file = "($%s::BIGINT[])[p.file_index::BIGINT + 1]"
+    row_id = f"{per_file % 'row_id_starts'} + p.file_row_number"
+    snapshot = per_file % "begin_snapshots"
     if ROW_ID in hidden:
-        row_id = f"COALESCE({quote(ROW_ID)}, {row_id})"
+        row_id = f"COALESCE(p.{quote(ROW_ID)}, {row_id})"
     if SNAPSHOT_ID in hidden:
-        snapshot = f"COALESCE({quote(SNAPSHOT_ID)}, {snapshot})"
-    anti = " ANTI JOIN deleted d ON d.file_index = p.file_index AND d.pos = p.file_row_number" if with_deletes else ""
-    return (f"SELECT {', '.join(quote(c) for c in columns)}, {row_id}::BIGINT AS {quote(ROW_ID)}, "
-            f"{snapshot}::BIGINT AS {quote(SNAPSHOT_ID)} "
-            f"FROM read_parquet($files, file_row_number = true, union_by_name = true) p{anti}")
+        snapshot = f"COALESCE(p.{quote(SNAPSHOT_ID)}, {snapshot})"
+    deleted_at = "d.snapshot" if with_deletes else "NULL::BIGINT"
+    join = (" LEFT JOIN deleted d ON d.file_index = p.file_index AND d.pos = p.file_row_number" if with_deletes else "")
+    return (f"SELECT {', '.join('p.' + quote(c) for c in columns)}, {row_id}::BIGINT AS {quote(ROW_ID)}, "
+            f"{snapshot}::BIGINT AS {quote(SNAPSHOT_ID)}, {deleted_at} AS __deleted_at "
+            f"FROM read_parquet($files, file_row_number = true, union_by_name = true) p{join}")
+
+
+def _deletions(src: SourceFile, scratch: str) -> list[tuple[int, int]]:
+    found = dict(src.deletions)
+    if src.delete_file:
+        found.update(read_delete_file(storage.fetch(src.delete_file, scratch), src.delete_file_snapshot))
+    return sorted(found.items())
 
 
 def rewrite_files(task: RewriteTask) -> RewriteOutput:
@@ -84,55 +104,70 @@ def rewrite_files(task: RewriteTask) -> RewriteOutput:
     with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
         con = scratch_connection(task.threads)
         try:
-            locals_: list[str] = []
-            fields: tuple[FieldIds, ...] = ()
-            hidden: set[str] = set()
-            deleted: list[tuple[int, int]] = []
-            rows_read = 0
-            for i, src in enumerate(task.sources):
-                local = storage.fetch(src.path, scratch)
-                locals_.append(local)
-                meta = pq.ParquetFile(local)
-                file_fields = field_ids_from_arrow(meta.schema_arrow)
-                visible = tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS)
-                if not fields:
-                    fields = visible
-                elif visible != fields:
-                    raise ValueError(f"{src.path}: columns differ from {task.sources[0].path}")
-                hidden |= {f.name for f in file_fields if f.name in HIDDEN_FIELD_IDS}
-                if ROW_ID not in {f.name for f in file_fields} and src.row_id_start is None:
-                    raise ValueError(f"{src.path}: no row id column and no row_id_start")
-                rows_read += meta.metadata.num_rows
-                positions = list(src.deleted_positions)
-                if src.delete_file:
-                    positions += pq.read_table(storage.fetch(src.delete_file, scratch), columns=["pos"]).column("pos").to_pylist()
-                deleted += [(i, p) for p in positions]
-            if deleted:
-                con.register("deleted", pa.table({"file_index": pa.array([i for i, _ in deleted], pa.int64()),
-                                                  "pos": pa.array([p for _, p in deleted], pa.int64())}))
-            params = {"files": locals_, "row_id_starts": [s.row_id_start or 0 for s in task.sources],
-                      "begin_snapshots": [s.begin_snapshot for s in task.sources]}
-            keep = ((ROW_ID, task.embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
-            exclude = ", ".join(quote(n) for n, kept in keep if not kept)
-            out_fields = fields + tuple(FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept)
-            scan = _select_sql([f.name for f in fields], hidden, bool(deleted))
-
-            def write(order_by: str) -> WrittenFile:
-                # ties, and a join that may reorder rows, fall back to row id order
-                order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by or deleted else "") if x)
-                select = (f"SELECT * {f'EXCLUDE ({exclude})' if exclude else ''} FROM ({scan})"
-                          + (f" ORDER BY {order}" if order else ""))
-                return write_parquet(con, select, out_fields, os.path.join(scratch, "out.parquet"), task.options, params)
-
-            try:
-                written, is_sorted = write(task.order_by), bool(task.order_by)
-            except duckdb.BinderException:
-                if not task.order_by:
-                    raise
-                written, is_sorted = write(""), False  # the key names columns these files do not have
-            if written.record_count == 0:  # every row was deleted: no file (the scratch copy goes)
-                return RewriteOutput(task, None, rows_read, is_sorted)
-            storage.store(written.local_path, task.output)
-            return RewriteOutput(task, written, rows_read, is_sorted)
+            return _rewrite(con, task, scratch)
         finally:
             con.close()
+
+
+def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) -> RewriteOutput:
+    locals_: list[str] = []
+    fields: tuple[FieldIds, ...] = ()
+    hidden: set[str] = set()
+    deleted: list[tuple[int, int, int]] = []  # (file index, position, snapshot)
+    rows_read = 0
+    for i, src in enumerate(task.sources):
+        local = storage.fetch(src.path, scratch)
+        locals_.append(local)
+        meta = pq.ParquetFile(local)
+        file_fields = field_ids_from_arrow(meta.schema_arrow)
+        visible = tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS)
+        if not fields:
+            fields = visible
+        elif visible != fields:
+            raise ValueError(f"{src.path}: columns differ from {task.sources[0].path}")
+        hidden |= {f.name for f in file_fields if f.name in HIDDEN_FIELD_IDS}
+        if ROW_ID not in {f.name for f in file_fields} and src.row_id_start is None:
+            raise ValueError(f"{src.path}: no row id column and no row_id_start")
+        rows_read += meta.metadata.num_rows
+        deleted += [(i, pos, snap) for pos, snap in _deletions(src, scratch)]
+    if deleted:
+        con.register("deleted", pa.table({"file_index": pa.array([d[0] for d in deleted], pa.int64()),
+                                          "pos": pa.array([d[1] for d in deleted], pa.int64()),
+                                          "snapshot": pa.array([d[2] for d in deleted], pa.int64())}))
+    params = {"files": locals_, "row_id_starts": [s.row_id_start or 0 for s in task.sources],
+              "begin_snapshots": [s.begin_snapshot for s in task.sources]}
+    keep = ((ROW_ID, task.embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
+    exclude = ", ".join(["__deleted_at"] + [quote(n) for n, kept in keep if not kept])
+    out_fields = fields + tuple(FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept)
+    kept_deleted = ("__deleted_at IS NULL" if task.drop_deleted_until is None
+                    else f"(__deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})")
+    scan = f"SELECT * FROM ({_select_sql([f.name for f in fields], hidden, bool(deleted))}) WHERE {kept_deleted}"
+
+    def write(order_by: str) -> tuple[WrittenFile, list[tuple[int, int]]]:
+        # ties, and a join that may reorder rows, fall back to row id order
+        order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by or deleted else "") if x)
+        out_local = os.path.join(scratch, "out.parquet")
+        if deleted and task.drop_deleted_until is not None:  # the output positions of kept deleted rows are needed
+            con.execute(f"CREATE OR REPLACE TEMP TABLE __out AS SELECT *, row_number() OVER (ORDER BY {order}) - 1 AS __pos "
+                        f"FROM ({scan})", params)
+            written = write_parquet(con, f"SELECT * EXCLUDE ({exclude}, __pos) FROM __out ORDER BY __pos", out_fields,
+                                    out_local, task.options)
+            return written, [(int(p), int(s)) for p, s in con.execute(
+                "SELECT __pos, __deleted_at FROM __out WHERE __deleted_at IS NOT NULL ORDER BY __pos").fetchall()]
+        select = f"SELECT * EXCLUDE ({exclude}) FROM ({scan})" + (f" ORDER BY {order}" if order else "")
+        return write_parquet(con, select, out_fields, out_local, task.options, params), []
+
+    try:
+        (written, deletes), is_sorted = write(task.order_by), bool(task.order_by)
+    except duckdb.BinderException:
+        if not task.order_by:
+            raise
+        (written, deletes), is_sorted = write(""), False  # the key names columns these files do not have
+    if written.record_count == 0:  # every row was deleted: no file (the scratch copy goes)
+        return RewriteOutput(task, None, rows_read, is_sorted)
+    delete_file = None
+    if deletes:
+        delete_file = write_delete_file(con, task.output, deletes, os.path.join(scratch, "out-delete.parquet"))
+        storage.store(delete_file.local_path, task.output_deletes)
+    storage.store(written.local_path, task.output)
+    return RewriteOutput(task, written, rows_read, is_sorted, tuple(deletes), delete_file)

@@ -24,8 +24,6 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from ducklake_operator.catalog import Catalog
@@ -46,12 +44,9 @@ from .inlined_rows import read_inlined, register_decoded
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import (
     HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, copy_options, field_ids_from_columns, quote,
-    scratch_connection, write_parquet,
+    read_delete_file, scratch_connection, write_delete_file, write_parquet,
 )
 from .runtime import Report, fault_point, produce_and_commit
-
-DELETE_FILE_FIELDS = (FieldIds("file_path", 2147483646), FieldIds("pos", 2147483645), FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]))
-
 
 @dataclass
 class FlushedFile:
@@ -206,15 +201,7 @@ def _write_rows(con: Any, work: FlushWork, rows: Any, spec: PartitionSpec | None
 
 
 def _write_delete_file(con: Any, data_path: str, deletes: list[tuple[int, int]], destination: str, scratch: str) -> WrittenFile:
-    table = pa.table({"file_path": pa.array([data_path] * len(deletes), pa.string()),
-                      "pos": pa.array([p for p, _ in deletes], pa.int64()),
-                      SNAPSHOT_ID: pa.array([s for _, s in deletes], pa.int64())})
-    con.register("deletes", table)
-    try:
-        written = write_parquet(con, f"SELECT file_path, pos, {quote(SNAPSHOT_ID)} FROM deletes ORDER BY pos",
-                                DELETE_FILE_FIELDS, os.path.join(scratch, "delete.parquet"))
-    finally:
-        con.unregister("deletes")
+    written = write_delete_file(con, data_path, deletes, os.path.join(scratch, "delete.parquet"))
     storage.store(written.local_path, destination)
     return written
 
@@ -231,10 +218,7 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
         positions = dict(inlined)
         old = live_deletes.get(data_file_id)
         if old is not None:
-            local = storage.fetch(paths.full(old.path, old.path_is_relative), scratch)
-            existing = pq.read_table(local)
-            snaps = existing.column(SNAPSHOT_ID).to_pylist() if SNAPSHOT_ID in existing.column_names else [old.begin_snapshot] * existing.num_rows
-            positions.update(zip(existing.column("pos").to_pylist(), snaps))
+            positions.update(read_delete_file(storage.fetch(paths.full(old.path, old.path_is_relative), scratch), old.begin_snapshot))
         merged = sorted(positions.items())
         relative = new_file_beside(f.path, f.path_is_relative, "-delete")
         written = _write_delete_file(con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch)

@@ -145,3 +145,33 @@ def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, fields: tuple
             min_value=s.get("min"), max_value=s.get("max"),
             contains_nan=(s["has_nan"] == "true") if "has_nan" in s else None))
     return WrittenFile(out_local, int(count), int(file_size), int(footer), tuple(sorted(stats, key=lambda s: s.column_id)))
+
+
+# Positional delete files as DuckDB 1.5.5 writes them (memo §4.7): the data file's full path,
+# the 0-based position, and the snapshot of each deletion.
+DELETE_FILE_FIELDS = (FieldIds("file_path", 2147483646), FieldIds("pos", 2147483645),
+                      FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]))
+
+
+def write_delete_file(con: duckdb.DuckDBPyConnection, data_file: str, deletes: list[tuple[int, int]], out_local: str) -> WrittenFile:
+    """A delete file for ``data_file`` (its full path) with (position, snapshot) pairs."""
+    table = pa.table({"file_path": pa.array([data_file] * len(deletes), pa.string()),
+                      "pos": pa.array([p for p, _ in deletes], pa.int64()),
+                      SNAPSHOT_ID: pa.array([s for _, s in deletes], pa.int64())})
+    con.register("__deletes", table)
+    try:
+        return write_parquet(con, f"SELECT file_path, pos, {quote(SNAPSHOT_ID)} FROM __deletes ORDER BY pos",
+                             DELETE_FILE_FIELDS, out_local)
+    finally:
+        con.unregister("__deletes")
+
+
+def read_delete_file(local: str, begin_snapshot: int) -> list[tuple[int, int]]:
+    """(position, snapshot) pairs of a delete file; a file without the snapshot column holds
+    deletions of its own begin snapshot."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(local)
+    snapshots = (table.column(SNAPSHOT_ID).to_pylist() if SNAPSHOT_ID in table.column_names
+                 else [begin_snapshot] * table.num_rows)
+    return list(zip(table.column("pos").to_pylist(), snapshots))

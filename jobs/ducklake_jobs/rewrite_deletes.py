@@ -57,14 +57,14 @@ def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_thresho
         return report.done(filesWritten=0, committedSnapshot=None)
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
-    delete_paths = {d.delete_file_id: paths.full(d.path, d.path_is_relative) for d in t.delete_files}
+    delete_files = {d.delete_file_id: d for d in t.delete_files}
     parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
         tasks.append(RewriteTask(
-            sources=tuple(source_file(paths, files[i], delete_paths.get(d) if d is not None else None,
-                                      tuple(pos for pos, _ in inlined.get(i, ())))
+            sources=tuple(source_file(paths, files[i], delete_files.get(d) if d is not None else None,
+                                      tuple(inlined.get(i, ())))
                           for i, d in zip(g.files, g.delete_files)),
             output=paths.full(new_file_beside(first.path, first.path_is_relative), True), keep_snapshot_ids=False,
             embed_row_ids=True,

@@ -61,6 +61,8 @@ def test_expire_matches_duckdb(make_location, tmp_path, kind: str, versions: lis
     assert result["expired"] == [v for v in versions if v != latest] and result["dryRun"] is False
     a, b = dump(theirs), dump(ours)
     a.pop("ducklake_metadata"), b.pop("ducklake_metadata")
+    for side in (a, b):  # a delete file holds its data file's path (a uuid): its size may differ by a byte
+        side["ducklake_delete_file"] = [r[:9] + r[11:] for r in side.get("ducklake_delete_file", [])]
     for name in sorted(set(a) | set(b)):
         assert a.get(name) == b.get(name), name
     assert rows(ours) == before  # the current table is untouched

@@ -146,3 +146,18 @@ def inlined_file_deletions(conn: sa.Connection, pg_schema: str | None, table_id:
     for r in conn.execute(query.order_by(t.c.file_id, t.c.row_id)):
         out.setdefault(r.file_id, []).append((r.row_id, r.begin_snapshot))
     return out
+
+
+def remove_inlined_file_deletions(ctx: CommitContext, table_id: int, data_file_ids: Sequence[int], at_most: int) -> None:
+    """Delete the inlined file deletions of these data files up to a snapshot (they moved
+    into a delete file, or their file is gone)."""
+    t = sa.Table(f"ducklake_inlined_delete_{table_id}", sa.MetaData(), sa.Column("file_id", sa.BigInteger),
+                 sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
+    ctx.emit(t.delete().where(t.c.file_id.in_(list(data_file_ids)), t.c.begin_snapshot <= at_most))
+
+
+def oldest_snapshot(conn: sa.Connection) -> int:
+    """The oldest snapshot still in the catalog: a row deleted at or before it is invisible
+    at every snapshot a reader can still ask for."""
+    s = T["ducklake_snapshot"]
+    return int(conn.execute(sa.select(sa.func.min(s.c.snapshot_id))).scalar() or 0)

@@ -2,7 +2,8 @@
 plan of numbered file groups (Iceberg's vocabulary), JSON-serialisable for the Spark driver.
 
 Rules (memo §5.1): live data files smaller than the threshold (the target size unless
-given), without a delete file or inlined deletions, grouped by (schema version in force
+given), without a delete file or inlined deletions (unless ``apply_deletes``: then those
+files are merged too, their deletes carried over or applied), grouped by (schema version in force
 when the file was written, partition spec, partition values); within a group, ordered by
 ``begin_snapshot, row_id_start, data_file_id`` and taken greedily until the running size
 reaches the target; a group needs ``min_input_files`` (DuckDB: 2). ``max_groups`` caps the
@@ -32,6 +33,7 @@ class CompactionOptions:
     small_file_threshold: int | None = None  # files at or above it are left alone; default: target
     min_input_files: int = 2
     max_groups: int | None = None
+    apply_deletes: bool = False  # DuckDB's merge leaves files with deletes alone
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class FileGroup:
     begin_snapshot: int
     partial_max: int
     row_id_start: int | None  # None: row ids are embedded in the output
+    with_deletes: tuple[int, ...] = ()  # inputs with a delete file or inlined deletions (apply_deletes)
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def plan_compaction(table: TableState, base_snapshot: int, schema_versions: list
     versions = sorted(schema_versions)
     buckets: dict[tuple[Any, ...], list[DataFile]] = defaultdict(list)
     for f in table.data_files:
-        if f.end_snapshot is not None or f.file_size_bytes >= threshold or f.data_file_id in deleted:
+        if f.end_snapshot is not None or f.file_size_bytes >= threshold or (f.data_file_id in deleted and not options.apply_deletes):
             continue
         key = (schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)
         buckets[key].append(f)
@@ -100,14 +103,14 @@ def plan_compaction(table: TableState, base_snapshot: int, schema_versions: list
                 size += f.file_size_bytes
             if (f is None or size >= options.target_file_size) and current:
                 if len(current) >= options.min_input_files:
-                    groups.append(_group(len(groups), key, current))
+                    groups.append(_group(len(groups), key, current, deleted))
                 current, size = [], 0
     if options.max_groups is not None:
         groups = groups[: options.max_groups]
     return CompactionPlan(table.table_id, base_snapshot, options.target_file_size, tuple(groups))
 
 
-def _group(index: int, key: tuple[Any, ...], files: list[DataFile]) -> FileGroup:
+def _group(index: int, key: tuple[Any, ...], files: list[DataFile], deleted: Collection[int]) -> FileGroup:
     schema_version, partition_id, values = key
     return FileGroup(
         index=index, schema_version=schema_version, partition_id=partition_id, partition_values=values,
@@ -115,4 +118,5 @@ def _group(index: int, key: tuple[Any, ...], files: list[DataFile]) -> FileGroup
         input_rows=sum(f.record_count for f in files), begin_snapshot=files[0].begin_snapshot,
         partial_max=max(f.partial_max if f.partial_max is not None else f.begin_snapshot for f in files),
         row_id_start=min(f.row_id_start for f in files) if _contiguous(files) else None,  # type: ignore[type-var]
+        with_deletes=tuple(f.data_file_id for f in files if f.data_file_id in deleted),
     )

@@ -68,6 +68,9 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
         "minInputFiles": Param("min_input_files", _positive_int, "a group needs at least this many files (default 2)"),
         "maxFilesPerRun": Param("max_groups", _positive_int, "at most this many output files per run "
                                 "(DuckDB's max_compacted_files)"),
+        "applyDeletes": Param("apply_deletes", _boolean, "merge files that have deletes too (default true): rows deleted "
+                              "before the oldest snapshot are dropped, later deletes carried over in a delete file; false "
+                              "leaves such files alone, as DuckDB's merge_adjacent_files does"),
         "dryRun": DRY_RUN}),
     Operation("rewriteDeletes", "required", {
         "deleteThreshold": Param("delete_threshold", _fraction, "rewrite files with at least this fraction of rows "
