@@ -22,16 +22,15 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
     NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, inputs_changed, live_delete_files,
-    live_inputs, oldest_snapshot, remove_data_files, remove_inlined_file_deletions, schedule_deletion,
+    live_inputs, remove_data_files, remove_inlined_file_deletions, schedule_deletion,
 )
-from ducklake_operator.catalog.read import load_schema_versions
 from ducklake_operator.catalog.write import CommitContext
-from ducklake_operator.errors import TableNotFound
 from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction
 from ducklake_operator.model.state import TableState
 
 from . import storage
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
+from .inputs import read_inputs
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
@@ -51,16 +50,9 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
             **overrides: Any) -> dict[str, Any]:
     """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups,
     apply_deletes."""
-    state = catalog.state(table_names=[(schema, table)])
-    t = state.table(schema, table)
-    if t is None:
-        raise TableNotFound(f"table {schema}.{table} does not exist")
-    base = state.snapshot.snapshot_id
-    with catalog.engine.connect() as conn:
-        versions = load_schema_versions(conn, t.table_id)
-        inlined_deletes = inlined_file_deletions(conn, catalog.location.schema, t.table_id, at_most=base)
-        oldest = oldest_snapshot(conn)
-    plan = plan_compaction(t, base, versions, options or compaction_options(state, t, **overrides),
+    inputs = read_inputs(catalog, schema, table)
+    state, t, base, inlined_deletes, oldest = inputs.state, inputs.table, inputs.base, inputs.inlined_deletions, inputs.oldest_snapshot
+    plan = plan_compaction(t, base, inputs.schema_versions, options or compaction_options(state, t, **overrides),
                            files_with_inlined_deletes=inlined_deletes)
     report = Report("compact", table=f"{schema}.{table}", baseSnapshot=plan.base_snapshot, groups=len(plan.groups),
                     filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups), dryRun=dry_run)

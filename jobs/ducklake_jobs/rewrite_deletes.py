@@ -20,15 +20,14 @@ from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
     NewDataFile, add_data_file, inlined_file_deletions, inputs_changed, live_delete_files, live_inputs,
 )
-from ducklake_operator.catalog.read import load_schema_versions
 from ducklake_operator.catalog.tables import T
 from ducklake_operator.catalog.write import CommitContext
-from ducklake_operator.errors import TableNotFound
 from ducklake_operator.maintenance.delete_rewrite import DEFAULT_DELETE_THRESHOLD, RewriteGroup, plan_delete_rewrite
 from ducklake_operator.model.state import TableState
 
 from . import storage
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
+from .inputs import read_inputs
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
@@ -36,18 +35,12 @@ from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_pro
 
 def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_threshold: float | None = None,
                     author: str = "ducklake-operator", dry_run: bool = False, runner: Runner = run_in_process) -> dict[str, Any]:
-    state = catalog.state(table_names=[(schema, table)])
-    t = state.table(schema, table)
-    if t is None:
-        raise TableNotFound(f"table {schema}.{table} does not exist")
-    base = state.snapshot.snapshot_id
-    with catalog.engine.connect() as conn:
-        versions = load_schema_versions(conn, t.table_id)
-        inlined = inlined_file_deletions(conn, catalog.location.schema, t.table_id, at_most=base)
+    inputs = read_inputs(catalog, schema, table)
+    state, t, base, inlined = inputs.state, inputs.table, inputs.base, inputs.inlined_deletions
     if delete_threshold is None:
         configured = option(state, t, "rewrite_delete_threshold")
         delete_threshold = float(configured) if configured else DEFAULT_DELETE_THRESHOLD
-    plan = plan_delete_rewrite(t, base, versions, delete_threshold,
+    plan = plan_delete_rewrite(t, base, inputs.schema_versions, delete_threshold,
                                inlined_deletions={k: len(v) for k, v in inlined.items()})
     report = Report("rewriteDeletes", table=f"{schema}.{table}", baseSnapshot=base, deleteThreshold=delete_threshold,
                     groups=len(plan.groups), filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups),

@@ -1,0 +1,33 @@
+"""What a file-rewriting job reads before it plans: one table at the latest snapshot, with
+its schema versions, inlined file deletions and the oldest snapshot still kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.files import inlined_file_deletions, oldest_snapshot
+from ducklake_operator.catalog.read import load_schema_versions
+from ducklake_operator.errors import TableNotFound
+from ducklake_operator.model.state import CatalogState, TableState
+
+
+@dataclass(frozen=True)
+class TableInputs:
+    state: CatalogState
+    table: TableState
+    base: int  # the snapshot planned against
+    schema_versions: list[tuple[int, int]]
+    inlined_deletions: dict[int, list[tuple[int, int]]]  # data file id -> [(position, snapshot)]
+    oldest_snapshot: int
+
+
+def read_inputs(catalog: Catalog, schema: str, table: str) -> TableInputs:
+    state = catalog.state(table_names=[(schema, table)])
+    t = state.table(schema, table)
+    if t is None:
+        raise TableNotFound(f"table {schema}.{table} does not exist")
+    base = state.snapshot.snapshot_id
+    with catalog.engine.connect() as conn:
+        return TableInputs(state, t, base, load_schema_versions(conn, t.table_id),
+                           inlined_file_deletions(conn, catalog.location.schema, t.table_id, at_most=base), oldest_snapshot(conn))
