@@ -141,3 +141,27 @@ def test_orphans_are_found_only_under_the_data_path(catalog: Catalog, location, 
     assert not os.path.exists(orphan) and outside.exists()
     con = duck.attach(location, con=duck.connect())
     assert con.execute("SELECT count(*), sum(a) FROM lk.t").fetchone() == (100, 4950)  # referenced files untouched
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_orphans_match_duckdb(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """The files deleteOrphanFiles picks are the ones DuckDB's ducklake_delete_orphaned_files
+    picks: stray Parquet files anywhere under the data path, never a data or delete file of
+    any version, a scheduled file, or a file that is not Parquet."""
+    location, data = make_location(kind), str(tmp_path / "data") + "/"
+    con = duck.attach(location, data_path=data)
+    con.execute("CREATE TABLE lk.t(a INTEGER)")
+    for k in range(3):
+        con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    con.execute("DELETE FROM lk.t WHERE a < 50")                  # a delete file
+    con.execute("CALL ducklake_merge_adjacent_files('lk')")       # scheduled files
+    con.execute("UPDATE lk.t SET a = -a WHERE a BETWEEN 200 AND 240")  # an ended file's successor
+    for rel in ("main/t/ducklake-stray.parquet", "main/other/x.parquet", "y.parquet", "main/t/notes.txt", "main/t/z.puffin"):
+        os.makedirs(os.path.dirname(data + rel), exist_ok=True)
+        with open(data + rel, "wb") as fh:
+            fh.write(b"PAR1")
+    theirs = {os.path.relpath(r[0], data) for r in con.execute(
+        "SELECT * FROM ducklake_delete_orphaned_files('lk', dry_run => true, cleanup_all => true)").fetchall()}
+    con.close()
+    ours = set(delete_orphan_files(Catalog.open(location), older_than="0s", dry_run=True)["deleted"])
+    assert ours == theirs == {"main/t/ducklake-stray.parquet", "main/other/x.parquet", "y.parquet"}
