@@ -56,8 +56,8 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
                            files_with_inlined_deletes=inlined_deletes)
     report = Report("compact", table=f"{schema}.{table}", baseSnapshot=plan.base_snapshot, groups=len(plan.groups),
                     filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups), dryRun=dry_run)
-    if dry_run or not plan.groups:
-        return report.done(filesWritten=0, committedSnapshot=None)
+    if dry_run or not plan.groups:  # a dry run shows the file groups it would write
+        return report.done(filesWritten=0, committedSnapshot=None, **({"plan": plan.to_json()["groups"]} if dry_run else {}))
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}

@@ -46,8 +46,8 @@ def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_thresho
                     groups=len(plan.groups), filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups),
                     rowsRead=sum(g.input_rows for g in plan.groups), rowsDropped=sum(g.deleted_rows for g in plan.groups),
                     dryRun=dry_run)
-    if dry_run or not plan.groups:
-        return report.done(filesWritten=0, committedSnapshot=None)
+    if dry_run or not plan.groups:  # a dry run shows the file groups it would write
+        return report.done(filesWritten=0, committedSnapshot=None, **({"plan": plan.to_json()["groups"]} if dry_run else {}))
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.delete_file_id: d for d in t.delete_files}

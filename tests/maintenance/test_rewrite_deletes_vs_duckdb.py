@@ -106,6 +106,8 @@ def test_nothing_to_rewrite_commits_nothing(catalog: Catalog, location) -> None:
     con.execute("DELETE FROM lk.t WHERE id < 50")
     latest = catalog.snapshot().snapshot_id
     assert rewrite_deletes(catalog, "main", "t", dry_run=True)["filesRead"] == 0
+    dry = rewrite_deletes(catalog, "main", "t", delete_threshold=0.5, dry_run=True)
+    assert [g["deleted_rows"] for g in dry["plan"]] == [50] and catalog.snapshot().snapshot_id == latest
     result = rewrite_deletes(catalog, "main", "t", delete_threshold=0.5)
     assert result["filesRead"] == 1 and result["rowsWritten"] == 50
     assert catalog.snapshot().snapshot_id == latest + 1
