@@ -47,6 +47,7 @@ from .parquet_writer import (
     read_delete_file, scratch_connection, write_delete_file, write_parquet,
 )
 from .runtime import Report, fault_point, produce_and_commit
+from .table_stats import widen_table_stats
 
 @dataclass
 class FlushedFile:
@@ -74,6 +75,7 @@ class FlushWork:
     merged: list[MergedDeletes] = field(default_factory=list)
     deletions: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # planned inlined file deletions
     planned: list[str] = field(default_factory=list)  # every output path, recorded before it is written
+    type_names: dict[int, str] = field(default_factory=dict)  # column id -> type, of the layouts flushed
 
     def output(self, paths: TablePaths, relative: str) -> str:
         full = paths.full(relative, True)
@@ -162,6 +164,7 @@ def _write_rows(con: Any, work: FlushWork, rows: Any, spec: PartitionSpec | None
                 parquet: tuple[tuple[str, str], ...], order_by: str, scratch: str) -> None:
     register_decoded(con, rows, "flushed")
     columns: tuple[ColumnState, ...] = rows.columns
+    work.type_names.update({c.column_id: c.type_name for top in columns for c in top.walk()})
     by_id = {c.column_id: c for c in columns}
     fields = sorted(spec.fields, key=lambda f: f.key_index) if spec else []
     parts = [f"{transform_sql(f.transform, quote(by_id[f.column_id].name))} AS __part{i}" for i, f in enumerate(fields)]
@@ -262,6 +265,7 @@ def _write_commit(ctx: CommitContext, work: FlushWork, paths: TablePaths) -> Non
             add_delete_file(ctx, _delete_file_row(t.table_id, new_id, f.delete_path, f.delete_file, [s for _, s in f.deletes], merged=False))
     _remove_flushed_rows(ctx, work)
     if work.files:
+        widen_table_stats(ctx, t.table_id, work.type_names, [f.data.column_stats for f in work.files])
         ts = T["ducklake_table_stats"]
         ctx.emit(ts.update().where(ts.c.table_id == t.table_id).values(
             file_size_bytes=ts.c.file_size_bytes + sum(f.data.file_size_bytes for f in work.files)))

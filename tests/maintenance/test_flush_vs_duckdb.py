@@ -96,6 +96,7 @@ def catalog_rows(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
         "stats": sorted(((name[r[0]],) + r[1:3] + r[4:] for r in d["ducklake_file_column_stats"]), key=repr),
         "partition_values": sorted((r[1:] for r in d["ducklake_file_partition_value"]), key=repr),
         "table_stats": [r[:3] for r in d["ducklake_table_stats"]],
+        "table_column_stats": d["ducklake_table_column_stats"],
         "inlined_tables": d["ducklake_inlined_data_tables"],
         "inlined": {k: v for k, v in d.items() if k.startswith("ducklake_inlined_d")},
         "changes": [r[1] for r in d["ducklake_snapshot_changes"]],
