@@ -100,7 +100,7 @@ def flush_inlined_data(catalog: Catalog, schema: str | None = None, table: str |
     results = [r for r in (_flush_table(catalog, state, t, author, dry_run) for t in sorted(targets, key=lambda t: t.table_id)) if r]
     return report.done(tables=results, rowsFlushed=sum(r["rowsFlushed"] for r in results),
                        deletionsFlushed=sum(r["deletionsFlushed"] for r in results),
-                       filesWritten=sum(r["filesWritten"] for r in results),
+                       filesWritten=sum(r["filesWritten"] for r in results), bytesWritten=sum(r.get("bytesWritten", 0) for r in results),
                        committedSnapshots=[r["committedSnapshot"] for r in results if r.get("committedSnapshot")])
 
 
@@ -147,7 +147,9 @@ def _flush_table(catalog: Catalog, state: CatalogState, t: TableState, author: s
         lambda: work.planned, produce,
         lambda w: catalog.commit([], author=author, base_snapshot=base, message=f"flushInlinedData {t.qualified_name}",
                                  extra_writer=lambda ctx: _write_commit(ctx, w, paths)))
-    return {**summary, "filesWritten": len(work.files) + len(work.merged), "committedSnapshot": commit.snapshot_id}
+    written = [f.data.file_size_bytes for f in work.files] + [f.delete_file.file_size_bytes for f in work.files if f.delete_file] \
+        + [m.written.file_size_bytes for m in work.merged]
+    return {**summary, "filesWritten": len(written), "bytesWritten": sum(written), "committedSnapshot": commit.snapshot_id}
 
 
 def _load_ducklake_functions(con: Any) -> None:

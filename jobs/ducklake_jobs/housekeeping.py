@@ -20,6 +20,7 @@ from ducklake_operator.catalog.tables import T
 from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
 
 from . import storage
+from .runtime import Report
 
 DEFAULT_CLEANUP_AGE = "3d"  # as the managed services do (DuckDB's default is 2 days)
 
@@ -32,6 +33,7 @@ def _data_path(conn: sa.Connection) -> str:
 def expire(catalog: Catalog, *, older_than: str | None = None, retain_last: int | None = None,
            versions: list[int] | None = None, dry_run: bool = False) -> dict[str, Any]:
     now = datetime.now(timezone.utc)
+    report = Report("expireSnapshots")
     with catalog.engine.connect().execution_options(ducklake_write=True) as conn, conn.begin():
         snapshots = [(s.snapshot_id, parse_snapshot_time(s.snapshot_time)) for s in load_snapshots(conn)]
         if versions is not None:
@@ -42,26 +44,27 @@ def expire(catalog: Catalog, *, older_than: str | None = None, retain_last: int 
             ids = plan_expiry(snapshots, now=now, older_than=parse_duration(older_than) if older_than else None,
                               retain_last=retain_last).expire
         if dry_run:
-            return {"operation": "expireSnapshots", "dryRun": True, "expired": list(ids)}
+            return report.done(dryRun=True, expired=list(ids))
         result = expire_snapshots(conn, ids, dialect=catalog.location.dialect, pg_schema=catalog.location.schema)
-    return {"operation": "expireSnapshots", "dryRun": False, "expired": list(result.expired),
-            "filesScheduled": len(result.files_scheduled), "tablesPurged": list(result.tables_purged)}
+    return report.done(dryRun=False, expired=list(result.expired), filesScheduled=len(result.files_scheduled),
+                       tablesPurged=list(result.tables_purged))
 
 
 def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dry_run: bool = False) -> dict[str, Any]:
     """Delete files scheduled for deletion longer than ``older_than`` ago, then their rows."""
     cutoff = datetime.now(timezone.utc) - parse_duration(older_than)
+    report = Report("cleanupFiles")
     sched = T["ducklake_files_scheduled_for_deletion"]
     with catalog.engine.connect().execution_options(ducklake_write=True) as conn, conn.begin():
         root = _data_path(conn)
         due = [r for r in conn.execute(sa.select(sched)) if parse_snapshot_time(r.schedule_start) < cutoff]
         deleted = [r.path for r in due]
         if dry_run:
-            return {"operation": "cleanupFiles", "dryRun": True, "deleted": deleted}
+            return report.done(dryRun=True, deleted=deleted)
         for r in due:
             storage.delete(storage.join(root, r.path) if r.path_is_relative else r.path)  # already gone: forget it too
             conn.execute(sched.delete().where(sched.c.data_file_id == r.data_file_id, sched.c.path == r.path))
-    return {"operation": "cleanupFiles", "dryRun": False, "deleted": deleted}
+    return report.done(dryRun=False, deleted=deleted)
 
 
 def _referenced(conn: sa.Connection) -> set[str]:
@@ -82,6 +85,7 @@ def delete_orphan_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_A
     older than ``older_than`` (files of running, uncommitted writes are young). Never
     touches anything outside the data path, and does not follow symlinks."""
     cutoff = datetime.now(timezone.utc).timestamp() - parse_duration(older_than).total_seconds()
+    report = Report("deleteOrphanFiles")
     with catalog.engine.connect() as conn, conn.begin():
         root = _data_path(conn)
         referenced = _referenced(conn)
@@ -94,4 +98,4 @@ def delete_orphan_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_A
     if not dry_run:
         for rel in orphans:
             storage.delete(root + rel)
-    return {"operation": "deleteOrphanFiles", "dryRun": dry_run, "deleted": orphans}
+    return report.done(dryRun=dry_run, deleted=orphans)
