@@ -180,7 +180,7 @@ def cmd_run_job(args: argparse.Namespace) -> int:
         catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
         try:
             result = run_operation(catalog, args.operation, args.table, params,
-                                   runner=run_on_spark if args.spark else run_in_process, author="ducklake-cli")
+                                   runner=run_in_process if args.no_spark else run_on_spark, author="ducklake-cli")
         finally:
             catalog.close()
         print(json.dumps({"catalog": cat_spec.ref.name, **result}, indent=2, default=str))
@@ -212,7 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     job.add_argument("--older-than", help="age, e.g. 7d, 12h")
     job.add_argument("--retain-last", type=int, help="expireSnapshots: always keep this many")
     job.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
-    job.add_argument("--spark", action="store_true", help="compact, rewriteDeletes: run the file groups as Spark tasks (local[*])")
+    job.add_argument("--no-spark", action="store_true",
+                     help="compact, rewriteDeletes: run the file groups in this process instead of as Spark tasks "
+                          "(local[*], or DUCKLAKE_SPARK_MASTER); quicker for small tables, no JVM")
     job.set_defaults(func=cmd_run_job)
     args = parser.parse_args(argv)
     try:

@@ -122,7 +122,8 @@ def test_run_job_housekeeping(workdir: str) -> None:
     assert ducklake("run-job", "repartition", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir).returncode == 2
     ducklake("sql", "-f", "examples/catalog.yaml", "DELETE FROM lake.sales.orders WHERE id >= 20",
              "INSERT INTO lake.sales.orders (id) VALUES (1000)", cwd=workdir)  # a delete file, an inlined row
-    rewrite = ducklake("run-job", "rewriteDeletes", "sales.orders", "-f", "examples/catalog.yaml", "-p", "deleteThreshold=0.5", cwd=workdir)
+    rewrite = ducklake("run-job", "rewriteDeletes", "sales.orders", "-f", "examples/catalog.yaml", "-p", "deleteThreshold=0.5",
+                       "--no-spark", cwd=workdir)
     assert rewrite.returncode == 0, rewrite.stderr
     assert json.loads(rewrite.stdout)["rowsWritten"] == 20
     flush = ducklake("run-job", "flushInlinedData", "-f", "examples/catalog.yaml", cwd=workdir)

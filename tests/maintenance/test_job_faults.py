@@ -44,7 +44,7 @@ def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) 
     manifest.write_text(yaml.safe_dump({"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
                                         "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": data}}))
     marker = tmp_path / "marker"
-    args = [operation] + (["main.t"] if operation != "flushInlinedData" else []) + \
+    args = [operation] + (["main.t", "--no-spark"] if operation != "flushInlinedData" else []) + \
         (["-p", "deleteThreshold=0.5"] if operation == "rewriteDeletes" else [])
     proc = subprocess.Popen([sys.executable, "-m", "ducklake_operator.cli", "run-job", *args, "-f", str(manifest)],
                             env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
