@@ -41,6 +41,7 @@ from ducklake_operator.model.state import CatalogState, ColumnState, DeleteFile,
 
 from . import storage
 from .inlined_rows import read_inlined, register_decoded
+from .inputs import refuse_encrypted
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import (
     HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, copy_options, field_ids_from_columns, quote,
@@ -88,6 +89,7 @@ def flush_inlined_data(catalog: Catalog, schema: str | None = None, table: str |
     """Flush one table, or every table of the catalog (or of ``schema``) whose
     ``auto_compact`` option is not false."""
     state = catalog.state(table_names=[(schema, table)] if schema and table else None)
+    refuse_encrypted(state)
     if table is not None:
         t = state.table(schema or "main", table)
         if t is None:

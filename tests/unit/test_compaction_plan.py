@@ -70,3 +70,12 @@ def test_invariants(specs: list[tuple[int, int, bool]], target_mb: int) -> None:
         assert all(files[f].file_size_bytes < target_mb * MB for f in g.files)
         # a group only overshoots the target by its last file
         assert g.input_bytes - files[g.files[-1]].file_size_bytes < target_mb * MB
+
+
+def test_name_mapped_and_encrypted_files_are_left_alone() -> None:
+    import dataclasses
+
+    files = [df(0, 1 * MB), dataclasses.replace(df(1, 1 * MB), mapping_id=3), df(2, 1 * MB),
+             dataclasses.replace(df(3, 1 * MB), encryption_key="k"), df(4, 1 * MB)]
+    plan = plan_compaction(table(files), 10, [(1, 1)], CompactionOptions(target_file_size=10 * MB))
+    assert [g.files for g in plan.groups] == [(0, 2, 4)]  # no field ids to keep / no key to read with

@@ -6,7 +6,8 @@ given), without a delete file or inlined deletions (unless ``apply_deletes``: th
 files are merged too, their deletes carried over or applied), grouped by (schema version in force
 when the file was written, partition spec, partition values); within a group, ordered by
 ``begin_snapshot, row_id_start, data_file_id`` and taken greedily until the running size
-reaches the target; a group needs ``min_input_files`` (DuckDB: 2). ``max_groups`` caps the
+reaches the target; a group needs ``min_input_files`` (DuckDB: 2). Files registered with a
+name mapping (no field ids) and encrypted files are left alone. ``max_groups`` caps the
 groups per run (DuckDB's ``max_compacted_files``).
 
 Each group also says what its output row must carry: ``begin_snapshot`` of the first
@@ -88,7 +89,8 @@ def plan_compaction(table: TableState, base_snapshot: int, schema_versions: list
     versions = sorted(schema_versions)
     buckets: dict[tuple[Any, ...], list[DataFile]] = defaultdict(list)
     for f in table.data_files:
-        if f.end_snapshot is not None or f.file_size_bytes >= threshold or (f.data_file_id in deleted and not options.apply_deletes):
+        if f.end_snapshot is not None or f.file_size_bytes >= threshold or (f.data_file_id in deleted and not options.apply_deletes) \
+                or f.mapping_id is not None or f.encryption_key is not None:  # name-mapped (no field ids) or encrypted
             continue
         key = (schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)
         buckets[key].append(f)

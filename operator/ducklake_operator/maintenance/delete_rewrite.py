@@ -59,7 +59,7 @@ def plan_delete_rewrite(table: TableState, base_snapshot: int, schema_versions: 
     versions = sorted(schema_versions)
     buckets: dict[tuple[Any, ...], list[tuple[DataFile, int]]] = defaultdict(list)
     for f in table.data_files:
-        if f.end_snapshot is not None or f.record_count == 0:
+        if f.end_snapshot is not None or f.record_count == 0 or f.mapping_id is not None or f.encryption_key is not None:
             continue
         deleted = (delete_file[f.data_file_id].delete_count if f.data_file_id in delete_file else 0) + inlined.get(f.data_file_id, 0)
         if deleted > 0 and deleted / f.record_count >= threshold:
