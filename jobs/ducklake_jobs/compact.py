@@ -107,7 +107,7 @@ def _write_commit(ctx: CommitContext, table: TableState, groups: Any, outputs: l
         new_id = add_data_file(ctx, NewDataFile(
             table_id=table.table_id, path=out.task.output[len(paths.directory):], record_count=out.written.record_count,
             file_size_bytes=out.written.file_size_bytes, footer_size=out.written.footer_size, begin_snapshot=g.begin_snapshot,
-            row_id_start=None if out.task.embed_row_ids else g.row_id_start, partial_max=g.partial_max,
+            row_id_start=None if out.row_ids_embedded else g.row_id_start, partial_max=g.partial_max,
             partition_id=g.partition_id, partition_values=g.partition_values, column_stats=out.written.column_stats))
         if out.delete_file is not None:
             snapshots = [s for _, s in out.deletes]

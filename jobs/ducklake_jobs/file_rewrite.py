@@ -50,7 +50,7 @@ class RewriteTask:
     sources: tuple[SourceFile, ...]
     output: str  # full path or URI chosen by the driver
     keep_snapshot_ids: bool  # compaction keeps each row's begin snapshot; a rewrite does not
-    embed_row_ids: bool
+    embed_row_ids: bool  # at least: sources with an embedded row id column always embed
     order_by: str = ""  # DuckDB ORDER BY items of the table's latest sort key
     options: tuple[tuple[str, str], ...] = ()
     threads: int | None = None
@@ -70,6 +70,7 @@ class RewriteOutput:
     sorted: bool  # False if the sort key does not bind to these (older) files' columns
     deletes: tuple[tuple[int, int], ...] = ()  # (position in the output, snapshot) of kept deleted rows
     delete_file: WrittenFile | None = None
+    row_ids_embedded: bool = True  # False: row ids are row_id_start + position
 
 
 def _select_sql(columns: list[str], hidden: set[str], with_deletes: bool) -> str:
@@ -136,7 +137,10 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
                                           "snapshot": pa.array([d[2] for d in deleted], pa.int64())}))
     params = {"files": locals_, "row_id_starts": [s.row_id_start or 0 for s in task.sources],
               "begin_snapshots": [s.begin_snapshot for s in task.sources]}
-    keep = ((ROW_ID, task.embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
+    # a source whose rows carry their ids (an UPDATE's output, a flush) is never positional,
+    # whatever its row_id_start says: its ids must be carried over
+    embed_row_ids = task.embed_row_ids or ROW_ID in hidden
+    keep = ((ROW_ID, embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
     exclude = ", ".join(["__deleted_at"] + [quote(n) for n, kept in keep if not kept])
     out_fields = fields + tuple(FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept)
     kept_deleted = ("__deleted_at IS NULL" if task.drop_deleted_until is None
@@ -164,10 +168,10 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
             raise
         (written, deletes), is_sorted = write(""), False  # the key names columns these files do not have
     if written.record_count == 0:  # every row was deleted: no file (the scratch copy goes)
-        return RewriteOutput(task, None, rows_read, is_sorted)
+        return RewriteOutput(task, None, rows_read, is_sorted, row_ids_embedded=embed_row_ids)
     delete_file = None
     if deletes:
         delete_file = write_delete_file(con, task.output, deletes, os.path.join(scratch, "out-delete.parquet"))
         storage.store(delete_file.local_path, task.output_deletes)
     storage.store(written.local_path, task.output)
-    return RewriteOutput(task, written, rows_read, is_sorted, tuple(deletes), delete_file)
+    return RewriteOutput(task, written, rows_read, is_sorted, tuple(deletes), delete_file, embed_row_ids)

@@ -7,8 +7,9 @@ Per table, one snapshot:
   with both lineage columns (``begin_snapshot`` = the oldest row's, ``partial_max`` = the
   newest's, ``row_id_start`` = the smallest id), in the latest sort order; rows already
   deleted are written too and covered by a delete file carrying their end snapshots, so
-  time travel is unchanged. The flushed rows are deleted from the inlined table, and
-  superseded inlined tables left empty are dropped.
+  time travel is unchanged. The flushed rows are deleted from the inlined table; unlike
+  DuckDB, superseded inlined tables left empty are kept, so open DuckDB clients, which
+  cache them per schema version, keep working.
 * inlined file deletions are merged with the data file's delete file into a new one (with
   per-row snapshots); the old delete file is scheduled for deletion.
 
@@ -30,10 +31,10 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
     NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, inputs_changed, live_delete_files,
-    live_inputs, schedule_deletion,
+    live_inputs, remove_inlined_file_deletions, schedule_deletion,
 )
 from ducklake_operator.catalog.read import layout_snapshot, load_layout_at, load_schema_versions
-from ducklake_operator.catalog.tables import T, qualified
+from ducklake_operator.catalog.tables import T
 from ducklake_operator.catalog.write import CommitContext
 from ducklake_operator.errors import DuckLakeError, TableNotFound
 from ducklake_operator.model.partitioning import hive_directory, key_names, needs_ducklake_functions, transform_sql
@@ -121,7 +122,10 @@ def _flush_table(catalog: Catalog, state: CatalogState, t: TableState, author: s
                 batches.append((rows, spec))
                 deleted = sum(1 for v in rows.raw.column("end_snapshot").to_pylist() if v is not None)
                 work.inlined[inlined.name] = (rows.raw.num_rows, deleted)
-        work.deletions = inlined_file_deletions(conn, pg_schema, t.table_id, at_most=base)
+        # deletions of live files only: those of an ended file still answer time travel to
+        # before its end (a rewrite leaves them), and must stay where they are
+        live = {f.data_file_id for f in t.data_files}
+        work.deletions = {k: v for k, v in inlined_file_deletions(conn, pg_schema, t.table_id, at_most=base).items() if k in live}
     if not batches and not work.deletions:
         return None
     summary = {"table": t.qualified_name, "rowsFlushed": sum(n for n, _ in work.inlined.values()),
@@ -219,9 +223,7 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
     data_files = {f.data_file_id: f for f in t.data_files}
     live_deletes = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
     for data_file_id, inlined in sorted(work.deletions.items()):
-        f = data_files.get(data_file_id)
-        if f is None:
-            continue  # deletions of a file ended since: nothing to cover (they stay until expiry)
+        f = data_files[data_file_id]
         positions = dict(inlined)
         old = live_deletes.get(data_file_id)
         if old is not None:
@@ -281,19 +283,14 @@ def _write_commit(ctx: CommitContext, work: FlushWork, paths: TablePaths) -> Non
 
 
 def _remove_flushed_rows(ctx: CommitContext, work: FlushWork) -> None:
-    """Delete flushed rows and deletions; drop superseded inlined tables left empty."""
+    """Delete the flushed rows and inlined deletions. Superseded inlined tables left empty are
+    kept (DuckDB 1.5.5's flush drops them): a DuckDB client caches a schema version's
+    inlined tables, so one already open would fail reading the dropped table at that
+    version; an empty table costs nothing to read."""
     t, base = work.table, work.base
-    latest = max((i.schema_version for i in t.inlined_tables), default=None)
-    registry = T["ducklake_inlined_data_tables"]
     for inlined in t.inlined_tables:
-        it = sa.Table(inlined.name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
         if inlined.name in work.inlined:
+            it = sa.Table(inlined.name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
             ctx.emit(it.delete().where(it.c.begin_snapshot <= base))
-        if inlined.schema_version != latest and not ctx.conn.execute(
-                sa.select(sa.func.count()).select_from(it).where(it.c.begin_snapshot > base)).scalar():
-            ctx.emit(sa.text(f"DROP TABLE {qualified(inlined.name, ctx.pg_schema)}"))
-            ctx.emit(registry.delete().where(registry.c.table_id == t.table_id, registry.c.table_name == inlined.name))
     if work.deletions:
-        name = f"ducklake_inlined_delete_{t.table_id}"
-        dt = sa.Table(name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
-        ctx.emit(dt.delete().where(dt.c.begin_snapshot <= base))
+        remove_inlined_file_deletions(ctx, t.table_id, list(work.deletions), base)

@@ -257,3 +257,24 @@ def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> 
     con.execute("CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => 0.01)")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
     assert con.execute("SELECT count(*), count(*) FILTER (WHERE v = 'u') FROM lk.t").fetchone() == (388 - 11, 1)
+
+
+def test_update_output_keeps_its_row_ids(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+    """An UPDATE's output file carries the old row ids, yet DuckDB gives it a row_id_start:
+    next to a file that looks contiguous with it, the merge must still embed the ids
+    (DuckDB 1.5.5's own merge renumbers those rows here)."""
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
+    con.execute("INSERT INTO lk.t SELECT i, 'v' || i FROM range(50) t(i)")
+    con.execute("INSERT INTO lk.t VALUES (1101, 'x')")                  # inlined: row id 50
+    con.execute("UPDATE lk.t SET v = 'u' || id WHERE id % 4 = 0")       # 13 rows > 10: a file with ids 0, 4, ...
+    flush_rows_then_merge = observe_table(location, "t")
+    from ducklake_jobs.flush import flush_inlined_data
+
+    flush_inlined_data(catalog)  # row 50 becomes a file right before the update's (row_id_start 50 + 1 = 51)
+    assert same_as_before(observe_table(location, "t"), flush_rows_then_merge)
+    result = compact(catalog, "main", "t", apply_deletes=False)
+    assert result["filesRead"] == 2
+    assert same_as_before(observe_table(location, "t"), flush_rows_then_merge)
+    merged = [f for f in catalog.state().table("main", "t").data_files if f.record_count == 14]
+    assert len(merged) == 1 and merged[0].row_id_start is None
