@@ -63,13 +63,14 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
     order_by = sort_sql(t)
     parquet = copy_options(options_in_force(state, t))
+    layouts = inputs.layouts(catalog, (g.schema_version for g in plan.groups))
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
         output = new_file_beside(first.path, first.path_is_relative)
         tasks.append(RewriteTask(
             sources=tuple(source_file(paths, files[i], delete_files.get(i), tuple(inlined_deletes.get(i, ()))) for i in g.files),
-            output=paths.full(output, True), keep_snapshot_ids=True,
+            output=paths.full(output, True), columns=layouts[g.schema_version], keep_snapshot_ids=True,
             # row ids are positional only in a merge of contiguous files that keeps every row in order
             embed_row_ids=g.row_id_start is None or bool(order_by) or bool(g.with_deletes),
             order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory),

@@ -13,17 +13,19 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ducklake_operator.model.state import DataFile, DeleteFile
+from ducklake_operator.model.state import ColumnState, DataFile, DeleteFile
 
 from . import storage
 from .lake_paths import TablePaths
+from .layout_projection import projection, same_layout
 from .parquet_writer import (
-    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, field_ids_from_arrow, quote, read_delete_file,
+    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, field_ids_from_arrow, field_ids_from_columns, quote, read_delete_file,
     scratch_connection, write_delete_file, write_parquet,
 )
 
@@ -49,6 +51,7 @@ def source_file(paths: TablePaths, f: DataFile, delete_file: DeleteFile | None =
 class RewriteTask:
     sources: tuple[SourceFile, ...]
     output: str  # full path or URI chosen by the driver
+    columns: tuple[ColumnState, ...]  # the layout written: the table's at the group's schema version
     keep_snapshot_ids: bool  # compaction keeps each row's begin snapshot; a rewrite does not
     embed_row_ids: bool  # at least: sources with an embedded row id column always embed
     order_by: str = ""  # DuckDB ORDER BY items of the table's latest sort key
@@ -73,12 +76,14 @@ class RewriteOutput:
     row_ids_embedded: bool = True  # False: row ids are row_id_start + position
 
 
-def _select_sql(columns: list[str], hidden: set[str], with_deletes: bool) -> str:
-    """One scan of every source file (in order, so row order is kept without sorting); each
-    row's id and begin snapshot come from the file's lineage columns, else from its
-    file's ``row_id_start + position`` and ``begin_snapshot``; ``__deleted_at``: the
-    snapshot that deleted the row (NULL: live)."""
-    per_file = "($%s::BIGINT[])[p.file_index::BIGINT + 1]"
+def _scan_sql(columns: list[str], hidden: set[str], with_deletes: bool, n: int, indexes: list[int] | None) -> str:
+    """One scan of the sources written in one layout (``$files_<n>``, in order, so row order
+    is kept without sorting): ``columns`` read the layout's columns; each row's id and begin
+    snapshot come from the file's lineage columns, else from its file's ``row_id_start +
+    position`` and ``begin_snapshot``; ``__deleted_at``: the snapshot that deleted the row
+    (NULL: live); ``__file``, ``__row``: where it was read (file index among all sources)."""
+    file = "p.file_index::BIGINT" if indexes is None else f"(${'indexes_%d' % n}::BIGINT[])[p.file_index::BIGINT + 1]"
+    per_file = f"($%s::BIGINT[])[{file} + 1]"
     row_id = f"{per_file % 'row_id_starts'} + p.file_row_number"
     snapshot = per_file % "begin_snapshots"
     if ROW_ID in hidden:
@@ -86,10 +91,10 @@ def _select_sql(columns: list[str], hidden: set[str], with_deletes: bool) -> str
     if SNAPSHOT_ID in hidden:
         snapshot = f"COALESCE(p.{quote(SNAPSHOT_ID)}, {snapshot})"
     deleted_at = "d.snapshot" if with_deletes else "NULL::BIGINT"
-    join = (" LEFT JOIN deleted d ON d.file_index = p.file_index AND d.pos = p.file_row_number" if with_deletes else "")
-    return (f"SELECT {', '.join('p.' + quote(c) for c in columns)}, {row_id}::BIGINT AS {quote(ROW_ID)}, "
-            f"{snapshot}::BIGINT AS {quote(SNAPSHOT_ID)}, {deleted_at} AS __deleted_at "
-            f"FROM read_parquet($files, file_row_number = true, union_by_name = true) p{join}")
+    join = (f" LEFT JOIN deleted d ON d.file_index = {file} AND d.pos = p.file_row_number" if with_deletes else "")
+    return (f"SELECT {''.join(c + ', ' for c in columns)}{row_id}::BIGINT AS {quote(ROW_ID)}, "
+            f"{snapshot}::BIGINT AS {quote(SNAPSHOT_ID)}, {deleted_at} AS __deleted_at, {file} AS __file, "
+            f"p.file_row_number AS __row FROM read_parquet(${'files_%d' % n}, file_row_number = true, union_by_name = true) p{join}")
 
 
 def _deletions(src: SourceFile, scratch: str) -> list[tuple[int, int]]:
@@ -112,8 +117,7 @@ def rewrite_files(task: RewriteTask) -> RewriteOutput:
 
 def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) -> RewriteOutput:
     locals_: list[str] = []
-    fields: tuple[FieldIds, ...] = ()
-    hidden: set[str] = set()
+    layouts: dict[tuple[FieldIds, ...], tuple[list[int], set[str]]] = {}  # visible columns -> (sources, hidden columns)
     deleted: list[tuple[int, int, int]] = []  # (file index, position, snapshot)
     rows_read = 0
     for i, src in enumerate(task.sources):
@@ -121,35 +125,46 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
         locals_.append(local)
         meta = pq.ParquetFile(local)
         file_fields = field_ids_from_arrow(meta.schema_arrow)
-        visible = tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS)
-        if not fields:
-            fields = visible
-        elif visible != fields:
-            raise ValueError(f"{src.path}: columns differ from {task.sources[0].path}")
-        hidden |= {f.name for f in file_fields if f.name in HIDDEN_FIELD_IDS}
-        if ROW_ID not in {f.name for f in file_fields} and src.row_id_start is None:
+        names = {f.name for f in file_fields}
+        if ROW_ID not in names and src.row_id_start is None:
             raise ValueError(f"{src.path}: no row id column and no row_id_start")
+        sources, hidden_here = layouts.setdefault(tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS), ([], set()))
+        sources.append(i)
+        hidden_here |= names & HIDDEN_FIELD_IDS.keys()
         rows_read += meta.metadata.num_rows
         deleted += [(i, pos, snap) for pos, snap in _deletions(src, scratch)]
     if deleted:
         con.register("deleted", pa.table({"file_index": pa.array([d[0] for d in deleted], pa.int64()),
                                           "pos": pa.array([d[1] for d in deleted], pa.int64()),
                                           "snapshot": pa.array([d[2] for d in deleted], pa.int64())}))
-    params = {"files": locals_, "row_id_starts": [s.row_id_start or 0 for s in task.sources],
-              "begin_snapshots": [s.begin_snapshot for s in task.sources]}
+    params: dict[str, Any] = {"row_id_starts": [s.row_id_start or 0 for s in task.sources],
+                              "begin_snapshots": [s.begin_snapshot for s in task.sources]}
+    scans = []
+    for n, (found, (sources, hidden_here)) in enumerate(layouts.items()):
+        # files of an older layout (a rewrite's output) are read in the group's layout
+        columns = ([f"p.{quote(c.name)}" for c in task.columns] if same_layout(found, task.columns)
+                   else projection(found, task.columns))
+        params[f"files_{n}"] = [locals_[i] for i in sources]
+        single = len(layouts) == 1
+        if not single:
+            params[f"indexes_{n}"] = sources
+        scans.append(_scan_sql(columns, hidden_here, bool(deleted), n, None if single else sources))
+    hidden = set().union(*(h for _, h in layouts.values()))
     # a source whose rows carry their ids (an UPDATE's output, a flush) is never positional,
     # whatever its row_id_start says: its ids must be carried over
     embed_row_ids = task.embed_row_ids or ROW_ID in hidden
     keep = ((ROW_ID, embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
-    exclude = ", ".join(["__deleted_at"] + [quote(n) for n, kept in keep if not kept])
-    out_fields = fields + tuple(FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept)
+    exclude = ", ".join(["__deleted_at", "__file", "__row"] + [quote(n) for n, kept in keep if not kept])
+    out_fields = field_ids_from_columns(task.columns) + tuple(FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept)
     kept_deleted = ("__deleted_at IS NULL" if task.drop_deleted_until is None
                     else f"(__deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})")
-    scan = f"SELECT * FROM ({_select_sql([f.name for f in fields], hidden, bool(deleted))}) WHERE {kept_deleted}"
+    scan = f"SELECT * FROM ({' UNION ALL '.join(scans)}) WHERE {kept_deleted}"
+    # ties, and a join that may reorder rows, fall back to row id order; scans of several
+    # layouts are put back in source order
+    tiebreak = quote(ROW_ID) if deleted else "__file, __row" if len(layouts) > 1 else ""
 
     def write(order_by: str) -> tuple[WrittenFile, list[tuple[int, int]]]:
-        # ties, and a join that may reorder rows, fall back to row id order
-        order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by or deleted else "") if x)
+        order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by else tiebreak) if x)
         out_local = os.path.join(scratch, "out.parquet")
         if deleted and task.drop_deleted_until is not None:  # the output positions of kept deleted rows are needed
             con.execute(f"CREATE OR REPLACE TEMP TABLE __out AS SELECT *, row_number() OVER (ORDER BY {order}) - 1 AS __pos "

@@ -3,13 +3,14 @@ its schema versions, inlined file deletions and the oldest snapshot still kept."
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.files import inlined_file_deletions, oldest_snapshot
-from ducklake_operator.catalog.read import load_schema_versions
+from ducklake_operator.catalog.read import layout_snapshot, load_layout_at, load_schema_versions
 from ducklake_operator.errors import DuckLakeError, TableNotFound
-from ducklake_operator.model.state import CatalogState, TableState
+from ducklake_operator.model.state import CatalogState, ColumnState, TableState
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,17 @@ class TableInputs:
     schema_versions: list[tuple[int, int]]
     inlined_deletions: dict[int, list[tuple[int, int]]]  # data file id -> [(position, snapshot)]
     oldest_snapshot: int
+
+    def layouts(self, catalog: Catalog, schema_versions: Iterable[int]) -> dict[int, tuple[ColumnState, ...]]:
+        """The table's columns in each schema version a file group was planned under: files
+        of one version may have been written in an older layout (a rewrite keeps its
+        source's columns), and the group is written in the version's."""
+        out: dict[int, tuple[ColumnState, ...]] = {}
+        with catalog.engine.connect() as conn:
+            for version in set(schema_versions):
+                at = layout_snapshot(self.schema_versions, version)
+                out[version] = load_layout_at(conn, self.table.table_id, at)[0] if at is not None else self.table.columns
+        return out
 
 
 def refuse_encrypted(state: CatalogState) -> None:

@@ -138,10 +138,13 @@ def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, fields: tuple
         fid = keys.get(key)
         if fid is None or fid in HIDDEN_FIELD_IDS.values():
             continue
-        nulls = int(s.get("null_count", 0))
+        nulls, values = int(s.get("null_count", 0)), int(s.get("num_values", 0))
+        # DuckDB counts the NULLs of fields under a list per level, so they can exceed the
+        # values; its writer then records both counts as unknown, and so do we
+        known = nulls <= values
         stats.append(FileColumnStats(
             column_id=fid, column_size_bytes=int(s.get("column_size_bytes", 0)),
-            value_count=int(s.get("num_values", 0)) - nulls, null_count=nulls,
+            value_count=values - nulls if known else None, null_count=nulls if known else None,
             min_value=s.get("min"), max_value=s.get("max"),
             contains_nan=(s["has_nan"] == "true") if "has_nan" in s else None))
     return WrittenFile(out_local, int(count), int(file_size), int(footer), tuple(sorted(stats, key=lambda s: s.column_id)))

@@ -52,6 +52,7 @@ def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_thresho
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.delete_file_id: d for d in t.delete_files}
     parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
+    layouts = inputs.layouts(catalog, (g.schema_version for g in plan.groups))
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
@@ -59,7 +60,8 @@ def rewrite_deletes(catalog: Catalog, schema: str, table: str, *, delete_thresho
             sources=tuple(source_file(paths, files[i], delete_files.get(d) if d is not None else None,
                                       tuple(inlined.get(i, ())))
                           for i, d in zip(g.files, g.delete_files)),
-            output=paths.full(new_file_beside(first.path, first.path_is_relative), True), keep_snapshot_ids=False,
+            output=paths.full(new_file_beside(first.path, first.path_is_relative), True),
+            columns=layouts[g.schema_version], keep_snapshot_ids=False,
             embed_row_ids=True,
             order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory)))
     outputs, commit = produce_and_commit(

@@ -45,7 +45,8 @@ def widen_table_stats(ctx: CommitContext, table_id: int, type_names: dict[int, s
                 row = current.get(s.column_id)
                 if row is None:
                     continue  # columns added after the first insert have no table-level row (as in DuckDB)
-                row["contains_null"] = bool(row["contains_null"]) or s.null_count > 0
+                # an unknown null count (a field under a list) may hide NULLs
+                row["contains_null"] = bool(row["contains_null"]) or s.null_count is None or s.null_count > 0
                 if row["contains_nan"] is not None:
                     row["contains_nan"] = bool(row["contains_nan"]) or bool(s.contains_nan)
                 if s.value_count == 0:

@@ -24,10 +24,7 @@ WORKLOAD = [
 
 
 def build(location, data_path: str) -> None:  # type: ignore[no-untyped-def]
-    con = duck.attach(location, data_path=data_path)
-    for sql in WORKLOAD:
-        con.execute(sql)
-    con.close()
+    duck.run_workload(location, WORKLOAD, data_path)
 
 
 def observe(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
@@ -130,10 +127,7 @@ PARTITIONED = [
 def test_compact_partitioned_table_matches_duckdb(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
     theirs, ours = make_location(kind), make_location(kind)
     for location, name in ((theirs, "a"), (ours, "b")):
-        con = duck.attach(location, data_path=str(tmp_path / name) + "/")
-        for sql in PARTITIONED:
-            con.execute(sql)
-        con.close()
+        duck.run_workload(location, PARTITIONED, str(tmp_path / name) + "/")
     # a partitioned insert hands out row ids to its partitions in thread order, so the twins'
     # rowids may differ: each side is compared with itself, rows without rowids across
     before, before_theirs = observe_table(ours, "p"), observe_table(theirs, "p")

@@ -31,10 +31,7 @@ WORKLOAD = [
 
 
 def build(location, data_path: str) -> None:  # type: ignore[no-untyped-def]
-    con = duck.attach(location, data_path=data_path)
-    for sql in WORKLOAD:
-        con.execute(sql)
-    con.close()
+    duck.run_workload(location, WORKLOAD, data_path)
 
 
 def rows(location) -> list[tuple]:  # type: ignore[no-untyped-def]

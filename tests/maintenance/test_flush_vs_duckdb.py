@@ -57,10 +57,7 @@ BUCKETED = [
 
 
 def build(location, data_path: str, workload: list[str]) -> None:  # type: ignore[no-untyped-def]
-    con = duck.attach(location, data_path=data_path)
-    for sql in workload:
-        con.execute(sql)
-    con.close()
+    duck.run_workload(location, workload, data_path)
 
 
 def observe(location, table: str) -> dict:  # type: ignore[no-untyped-def,type-arg]

@@ -28,10 +28,7 @@ WORKLOAD = [
 
 
 def build(location, data_path: str, extra: list[str] = []) -> None:  # type: ignore[no-untyped-def]
-    con = duck.attach(location, data_path=data_path)
-    for sql in WORKLOAD + extra:
-        con.execute(sql)
-    con.close()
+    duck.run_workload(location, WORKLOAD + extra, data_path)
 
 
 def observe(location, table: str = "t") -> dict:  # type: ignore[no-untyped-def,type-arg]

@@ -35,8 +35,8 @@ class FileColumnStats:
 
     column_id: int
     column_size_bytes: int
-    value_count: int  # non-NULL values (memo §4.6)
-    null_count: int
+    value_count: int | None  # non-NULL values (memo §4.6); None: unknown
+    null_count: int | None
     min_value: str | None
     max_value: str | None
     contains_nan: bool | None
