@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -19,6 +20,13 @@ from support.pgserver import PgServer  # noqa: E402
 from support.s3server import S3Server  # noqa: E402
 
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
+
+# Property tests replay the same examples on every run of the test command, so a red CI
+# can be reproduced; HYPOTHESIS_PROFILE=explore draws new ones (add --hypothesis-seed=N to
+# replay one exploration).
+settings.register_profile("replay", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "replay"))
 
 _counter = itertools.count()
 

@@ -74,9 +74,9 @@ def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, steps) -> None:  
             elif op == "promote" and not wide:
                 con.execute("ALTER TABLE lk.t ALTER id SET TYPE BIGINT")
                 wide = True
-                # DuckDB 1.5.5: a session that read the table before promoting a column fails
-                # its next DELETE ("Vector::Reference used on vector of different type"), with
-                # or without our jobs; other clients are fine, so continue in a fresh one
+                # DuckDB 1.5.5: a session that read the table before a column was promoted
+                # fails queries filtering on it ("Vector::Reference used on vector of
+                # different type"), with or without our jobs (README): continue in a new one
                 con.close()
                 con = duck.attach(location)
             elif op == "expire":
