@@ -56,7 +56,6 @@ class RewriteTask:
     embed_row_ids: bool  # at least: sources with an embedded row id column always embed
     order_by: str = ""  # DuckDB ORDER BY items of the table's latest sort key
     options: tuple[tuple[str, str], ...] = ()
-    threads: int | None = None
     s3: storage.S3Config | None = None  # the driver's S3 settings, for executors
     # deleted rows: None drops them all (a rewrite); a snapshot id drops those deleted at or
     # before it (no live snapshot can see them) and keeps the others, covered by a delete
@@ -108,7 +107,7 @@ def rewrite_files(task: RewriteTask) -> RewriteOutput:
     if task.s3 is not None:
         storage.configure(task.s3)
     with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
-        con = scratch_connection(task.threads)
+        con = scratch_connection(spill=os.path.join(scratch, "spill"))
         try:
             return _rewrite(con, task, scratch)
         finally:

@@ -20,6 +20,8 @@ import pyarrow as pa
 from ducklake_operator.catalog.files import FileColumnStats
 from ducklake_operator.model.state import ColumnState
 
+from . import task_resources
+
 ROW_ID = "_ducklake_internal_row_id"
 SNAPSHOT_ID = "_ducklake_internal_snapshot_id"
 HIDDEN_FIELD_IDS = {ROW_ID: 2147483540, SNAPSHOT_ID: 2147483539}  # Iceberg v3 row lineage ids (memo §4.1)
@@ -112,11 +114,14 @@ def copy_options(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out.items()))
 
 
-def scratch_connection(threads: int | None = None, *, extensions: bool = False) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB for a job's work; ``extensions``: may load the extension wheels."""
-    config: dict[str, object] = {"threads": threads} if threads else {}
+def scratch_connection(*, extensions: bool = False, spill: str | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB for a job's work, within the task's resources; ``extensions``: may
+    load the extension wheels; ``spill``: where it spills beyond its memory limit."""
+    config = task_resources.current().duckdb_config()
     if extensions:
         config["allow_unsigned_extensions"] = "true"
+    if spill:
+        config["temp_directory"] = spill
     con = duckdb.connect(config=config)
     con.execute("SET TimeZone = 'UTC'")  # timestamptz statistics are stored normalised to UTC
     return con

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from ducklake_operator.errors import DuckLakeError
 
-from . import storage
+from . import storage, task_resources
 
 W = TypeVar("W")
 R = TypeVar("R")
@@ -23,12 +23,20 @@ def run_in_process(fn: Callable[[W], R], items: list[W]) -> list[R]:
 
 def run_on_spark(fn: Callable[[W], R], items: list[W]) -> list[R]:
     """One Spark task per item; tasks do their own I/O with pyarrow/DuckDB (exact control of
-    the Parquet files, and no Hadoop S3 jars needed)."""
+    the Parquet files, and no Hadoop S3 jars needed), their DuckDB sized to the task."""
     from .session import spark_session
 
     if not items:
         return []
-    return spark_session().sparkContext.parallelize(items, len(items)).map(fn).collect()
+    context = spark_session().sparkContext
+    threads = task_resources.threads_per_task(context.master, int(context.getConf().get("spark.task.cpus", "1")),
+                                              len(items), os.cpu_count() or 1)
+
+    def run(item: W) -> R:
+        with task_resources.using(task_resources.in_spark_task(threads)):
+            return fn(item)
+
+    return context.parallelize(items, len(items)).map(run).collect()
 
 
 def fault_point(name: str) -> None:

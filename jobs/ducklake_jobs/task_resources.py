@@ -1,0 +1,83 @@
+"""How much of its machine the DuckDB inside one task may use.
+
+DuckDB takes every core and 80% of the memory it sees by default. That is right for a job
+running its tasks one after the other in one process, and wrong for Spark tasks sharing an
+executor: four concurrent tasks would each take every core and 80% of the pod's memory,
+and the pod gets OOM-killed. So a Spark task's DuckDB gets the cores the scheduler
+reserved for the task (``spark.task.cpus``; under ``local[N]``, the N cores divided among
+the tasks that run at once) and a memory limit under the Python worker's share of
+``spark.executor.pyspark.memory`` when that is set; it spills to the task's scratch
+directory beyond it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+DUCKDB_MEMORY_SHARE = 0.8  # of the worker's memory; the rest is pyarrow buffers and Python
+
+
+@dataclass(frozen=True)
+class TaskResources:
+    threads: int | None = None  # None: DuckDB's default (every core it sees)
+    memory_limit_mb: int | None = None  # None: DuckDB's default (80% of the memory it sees)
+
+    def duckdb_config(self) -> dict[str, object]:
+        config: dict[str, object] = {}
+        if self.threads:
+            config["threads"] = self.threads
+        if self.memory_limit_mb:
+            config["memory_limit"] = f"{self.memory_limit_mb}MB"
+        return config
+
+
+def local_cores(master: str, machine_cores: int) -> int | None:
+    """The cores of a ``local``/``local[N]``/``local[*]``/``local[N,F]`` master; None for a cluster."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if m is None:
+        return None
+    n = m.group(1)
+    return 1 if n is None else machine_cores if n == "*" else int(n)
+
+
+def threads_per_task(master: str, task_cpus: int, tasks: int, machine_cores: int) -> int:
+    """A cluster reserves ``spark.task.cpus`` per task, and runs as many tasks per executor as
+    those fit in its cores; ``local[N]`` runs min(N, tasks) at once on the same N cores."""
+    cores = local_cores(master, machine_cores)
+    if cores is None:
+        return max(1, task_cpus)
+    concurrent = max(1, min(tasks, cores // max(1, task_cpus)))
+    return max(1, task_cpus, cores // concurrent)
+
+
+def memory_limit_mb(env: Mapping[str, str]) -> int | None:
+    """DuckDB's share of this Python worker's memory, when Spark set one: PySpark passes
+    ``spark.executor.pyspark.memory`` divided by the executor's cores as PYSPARK_EXECUTOR_MEMORY_MB."""
+    worker = env.get("PYSPARK_EXECUTOR_MEMORY_MB")
+    return max(64, int(int(worker) * DUCKDB_MEMORY_SHARE)) if worker and worker.isdigit() else None
+
+
+_current: ContextVar[TaskResources] = ContextVar("ducklake_task_resources", default=TaskResources())
+
+
+def current() -> TaskResources:
+    return _current.get()
+
+
+@contextmanager
+def using(resources: TaskResources) -> Iterator[None]:
+    token = _current.set(resources)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def in_spark_task(threads: int) -> TaskResources:
+    """The resources of the Spark task this runs in (called in the Python worker)."""
+    return TaskResources(threads=threads, memory_limit_mb=memory_limit_mb(os.environ))
