@@ -72,7 +72,8 @@ class CommitRetriesExhausted(CommitConflict):
 
 
 class CommitStateUnknown(DuckLakeError):
-    """The connection failed during COMMIT: the snapshot may or may not exist.
+    """The connection failed during COMMIT and reading the outcome back failed too (the
+    catalog stayed unreachable): the snapshot may or may not exist.
 
     Never delete files written for such a commit: they may be referenced.
     """

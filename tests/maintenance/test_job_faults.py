@@ -1,6 +1,7 @@
 """SIGKILL each data-writing job (compact, rewriteDeletes, flushInlinedData) before, during
 and after its commit: the table is consistent every time (DuckDB reads the same rows), and
-the files that never got committed are orphans that deleteOrphanFiles removes."""
+the files that never got committed are orphans that deleteOrphanFiles removes. And lose
+each job's COMMIT on the wire: the job learns whether it landed."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 import yaml
 from support import duck
+from support.pg_fault_proxy import PgFaultProxy
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import CatalogUnavailable
 from ducklake_jobs.housekeeping import delete_orphan_files
+from ducklake_jobs.operations import run_operation
 
 SETUP = {
     "compact": [f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(4)],
@@ -71,3 +76,39 @@ def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) 
     con.execute("CALL ducklake_flush_inlined_data('lk')")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
     assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (len(rows) + 1,)
+
+
+@pytest.mark.parametrize("operation", list(SETUP))
+@pytest.mark.parametrize("mode", ["before", "after"])
+def test_job_whose_commit_is_lost_on_the_wire(pg_server, pg_location, tmp_path, operation: str, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """The job's COMMIT to a PostgreSQL catalog is lost (a TCP proxy drops it before or
+    after the server gets it): the job finds out which, and either reports its snapshot or
+    fails cleanly with its files deleted. No orphans either way."""
+    Catalog.create(pg_location, str(tmp_path / "data") + "/")
+    duck.run_workload(pg_location, ["CREATE TABLE lk.t(id INTEGER, v VARCHAR)", *SETUP[operation]])
+    con = duck.attach(pg_location)
+    rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    con.close()
+    direct = Catalog.open(pg_location)
+    before = direct.snapshot().snapshot_id
+    proxy = PgFaultProxy(pg_server.host, pg_server.port)
+    proxied = Catalog.open(replace(pg_location, host="127.0.0.1", port=proxy.port))
+    try:
+        proxy.arm(mode)  # type: ignore[arg-type]
+        table = None if operation == "flushInlinedData" else "main.t"
+        params = {"deleteThreshold": 0.5} if operation == "rewriteDeletes" else {}
+        if mode == "after":
+            report = run_operation(proxied, operation, table, params)
+            assert report.get("committedSnapshot", report.get("committedSnapshots")) in (before + 1, [before + 1])
+        else:
+            with pytest.raises(CatalogUnavailable, match="was not committed"):
+                run_operation(proxied, operation, table, params)
+            assert direct.snapshot().snapshot_id == before
+        assert proxy.fired.is_set()
+    finally:
+        proxied.close()
+        proxy.close()
+    assert delete_orphan_files(direct, older_than="0s")["deleted"] == []
+    con = duck.attach(pg_location, con=duck.connect())
+    assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
+    con.close()

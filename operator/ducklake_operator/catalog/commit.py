@@ -10,7 +10,9 @@ Protocol (memo §2.2-§2.7), per attempt:
 4. Write the rows, the ``ducklake_schema_versions`` rows, and ``ducklake_snapshot_changes``
    last; COMMIT.
 A primary-key collision or serialization failure means someone committed in between:
-roll back and retry with fresh ids, bounded, with exponential backoff and jitter.
+roll back and retry with fresh ids, bounded, with exponential backoff and jitter. A
+connection lost during COMMIT is settled by reading back our snapshot row once the
+server has ended the transaction (``commit_outcome``): committed, or a clean failure.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -26,6 +29,7 @@ from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted,
 from ..model.changes import Change, SetOption
 from ..model.state import SnapshotInfo
 from .changes_made import Change as Token, parse_changes, render_changes
+from .commit_outcome import CommitWitness, backend_pid, was_committed
 from .conflicts import find_conflict
 from .connect import describe_db_error
 from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
@@ -129,8 +133,7 @@ def _attempt(
             # whole attempt (otherwise a busy DuckDB writer starves us). Counters are final-
             # ised below, before COMMIT; nobody sees the row until then.
             reserved = any(not isinstance(c, SetOption) for c in changes) or extra_writer is not None
-            if reserved:
-                _insert_snapshot(conn, latest, dialect)
+            snapshot_time = _insert_snapshot(conn, latest, dialect) if reserved else None
             metadata = load_metadata(conn)
             check_format_version(metadata, "the catalog")
             ctx = CommitContext(conn=conn, dialect=dialect, pg_schema=pg_schema, base=latest, metadata=metadata)
@@ -147,7 +150,7 @@ def _attempt(
             snap = T["ducklake_snapshot"]
             if ctx.needs_snapshot:
                 if not reserved:
-                    _insert_snapshot(conn, latest, dialect)
+                    snapshot_time = _insert_snapshot(conn, latest, dialect)
                 conn.execute(snap.update().where(snap.c.snapshot_id == ctx.snapshot_id).values(
                     schema_version=ctx.schema_version, next_catalog_id=ctx.next_catalog_id, next_file_id=ctx.next_file_id))
                 if ctx.versioned_tables:
@@ -171,15 +174,13 @@ def _attempt(
         except BaseException:
             trans.rollback()
             raise
+        witness = CommitWitness(ctx.snapshot_id, snapshot_time, changes_made, backend_pid(conn)) if ctx.needs_snapshot else None
         try:
             trans.commit()
         except sa.exc.DBAPIError as exc:
             if is_collision(exc):
                 raise _Collision() from exc
-            raise CommitStateUnknown(
-                f"the connection failed while committing snapshot {ctx.snapshot_id}: {describe_db_error(exc)}. "
-                "It may or may not have been committed; re-read the catalog before acting."
-            ) from None
+            _settle_lost_commit(engine, witness, describe_db_error(exc))
     finally:
         conn.close()
     return CommitResult(
@@ -189,12 +190,32 @@ def _attempt(
     )
 
 
-def _insert_snapshot(conn: sa.Connection, latest: SnapshotInfo, dialect: str) -> None:
-    """Insert snapshot latest+1 with the counters unchanged (finalised before COMMIT)."""
-    conn.execute(T["ducklake_snapshot"].insert().values(
+def _settle_lost_commit(engine: sa.Engine, witness: CommitWitness | None, error: str) -> None:
+    """The connection failed during COMMIT: return if the snapshot landed after all, raise
+    ``CatalogUnavailable`` (cleanable) if it did not, ``CommitStateUnknown`` if that cannot
+    be found out."""
+    outcome = was_committed(engine, witness) if witness is not None else None
+    if outcome is True:
+        log.warning("the connection failed while committing snapshot %d (%s); it was committed", witness.snapshot_id, error)  # type: ignore[union-attr]
+        return
+    what = f"snapshot {witness.snapshot_id}" if witness is not None else "the options"
+    if outcome is False:
+        raise CatalogUnavailable(f"the connection failed while committing {what}: {error}; it was not committed "
+                                 "(checked once the server had ended the transaction)")
+    raise CommitStateUnknown(
+        f"the connection failed while committing {what}: {error}. It may or may not have been committed, "
+        "and the catalog could not tell; re-read the catalog before acting."
+    )
+
+
+def _insert_snapshot(conn: sa.Connection, latest: SnapshotInfo, dialect: str) -> Any:
+    """Insert snapshot latest+1 with the counters unchanged (finalised before COMMIT);
+    returns its time as stored."""
+    snap = T["ducklake_snapshot"]
+    return conn.execute(snap.insert().values(
         snapshot_id=latest.snapshot_id + 1, snapshot_time=catalog_now(dialect), schema_version=latest.schema_version,
         next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
-    ))
+    ).returning(snap.c.snapshot_time)).scalar_one()
 
 
 def _check_conflicts(

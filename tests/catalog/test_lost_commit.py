@@ -1,0 +1,64 @@
+"""A COMMIT lost on the wire (a TCP proxy in front of the real PostgreSQL server drops it
+before or after the server gets it, or partitions the connection): the library finds out
+whether the snapshot landed, instead of leaving the caller with "unknown"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+import sqlalchemy as sa
+from support.pg_fault_proxy import PgFaultProxy
+
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import CatalogUnavailable
+from ducklake_operator.model.changes import CreateTable
+from ducklake_operator.model.types import Field, parse_type
+
+
+@pytest.fixture
+def lake(pg_server, pg_location: CatalogLocation, tmp_path) -> Iterator[tuple[Catalog, Catalog, PgFaultProxy]]:  # type: ignore[no-untyped-def]
+    """(the catalog through the proxy, the same catalog direct, the proxy)"""
+    direct = Catalog.create(pg_location, str(tmp_path / "data") + "/")
+    proxy = PgFaultProxy(pg_server.host, pg_server.port)
+    proxied = Catalog.open(replace(pg_location, host="127.0.0.1", port=proxy.port))
+    try:
+        yield proxied, direct, proxy
+    finally:
+        proxied.close()
+        direct.close()
+        proxy.close()
+
+
+def create(catalog: Catalog, name: str):  # type: ignore[no-untyped-def]
+    return catalog.commit([CreateTable("main", name, (Field("a", parse_type("INTEGER")),))])
+
+
+def open_transactions(catalog: Catalog) -> int:
+    with catalog.engine.connect() as conn:
+        return conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'")).scalar_one()
+
+
+def test_commit_that_landed_is_reported_committed(lake) -> None:  # type: ignore[no-untyped-def]
+    proxied, direct, proxy = lake
+    before = direct.snapshot().snapshot_id
+    proxy.arm("after")
+    result = create(proxied, "t")
+    assert proxy.fired.is_set()  # the reply really was lost
+    assert result.snapshot_id == before + 1
+    assert direct.state().table("main", "t") is not None
+
+
+@pytest.mark.parametrize("mode", ["before", "partition"])
+def test_commit_that_did_not_land_is_a_clean_failure(lake, mode: str) -> None:  # type: ignore[no-untyped-def]
+    proxied, direct, proxy = lake
+    before = direct.snapshot().snapshot_id
+    proxy.arm(mode)  # type: ignore[arg-type]
+    with pytest.raises(CatalogUnavailable, match="was not committed") as info:
+        create(proxied, "t")
+    assert info.value.cleanable  # callers may delete what they wrote for it
+    assert proxy.fired.is_set()
+    assert direct.snapshot().snapshot_id == before
+    assert open_transactions(direct) == 0  # partition: the stranded server process was ended
+    assert create(proxied, "t").snapshot_id == before + 1  # and nothing it held is in the way
