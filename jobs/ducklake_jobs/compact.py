@@ -55,7 +55,8 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
     plan = plan_compaction(t, base, inputs.schema_versions, options or compaction_options(state, t, **overrides),
                            files_with_inlined_deletes=inlined_deletes)
     report = Report("compact", table=f"{schema}.{table}", baseSnapshot=plan.base_snapshot, groups=len(plan.groups),
-                    filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups), dryRun=dry_run)
+                    filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups),
+                    rowsRead=sum(g.input_rows for g in plan.groups), dryRun=dry_run)
     if dry_run or not plan.groups:  # a dry run shows the file groups it would write
         return report.done(filesWritten=0, committedSnapshot=None, **({"plan": plan.to_json()["groups"]} if dry_run else {}))
     paths = table_paths(state, t)
