@@ -11,7 +11,8 @@ Output rows carry ``_ducklake_internal_snapshot_id`` (each row's original begin 
 and, when the inputs are not contiguous in row-id space or the table has a sort key,
 ``_ducklake_internal_row_id``, so time travel and row ids survive. (DuckDB 1.5.5 sorts a
 merge of contiguous files without embedding row ids, which renumbers the rows; we keep
-them.) Rows are written in the table's latest sort order, as DuckDB does.
+them.) Rows are written in the table's latest sort order, as DuckDB does, unless the job
+says ``sort: false``.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def compaction_options(state: Any, table: TableState, **overrides: Any) -> Compa
 
 def compact(catalog: Catalog, schema: str, table: str, options: CompactionOptions | None = None, *,
             author: str = "ducklake-operator", dry_run: bool = False, runner: Runner = run_in_process,
-            **overrides: Any) -> dict[str, Any]:
+            sort: bool = True, **overrides: Any) -> dict[str, Any]:
     """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups,
-    apply_deletes."""
+    apply_deletes. ``sort=False`` merges in row-id order even when the table has a sort key."""
     inputs = read_inputs(catalog, schema, table)
     state, t, base, inlined_deletes, oldest = inputs.state, inputs.table, inputs.base, inputs.inlined_deletions, inputs.oldest_snapshot
     plan = plan_compaction(t, base, inputs.schema_versions, options or compaction_options(state, t, **overrides),
@@ -62,7 +63,7 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
-    order_by = sort_sql(t)
+    order_by = sort_sql(t) if sort else ""
     parquet = copy_options(options_in_force(state, t))
     layouts = inputs.layouts(catalog, (g.schema_version for g in plan.groups))
     tasks = []

@@ -9,6 +9,7 @@ from support.dump import dump
 
 from ducklake_operator.catalog import Catalog
 from ducklake_jobs.compact import compact
+from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_in_process, run_on_spark
 
 WORKLOAD = [
@@ -193,6 +194,32 @@ def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:
     expected = sorted(sorted(sorted(keys, key=lambda k: k[2]), key=lambda k: k[1], reverse=True), key=lambda k: k[0])
     assert keys == expected  # v DESC NULLS FIRST, then id
     assert {r["_ducklake_internal_row_id"] for r in rows} == set(range(90))
+
+
+def test_compact_without_sorting_keeps_row_id_order(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+    """``sort: false`` (a policy's ``compaction.sort``): contiguous files of a sorted table
+    are merged in row-id order, their row ids positional again (no embedded column)."""
+    import pyarrow.parquet as pq
+
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.s(id INTEGER, v VARCHAR)")
+    con.execute("ALTER TABLE lk.s SET SORTED BY (v DESC)")
+    for k in range(3):
+        con.execute(f"INSERT INTO lk.s SELECT i, 'v' || i FROM range({k * 30}, {k * 30 + 30}) t(i)")
+    con.close()
+    before = observe_table(location, "s")
+    result = run_operation(catalog, "compact", "main.s", {"sort": False})
+    assert result["filesWritten"] == 1 and result["sorted"] is None
+    assert same_as_before(observe_table(location, "s"), before)
+    (f,) = catalog.state().table("main", "s").data_files
+    assert f.row_id_start == 0
+    table = pq.read_table(f"{catalog.state().data_path}main/s/{f.path}")
+    assert "_ducklake_internal_row_id" not in table.column_names
+    con = duck.attach(location)
+    by_row_id = [r[0] for r in con.execute("SELECT id FROM lk.s ORDER BY rowid").fetchall()]
+    con.close()
+    assert table.column("id").to_pylist() == by_row_id  # the file is in row-id order, not resorted
+    assert by_row_id != sorted(by_row_id, key=lambda i: f"v{i}", reverse=True)  # which sorting would change
 
 
 def test_sort_key_on_a_renamed_column(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]

@@ -71,6 +71,8 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
         "applyDeletes": Param("apply_deletes", _boolean, "merge files that have deletes too (default true): rows deleted "
                               "before the oldest snapshot are dropped, later deletes carried over in a delete file; false "
                               "leaves such files alone, as DuckDB's merge_adjacent_files does"),
+        "sort": Param("sort", _boolean, "write merged files in the table's sort order when it has one (default "
+                      "true, as DuckDB does); false keeps row-id order"),
         "dryRun": DRY_RUN}),
     Operation("rewriteDeletes", "required", {
         "deleteThreshold": Param("delete_threshold", _fraction, "rewrite files with at least this fraction of rows "
