@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.expire import expire_snapshots
-from ducklake_operator.catalog.read import load_metadata, load_snapshots, table_path_prefixes
+from ducklake_operator.catalog.read import data_path, load_snapshots, referenced_files
 from ducklake_operator.catalog.tables import T
 from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
 
@@ -23,11 +23,6 @@ from . import storage
 from .runtime import Report
 
 DEFAULT_CLEANUP_AGE = "3d"  # as the managed services do (DuckDB's default is 2 days)
-
-
-def _data_path(conn: sa.Connection) -> str:
-    path = next(v for k, v, s, _ in load_metadata(conn) if k == "data_path" and s is None)
-    return path if path.endswith("/") else path + "/"
 
 
 def expire(catalog: Catalog, *, older_than: str | None = None, retain_last: int | None = None,
@@ -56,7 +51,7 @@ def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dr
     report = Report("cleanupFiles")
     sched = T["ducklake_files_scheduled_for_deletion"]
     with catalog.engine.connect().execution_options(ducklake_write=True) as conn, conn.begin():
-        root = _data_path(conn)
+        root = data_path(conn)
         due = [r for r in conn.execute(sa.select(sched)) if parse_snapshot_time(r.schedule_start) < cutoff]
         deleted = [r.path for r in due]
         if dry_run:
@@ -67,19 +62,6 @@ def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dr
     return report.done(dryRun=False, deleted=deleted)
 
 
-def _referenced(conn: sa.Connection) -> set[str]:
-    """Every file any catalog row refers to (any version), relative to the data path."""
-    prefix = table_path_prefixes(conn)
-    out: set[str] = set()
-    for name in ("ducklake_data_file", "ducklake_delete_file"):
-        f = T[name]
-        for r in conn.execute(sa.select(f.c.table_id, f.c.path, f.c.path_is_relative)):
-            out.add(prefix.get(r.table_id, "") + r.path if r.path_is_relative else r.path)
-    sched = T["ducklake_files_scheduled_for_deletion"]
-    out |= {r.path for r in conn.execute(sa.select(sched.c.path))}
-    return out
-
-
 def delete_orphan_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dry_run: bool = False) -> dict[str, Any]:
     """Delete Parquet files under the data path that no catalog row references and that are
     older than ``older_than`` (files of running, uncommitted writes are young). Never
@@ -87,8 +69,8 @@ def delete_orphan_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_A
     cutoff = datetime.now(timezone.utc).timestamp() - parse_duration(older_than).total_seconds()
     report = Report("deleteOrphanFiles")
     with catalog.engine.connect() as conn, conn.begin():
-        root = _data_path(conn)
-        referenced = _referenced(conn)
+        root = data_path(conn)
+        referenced = referenced_files(conn)
     if not storage.is_remote(root):
         root = os.path.realpath(root) + "/"
     orphans = sorted(

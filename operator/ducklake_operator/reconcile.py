@@ -10,8 +10,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import sqlalchemy as sa
+
 from .catalog import Catalog, CatalogLocation, CommitResult
-from .errors import CommitConflict, DuckLakeError
+from .catalog.connect import describe_db_error
+from .catalog.drop import drop_catalog
+from .catalog.read import data_path, referenced_files
+from .errors import CatalogUnavailable, CommitConflict, DuckLakeError
 from .evolution.drift import drift_lines
 from .evolution.planner import plan_schema, plan_table
 from .model.plans import TablePlan
@@ -103,3 +108,31 @@ def plan_for(spec: TableSpec | SchemaSpec, state: CatalogState, pending_schemas:
 def drift(spec: TableSpec | SchemaSpec, state: CatalogState) -> list[str]:
     """How the catalog differs from the manifest (someone ran ALTER TABLE outside)."""
     return drift_lines(plan_for(spec, state))
+
+
+@dataclass(frozen=True)
+class DestroyResult:
+    files_deleted: int
+    tables_dropped: int
+
+
+def destroy_catalog(catalog: Catalog) -> DestroyResult:
+    """A catalog's ``deletionPolicy: Delete``: holding every catalog table exclusively,
+    delete every file the catalog refers to (live, time-travel, scheduled for deletion),
+    then drop the tables, in one transaction. A client still attached makes it fail before
+    anything is deleted; a failure part-way through the files leaves a catalog to retry
+    from, never files nobody knows of. Files under the data path that no row refers to
+    (orphans) are not touched: run deleteOrphanFiles before. ``s3://`` paths use the
+    process's AWS credentials."""
+    from ducklake_jobs import storage  # file I/O lives with the jobs; the controller image has both
+
+    def delete_files(conn: sa.Connection) -> int:
+        root = data_path(conn)
+        return sum(storage.delete(p if p.startswith("/") or "://" in p else root + p) for p in sorted(referenced_files(conn)))
+
+    try:
+        deleted, dropped = drop_catalog(catalog.engine, catalog.location, delete_files)
+    except sa.exc.OperationalError as exc:
+        raise CatalogUnavailable(f"could not take the catalog's tables ({describe_db_error(exc)}): clients attached to "
+                                 "the lake still hold them; nothing was deleted") from None
+    return DestroyResult(files_deleted=deleted, tables_dropped=len(dropped))

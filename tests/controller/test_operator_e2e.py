@@ -146,11 +146,23 @@ def test_table_lifecycle_through_the_api(api: KubeApi, operator: Operator, tmp_p
     # one inlined row, so no Parquet file yet
     assert row.split()[:6] == ["orders", "main", str(blocked["status"]["snapshot"] + 1), "2", "0", "True"]
 
+    # a catalog with deletionPolicy: Delete waits for the tables that use it
+    patch(api, "ducklakecatalogs", "lake", {"spec": {"deletionPolicy": "Delete"}})
+    requests.delete(f"{api.url}/apis/ducklake.dev/v1alpha1/namespaces/{NS}/ducklakecatalogs/lake", timeout=10)
+    wait_for("waiting", lambda: any(e["reason"] == "WaitingForDependents" for e in api.events_for("lake")))
+    assert api.get("ducklakecatalogs", NS, "lake") is not None and os.path.exists(location.path)
+
     # deletion with deletionPolicy: Delete drops the table, then the finalizer goes
     requests.delete(f"{api.url}/apis/ducklake.dev/v1alpha1/namespaces/{NS}/ducklaketables/orders", timeout=10)
     wait_for("deleted", lambda: api.get("ducklaketables", NS, "orders") is None)
     check = duck.attach(location, con=duck.connect())
     assert check.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lk' AND table_name = 'orders'").fetchone() == (0,)
+    check.close()
+
+    # then the catalog goes, and the lake with it
+    wait_for("catalog deleted", lambda: api.get("ducklakecatalogs", NS, "lake") is None)
+    assert any(e["reason"] == "Deleted" for e in api.events_for("lake"))
+    assert not os.path.exists(location.path)
 
 
 def test_restart_reapplies_nothing_and_drift_is_reported(api: KubeApi, operator: Operator, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -12,18 +12,18 @@ from support.pgserver import free_port
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.controller.reconcilers import (
-    CatalogPool, check_table_drift, delete_table, reconcile_catalog, reconcile_schema, reconcile_table,
+    CatalogPool, check_table_drift, delete_catalog, delete_table, reconcile_catalog, reconcile_schema, reconcile_table,
 )
 
 COLUMNS = [{"name": "id", "type": "int64", "nullable": False}, {"name": "amount", "type": "int32"}]
 
 
-def catalog_spec(location, data_path: str) -> Any:  # type: ignore[no-untyped-def]
+def catalog_spec(location, data_path: str, **spec: Any) -> Any:  # type: ignore[no-untyped-def]
     backend = ({"sqlite": {"path": location.path}} if location.kind == "sqlite" else
                {"postgres": {"host": location.host, "port": location.port, "database": location.database,
                              "credentialsSecretRef": {"name": "pg"}}})
     return parse_manifest({"kind": "DuckLakeCatalog", "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
-                           "spec": {"metadata": backend, "dataPath": data_path}})
+                           "spec": {"metadata": backend, "dataPath": data_path, **spec}})
 
 
 def table_spec(columns: list[dict[str, Any]] | None = None, generation: int = 1, **spec: Any) -> Any:
@@ -128,6 +128,60 @@ def test_deletion_policies(location, data_path, pool) -> None:  # type: ignore[n
     assert duck.attach(location, con=duck.connect()).execute(
         "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lk' AND table_name = 'orders'").fetchone() == (0,)
     assert delete_table(table_spec(deletionPolicy="Delete"), None, pool).events[0][1] == "CatalogGone"
+
+
+def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Retain leaves the lake; Delete waits for the schemas and tables that use the catalog,
+    then deletes every file the catalog refers to (live, time-travel, scheduled) and drops
+    its metadata; files no row refers to stay."""
+    import os
+    import sqlalchemy as sa
+
+    from ducklake_operator.catalog import Catalog, drop
+    from ducklake_operator.errors import CatalogNotFound
+
+    reconcile_catalog(catalog_spec(location, data_path), pool)
+    duck.run_workload(location, [
+        "CREATE TABLE lk.t(id INTEGER, v VARCHAR)",
+        "INSERT INTO lk.t SELECT i, 'v' || i FROM range(100) t(i)",
+        "INSERT INTO lk.t SELECT i, 'v' || i FROM range(100, 200) t(i)",
+        "DELETE FROM lk.t WHERE id % 3 = 0",                 # a delete file
+        "INSERT INTO lk.t VALUES (1000, 'inlined')",
+        "CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => 0.1)",
+        "CALL ducklake_expire_snapshots('lk', versions => [2, 3])"])  # files scheduled for deletion
+    orphan = os.path.join(data_path, "stray.parquet")
+    open(orphan, "wb").close()
+    files = lambda: sorted(os.path.relpath(os.path.join(d, f), data_path) for d, _, fs in os.walk(data_path) for f in fs)  # noqa: E731
+    lake = files()
+    assert len(lake) >= 5
+
+    assert delete_catalog(catalog_spec(location, data_path), pool, []).events[0][1] == "Retained"
+    waiting = delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, ["DuckLakeTable/orders"])
+    assert waiting.failure is not None and waiting.failure.temporary and "DuckLakeTable/orders" in waiting.failure.message
+    assert files() == lake
+    reader = duck.attach(location, con=duck.connect())
+    assert reader.execute("SELECT count(*) FROM lk.t").fetchone() == (134,)
+    if location.kind == "postgres":  # a client still attached holds the tables: refused before deleting anything
+        monkeypatch.setattr(drop, "LOCK_TIMEOUT", "1s")
+        held = delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, [])
+        assert held.failure is not None and held.failure.temporary and "nothing was deleted" in held.failure.message
+        assert files() == lake
+        assert reader.execute("SELECT count(*) FROM lk.t").fetchone() == (134,)
+    reader.close()
+
+    deleted = delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, [])
+    assert deleted.failure is None and deleted.events[0][1] == "Deleted", deleted.events
+    assert files() == ["stray.parquet"]
+    with pytest.raises(CatalogNotFound):
+        Catalog.open(location)
+    if location.kind == "postgres":
+        engine = sa.create_engine(location.sqlalchemy_url())
+        with engine.connect() as conn:
+            assert [n for n in sa.inspect(conn).get_table_names() if n.startswith("ducklake")] == []
+        engine.dispose()
+    else:
+        assert not os.path.exists(location.path)
+    assert delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, []).events[0][1] == "AlreadyGone"
 
 
 def test_schema_reconcile(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]

@@ -279,6 +279,26 @@ def table_path_prefixes(conn: sa.Connection) -> dict[int, str]:
         .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}
 
 
+def referenced_files(conn: sa.Connection) -> set[str]:
+    """Every file any catalog row refers to (any version, and those scheduled for deletion):
+    relative to the data path when stored relative, else absolute."""
+    prefix = table_path_prefixes(conn)
+    out: set[str] = set()
+    for name in ("ducklake_data_file", "ducklake_delete_file"):
+        f = T[name]
+        for r in conn.execute(sa.select(f.c.table_id, f.c.path, f.c.path_is_relative)):
+            out.add(prefix.get(r.table_id, "") + r.path if r.path_is_relative else r.path)
+    sched = T["ducklake_files_scheduled_for_deletion"]
+    out |= {r.path for r in conn.execute(sa.select(sched.c.path))}
+    return out
+
+
+def data_path(conn: sa.Connection) -> str:
+    """The catalog's data path, ending in '/'."""
+    path = next(v for k, v, s, _ in load_metadata(conn) if k == "data_path" and s is None)
+    return path if path.endswith("/") else path + "/"
+
+
 def load_layout_at(conn: sa.Connection, table_id: int, snapshot_id: int) -> tuple[tuple[ColumnState, ...], PartitionSpec | None]:
     """A table's columns and partition spec as of ``snapshot_id``, read from the versioned
     rows alone (the snapshot itself may have been expired): for flushing an older inlined

@@ -170,7 +170,10 @@ def catalog_schema() -> Schema:
             "credentialsSecretRef": secret_ref("access key id (usernameKey) and secret (passwordKey)"),
         })}),
         "options": {**any_value(OPTIONS_DOC), "type": "object"},
-        "deletionPolicy": DELETION,
+        "deletionPolicy": string("Retain (default): deleting the resource leaves the lake untouched. Delete: once no "
+                                 "DuckLakeSchema or DuckLakeTable uses the catalog, every file it refers to is deleted and "
+                                 "its metadata tables are dropped (files no row refers to are left: run deleteOrphanFiles "
+                                 "first).", enum=("Retain", "Delete"), default="Retain"),
     }, required=("metadata", "dataPath"))
     status = status_common({
         "formatVersion": string("ducklake_metadata.version of the catalog."),

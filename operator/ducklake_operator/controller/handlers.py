@@ -20,7 +20,7 @@ from ..errors import SpecError
 from ..model.spec import GROUP, VERSION, CatalogSpec, SchemaSpec, TableSpec
 from . import metrics
 from .reconcilers import (
-    CatalogPool, Outcome, check_table_drift, delete_schema, delete_table, reconcile_catalog, reconcile_schema, reconcile_table,
+    CatalogPool, Outcome, check_table_drift, delete_catalog, delete_schema, delete_table, reconcile_catalog, reconcile_schema, reconcile_table,
 )
 from .status import condition, merge_conditions
 
@@ -52,6 +52,21 @@ def close_catalogs(memo: kopf.Memo, **_: Any) -> None:
 def catalog_manifests(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
     return {(namespace, name): {"kind": body.get("kind"), "apiVersion": body.get("apiVersion"),
                                 "metadata": {"name": name, "namespace": namespace}, "spec": dict(body.get("spec", {}))}}
+
+
+def _user(namespace: str, name: str, body: kopf.Body) -> dict[tuple[str, str], str]:
+    return {(namespace, str(body.get("spec", {}).get("catalogRef", {}).get("name"))): f"{body.get('kind')}/{name}"}
+
+
+# Schemas and tables by the catalog they use: a catalog with deletionPolicy Delete waits for them.
+@kopf.index(GROUP, VERSION, SCHEMAS)
+def schema_users(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], str]:
+    return _user(namespace, name, body)
+
+
+@kopf.index(GROUP, VERSION, TABLES)
+def table_users(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], str]:
+    return _user(namespace, name, body)
 
 
 def _parse(body: kopf.Body) -> Any:
@@ -115,6 +130,13 @@ def _handle(kind: str, body: kopf.Body, patch: kopf.Patch, status: dict[str, Any
 @kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
 def catalog_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, **_: Any) -> None:
     _handle("DuckLakeCatalog", body, patch, status, lambda spec: reconcile_catalog(spec, memo.pool))
+
+
+@kopf.on.delete(GROUP, VERSION, CATALOGS)
+def catalog_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, schema_users: kopf.Index,
+                   table_users: kopf.Index, namespace: str, name: str, **_: Any) -> None:
+    users = [*schema_users.get((namespace, name), []), *table_users.get((namespace, name), [])]
+    _handle("DuckLakeCatalog", body, patch, status, lambda spec: delete_catalog(spec, memo.pool, users), on_invalid="ignore")
 
 
 @kopf.on.resume(GROUP, VERSION, SCHEMAS)

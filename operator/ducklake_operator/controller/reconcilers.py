@@ -21,7 +21,7 @@ from ..evolution.planner import find_table
 from ..model.changes import DropSchema, DropTable
 from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ..model.state import CatalogState
-from ..reconcile import Credentials, apply_plan, ensure_catalog, location_for, plan_for
+from ..reconcile import Credentials, apply_plan, destroy_catalog, ensure_catalog, location_for, plan_for
 from .boundary import Failure, classify
 from .metrics import CATALOG_QUERIES
 from .status import condition, plan_fields, table_fields
@@ -157,6 +157,35 @@ def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
                     condition("CatalogReachable", True, "Connected", "", generation)],
         events=events,
     )
+
+
+def delete_catalog(spec: CatalogSpec, pool: CatalogPool, dependents: list[str]) -> Outcome:
+    """Finalizer. Retain leaves the lake as it is. Delete waits until no DuckLakeSchema or
+    DuckLakeTable uses the catalog any more (their own finalizers need it), then deletes
+    every file the catalog refers to and drops its metadata tables."""
+    if spec.deletion_policy != "Delete":
+        pool.forget(spec)
+        return Outcome(events=[("Normal", "Retained", "the lake stays: metadata and files untouched (deletionPolicy: Retain)")])
+    if dependents:
+        names = ", ".join(sorted(dependents)[:5]) + (", ..." if len(dependents) > 5 else "")
+        return Outcome(events=[("Normal", "WaitingForDependents", f"{len(dependents)} resources still use this catalog: {names}")],
+                       failure=Failure("DependentsRemain", f"waiting for {len(dependents)} resources that use this catalog "
+                                       f"to be deleted first: {names}", True, 10))
+    try:
+        catalog, _ = pool.catalog(spec)
+    except CatalogNotFound:
+        return Outcome(events=[("Normal", "AlreadyGone", "no catalog to delete")])
+    except DuckLakeError as exc:
+        return _failed(exc, spec.ref.generation)
+    try:
+        result = destroy_catalog(catalog)
+    except (DuckLakeError, OSError) as exc:
+        failure = Failure("DeleteFailed", f"deleting the lake failed part-way, will retry: {exc}", True, 30)
+        return Outcome(events=[("Warning", failure.reason, failure.message)], failure=failure)
+    finally:
+        pool.forget(spec)
+    return Outcome(events=[("Normal", "Deleted", f"deleted {result.files_deleted} files and dropped {result.tables_dropped} "
+                            "metadata tables (deletionPolicy: Delete)")])
 
 
 # ------------------------------------------------------------------ schemas and tables
