@@ -51,6 +51,7 @@ class S3Config:
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     session_token: str | None = field(default=None, repr=False)
+    url_style: str | None = None  # "vhost" forces virtual-host addressing; else pyarrow's default
 
     @classmethod
     def from_env(cls) -> "S3Config":
@@ -83,13 +84,16 @@ def _s3(config: S3Config) -> pafs.S3FileSystem:
         kwargs["region"] = config.region
     if config.access_key and config.secret_key:
         kwargs.update(access_key=config.access_key, secret_key=config.secret_key, session_token=config.session_token)
+    if config.url_style == "vhost":
+        kwargs["force_virtual_addressing"] = True
     return pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
 
 
-def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem holding ``path`` and the path within it."""
+def filesystem(path: str, s3: S3Config | None = None) -> tuple[pafs.FileSystem, str]:
+    """The filesystem holding ``path`` and the path within it; ``s3``: settings for this
+    call (else the process's: ``configure``, or the environment)."""
     if path.startswith("s3://"):
-        return _s3(_configured or S3Config.from_env()), path[len("s3://"):]
+        return _s3(s3 or _configured or S3Config.from_env()), path[len("s3://"):]
     if is_remote(path):
         return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), path
@@ -118,22 +122,22 @@ def store(local: str, path: str) -> None:
     os.remove(local)
 
 
-def delete(path: str) -> bool:
+def delete(path: str, s3: S3Config | None = None) -> bool:
     """Delete a file; False if it was already gone."""
-    fs, inner = filesystem(path)
+    fs, inner = filesystem(path, s3)
     try:
         fs.delete_file(inner)
     except FileNotFoundError:
         return False
     except OSError:  # some S3 stores report a missing key as a generic error
-        if exists(path):
+        if exists(path, s3):
             raise
         return False
     return True
 
 
-def exists(path: str) -> bool:
-    fs, inner = filesystem(path)
+def exists(path: str, s3: S3Config | None = None) -> bool:
+    fs, inner = filesystem(path, s3)
     return fs.get_file_info(inner).type != pafs.FileType.NotFound
 
 

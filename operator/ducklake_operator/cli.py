@@ -28,7 +28,7 @@ from .catalog import Catalog
 from .errors import DuckLakeError, SpecError
 from .model.job_params import OPERATIONS, job_keywords
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
-from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for
+from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for, s3_settings
 
 EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
 
@@ -141,10 +141,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     """Run SQL with DuckDB against the catalog, attached as ``lake`` (read and write)."""
-    from .duckdb_client import attach
+    from .duckdb_client import attach, configure_s3
 
     for cat_spec, _ in _grouped(args.file):
         con = attach(location_for(cat_spec, env_credentials), alias="lake")
+        if (s3 := s3_settings(cat_spec)) is not None:
+            configure_s3(con, key_id=s3.access_key, secret=s3.secret_key, region=s3.region, endpoint=s3.endpoint,
+                         url_style=s3.url_style)
         for statement in args.sql:
             relation = con.sql(statement)
             if relation is not None:
@@ -171,6 +174,7 @@ def _job_params(args: argparse.Namespace) -> dict[str, object]:
 
 def cmd_run_job(args: argparse.Namespace) -> int:
     """Run a maintenance operation locally and print its JSON result."""
+    from ducklake_jobs import storage
     from ducklake_jobs.operations import run_operation
     from ducklake_jobs.runtime import run_in_process, run_on_spark
 
@@ -178,10 +182,12 @@ def cmd_run_job(args: argparse.Namespace) -> int:
     job_keywords(args.operation, params, "-p")  # every problem before touching a catalog
     for cat_spec, _ in _grouped(args.file):
         catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
+        storage.configure(s3_settings(cat_spec))  # shipped to Spark tasks with their work
         try:
             result = run_operation(catalog, args.operation, args.table, params,
                                    runner=run_in_process if args.no_spark else run_on_spark, author="ducklake-cli")
         finally:
+            storage.configure(None)
             catalog.close()
         print(json.dumps({"catalog": cat_spec.ref.name, **result}, indent=2, default=str))
     return EXIT_OK

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -22,6 +23,9 @@ from .evolution.planner import plan_schema, plan_table
 from .model.plans import TablePlan
 from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
 from .model.state import CatalogState, SchemaState, SnapshotInfo
+
+if TYPE_CHECKING:
+    from ducklake_jobs.storage import S3Config
 
 AUTHOR = "ducklake-operator"
 MAX_REPLANS = 3
@@ -39,6 +43,25 @@ def location_for(spec: CatalogSpec, credentials: Credentials | None = None) -> C
         return CatalogLocation(kind="postgres", host=backend.host, port=backend.port, database=backend.database,
                                schema=backend.schema, user=user, password=password, sslmode=backend.ssl_mode)
     return CatalogLocation(kind="sqlite", path=backend.path)
+
+
+def s3_settings(spec: CatalogSpec, credentials: Credentials | None = None) -> "S3Config | None":
+    """S3 settings for a catalog whose data path is ``s3://``: ``spec.storage.s3`` over the
+    standard AWS environment; keys from its ``credentialsSecretRef`` when ``credentials``
+    can read Secrets (the controller), else from the environment (the CLI)."""
+    from ducklake_jobs.storage import S3Config  # file I/O lives with the jobs
+
+    if not spec.data_path.startswith("s3://"):
+        return None
+    env, s3 = S3Config.from_env(), spec.s3
+    if s3 is None:
+        return env
+    key, secret, token = env.access_key, env.secret_key, env.session_token
+    if s3.credentials is not None and credentials is not None:
+        c = s3.credentials
+        (key, secret), token = credentials(c.name, c.username_key, c.password_key, spec.ref.namespace), None
+    return S3Config(endpoint=s3.endpoint or env.endpoint, region=s3.region or env.region, access_key=key,
+                    secret_key=secret, session_token=token, url_style=s3.url_style)
 
 
 def ensure_catalog(spec: CatalogSpec, credentials: Credentials | None = None) -> tuple[Catalog, bool]:
@@ -116,19 +139,19 @@ class DestroyResult:
     tables_dropped: int
 
 
-def destroy_catalog(catalog: Catalog) -> DestroyResult:
+def destroy_catalog(catalog: Catalog, s3: "S3Config | None" = None) -> DestroyResult:
     """A catalog's ``deletionPolicy: Delete``: holding every catalog table exclusively,
     delete every file the catalog refers to (live, time-travel, scheduled for deletion),
     then drop the tables, in one transaction. A client still attached makes it fail before
     anything is deleted; a failure part-way through the files leaves a catalog to retry
     from, never files nobody knows of. Files under the data path that no row refers to
-    (orphans) are not touched: run deleteOrphanFiles before. ``s3://`` paths use the
-    process's AWS credentials."""
+    (orphans) are not touched: run deleteOrphanFiles before. ``s3``: the lake's S3
+    settings (``s3_settings``)."""
     from ducklake_jobs import storage  # file I/O lives with the jobs; the controller image has both
 
     def delete_files(conn: sa.Connection) -> int:
         root = data_path(conn)
-        return sum(storage.delete(p if p.startswith("/") or "://" in p else root + p) for p in sorted(referenced_files(conn)))
+        return sum(storage.delete(p if p.startswith("/") or "://" in p else root + p, s3) for p in sorted(referenced_files(conn)))
 
     try:
         deleted, dropped = drop_catalog(catalog.engine, catalog.location, delete_files)

@@ -83,3 +83,36 @@ def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: 
     con.execute("INSERT INTO lk.t SELECT i, 'late' FROM range(2000, 2100) t(i)")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
     assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (len(expected) + 100,)
+
+
+def test_cli_takes_the_s3_settings_of_the_catalog_manifest(tmp_path, s3_server, s3_bucket: str, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``spec.storage.s3`` of the DuckLakeCatalog (endpoint, region) reaches the jobs, their
+    Spark tasks and ``ducklake sql``: the environment names no endpoint here."""
+    import json
+
+    import yaml
+
+    from ducklake_operator.catalog import CatalogLocation
+    from ducklake_operator.cli import main
+
+    location, root = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), s3_bucket + "lake/"
+    con = duck.connect()
+    configure_s3(con)
+    con = duck.attach(location, con=con, data_path=root)
+    con.execute("CREATE TABLE lk.t(id INTEGER)")
+    for k in range(3):
+        con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    con.close()
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    manifest = tmp_path / "catalog.yaml"
+    manifest.write_text(yaml.safe_dump({
+        "apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
+        "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": root,
+                 "storage": {"s3": {"endpoint": s3_server.endpoint, "region": "us-east-1", "urlStyle": "path"}}}}))
+    capsys.readouterr()
+    assert main(["run-job", "compact", "main.t", "-f", str(manifest)]) == 0  # Spark tasks
+    report = json.loads(capsys.readouterr().out)
+    assert report["filesRead"] == 3 and report["filesWritten"] == 1
+    assert main(["sql", "-f", str(manifest), "SELECT count(*) AS n, sum(id) AS s FROM lake.t"]) == 0
+    assert "300" in capsys.readouterr().out

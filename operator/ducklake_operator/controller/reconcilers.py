@@ -21,7 +21,7 @@ from ..evolution.planner import find_table
 from ..model.changes import DropSchema, DropTable
 from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ..model.state import CatalogState
-from ..reconcile import Credentials, apply_plan, destroy_catalog, ensure_catalog, location_for, plan_for
+from ..reconcile import Credentials, apply_plan, destroy_catalog, ensure_catalog, location_for, plan_for, s3_settings
 from .boundary import Failure, classify
 from .metrics import CATALOG_QUERIES
 from .status import condition, plan_fields, table_fields
@@ -178,7 +178,7 @@ def delete_catalog(spec: CatalogSpec, pool: CatalogPool, dependents: list[str]) 
     except DuckLakeError as exc:
         return _failed(exc, spec.ref.generation)
     try:
-        result = destroy_catalog(catalog)
+        result = destroy_catalog(catalog, s3_settings(spec, pool.credentials))
     except (DuckLakeError, OSError) as exc:
         failure = Failure("DeleteFailed", f"deleting the lake failed part-way, will retry: {exc}", True, 30)
         return Outcome(events=[("Warning", failure.reason, failure.message)], failure=failure)
