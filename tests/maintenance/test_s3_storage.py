@@ -15,10 +15,11 @@ from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_on_spark
 
 
-def duckdb_on(location):  # type: ignore[no-untyped-def]
+def duckdb_on(location, data_path: str | None = None):  # type: ignore[no-untyped-def]
+    """DuckDB attached to the lake on S3 (``data_path``: creating it there)."""
     con = duck.connect()
     configure_s3(con)
-    return duck.attach(location, con=con)
+    return duck.attach(location, con=con, data_path=data_path)
 
 
 def rows(location) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg]
@@ -36,9 +37,7 @@ def bucket_files(root: str) -> set[str]:
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: ignore[no-untyped-def]
     location, root = make_location(kind), s3_bucket + "lake/"
-    con = duck.connect()
-    configure_s3(con)
-    con = duck.attach(location, con=con, data_path=root)
+    con = duckdb_on(location, root)
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
     for k in range(4):
         con.execute(f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)")
@@ -96,9 +95,7 @@ def test_cli_takes_the_s3_settings_of_the_catalog_manifest(tmp_path, s3_server, 
     from ducklake_operator.cli import main
 
     location, root = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), s3_bucket + "lake/"
-    con = duck.connect()
-    configure_s3(con)
-    con = duck.attach(location, con=con, data_path=root)
+    con = duckdb_on(location, root)
     con.execute("CREATE TABLE lk.t(id INTEGER)")
     for k in range(3):
         con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 100}, {k * 100 + 100}) t(i)")
