@@ -46,6 +46,7 @@ def test_plan_apply_status_and_exit_codes(workdir: str) -> None:
     changes = out[0]["plans"][1]["changes"]
     assert changes == ["~ rename status → state", "~ promote amount int32 → int64", "+ add field customer.email varchar",
                        "+ add column note varchar default n/a"]
+    assert any("before this promotion fail queries filtering on amount" in n for n in out[0]["plans"][1]["notes"])
     assert ducklake("apply", *evolved, cwd=workdir).returncode == 0
     status = ducklake("status", *evolved, cwd=workdir)
     assert status.returncode == 0 and "drift" not in status.stdout and "8  email  varchar" in status.stdout

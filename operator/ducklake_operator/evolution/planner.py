@@ -240,6 +240,8 @@ class _Differ:
                 f"{have.name} → {want.name} changes the kind of the column")
             if problem is None:
                 self.types.append(PromoteColumn(self.tid, self.tname, c.column_id, path, have, want))
+                self.notes.append(f"DuckDB 1.5.5 sessions that read {self.tname} before this promotion fail queries "
+                                  f"filtering on {'.'.join(path)} until they attach the lake again (README)")
                 return
             change = RewriteColumnType(self.tid, self.tname, c.column_id, path, have, want)
             self.types.append(change)
