@@ -5,7 +5,7 @@ data path), copies it three times, and compacts: DuckDB's merge, ours in-process
 Spark local[2] (with and without session start-up). Prints MB/s of input for each and the
 disk's sequential write+read rate on the same machine as the physical limit.
 
-    python bench/compaction.py [--mb 1000 --files 2000]
+    python bench/compaction.py [--mb 1000 --files 2000 --partitions 1]
 """
 
 from __future__ import annotations
@@ -44,17 +44,21 @@ def disk_rate(directory: str, mb: int = 1024) -> float:
     return 2 * mb / elapsed
 
 
-def build(root: str, mb: int, files: int) -> tuple[CatalogLocation, int]:
+def build(root: str, mb: int, files: int, partitions: int = 1) -> tuple[CatalogLocation, int]:
+    """One table; with ``partitions`` > 1 it is partitioned by ``p``, each insert writing one
+    file per partition, so compaction has that many file groups (Spark tasks)."""
     location = CatalogLocation(kind="sqlite", path=os.path.join(root, "c.sqlite"))
     Catalog.create(location, os.path.join(root, "data") + "/")
     con = duck.attach(location)
     con.execute("CALL lk.set_option('target_file_size', '10GB')")  # one output file per group
     con.execute("CALL lk.set_option('data_inlining_row_limit', 0)")
-    con.execute("CREATE TABLE lk.t(id BIGINT, v VARCHAR, f DOUBLE, d DATE)")
-    rows = max(20, int(mb * 1_000_000 / files / 60))  # ~60 bytes per row in Parquet with random payloads
-    for k in range(files):
-        con.execute(f"INSERT INTO lk.t SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR), random(), DATE '2020-01-01' + (i % 1000)::INTEGER "
-                    f"FROM range({k * rows}, {(k + 1) * rows}) t(i)")
+    con.execute("CREATE TABLE lk.t(id BIGINT, v VARCHAR, f DOUBLE, d DATE, p INTEGER)")
+    if partitions > 1:
+        con.execute("ALTER TABLE lk.t SET PARTITIONED BY (p)")
+    rows = max(20, int(mb * 1_000_000 / files / 60)) * partitions  # ~60 bytes per row in Parquet with random payloads
+    for k in range(files // partitions):
+        con.execute(f"INSERT INTO lk.t SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR), random(), DATE '2020-01-01' + (i % 1000)::INTEGER, "
+                    f"(i % {partitions})::INTEGER FROM range({k * rows}, {(k + 1) * rows}) t(i)")
     size = sum(f.file_size_bytes for f in Catalog(location).state().table("main", "t").data_files)
     con.close()
     return location, size
@@ -77,15 +81,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=1000)
     parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--partitions", type=int, default=1, help="file groups, hence Spark tasks")
     args = parser.parse_args()
     os.environ["DUCKLAKE_SPARK_MASTER"] = "local[2]"
     work = tempfile.mkdtemp(prefix="bench-compaction-")
     base = os.path.join(work, "base")
     os.makedirs(base)
     t0 = time.perf_counter()
-    location, size = build(base, args.mb, args.files)
+    location, size = build(base, args.mb, args.files, args.partitions)
     mb = size / 1e6
-    print(f"table: {args.files} files, {mb:.0f} MB of Parquet (built in {time.perf_counter() - t0:.0f} s)")
+    print(f"table: {args.files} files in {args.partitions} partition(s), {mb:.0f} MB of Parquet "
+          f"(built in {time.perf_counter() - t0:.0f} s)")
 
     theirs = copy(base, "duckdb")
     con = duck.attach(theirs)
