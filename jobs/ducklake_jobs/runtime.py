@@ -4,11 +4,12 @@ committing or discarding its output, the test seam for faults, and its JSON repo
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from ducklake_operator.errors import DuckLakeError
+from ducklake_operator.errors import DuckLakeError, JobFailed
 
 from . import storage, task_resources
 
@@ -66,8 +67,24 @@ def produce_and_commit(planned_outputs: Callable[[], Iterable[str]], produce: Ca
     except BaseException as exc:
         if not isinstance(exc, DuckLakeError) or exc.cleanable:
             discard(planned_outputs())
+        if isinstance(exc, Exception) and not isinstance(exc, DuckLakeError):
+            raise JobFailed(f"{reason(exc)}; nothing was committed and the job's files were deleted") from exc
         raise
     return produced, committed
+
+
+_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*): (.+)$")  # pyarrow.lib.ArrowInvalid: ...
+
+
+def reason(exc: BaseException) -> str:
+    """One line saying why: the innermost ``SomeError: message`` line of the text (a Spark
+    task's failure arrives as a Python traceback inside a Java one), else the first line."""
+    text = str(exc)
+    found = [m for m in map(_ERROR_LINE.match, text.splitlines()) if m]
+    if found:
+        return f"{found[-1].group(1)}: {found[-1].group(2).strip()}"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 class Report:

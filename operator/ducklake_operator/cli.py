@@ -25,7 +25,7 @@ import yaml
 
 from .api.load import load_paths
 from .catalog import Catalog
-from .errors import DuckLakeError, SpecError
+from .errors import CatalogNotFound, DuckLakeError, SpecError
 from .model.job_params import OPERATIONS, job_keywords
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for, s3_settings
@@ -144,7 +144,12 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from .duckdb_client import attach, configure_s3
 
     for cat_spec, _ in _grouped(args.file):
-        con = attach(location_for(cat_spec, env_credentials), alias="lake")
+        location = location_for(cat_spec, env_credentials)
+        try:  # DuckDB would fail with its own message (or create a catalog without the manifest's options)
+            Catalog.open(location, expected_data_path=cat_spec.data_path).close()
+        except CatalogNotFound as exc:
+            raise CatalogNotFound(f"{exc}: `ducklake apply -f` the catalog manifest first") from None
+        con = attach(location, alias="lake")
         if (s3 := s3_settings(cat_spec)) is not None:
             configure_s3(con, key_id=s3.access_key, secret=s3.secret_key, region=s3.region, endpoint=s3.endpoint,
                          url_style=s3.url_style)

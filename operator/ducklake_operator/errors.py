@@ -71,6 +71,13 @@ class CommitRetriesExhausted(CommitConflict):
     """Every retry of a commit collided with another writer; nothing was committed."""
 
 
+class JobFailed(DuckLakeError):
+    """A maintenance job's work failed before its commit: nothing was committed and the
+    files it wrote were deleted."""
+
+    cleanable = True
+
+
 class CommitStateUnknown(DuckLakeError):
     """The connection failed during COMMIT and reading the outcome back failed too (the
     catalog stayed unreachable): the snapshot may or may not exist.

@@ -30,6 +30,9 @@ def test_plan_apply_status_and_exit_codes(workdir: str) -> None:
     assert plan.returncode == 0, plan.stderr
     assert "will be created" in plan.stdout and "+ create table sales.orders" in plan.stdout
     assert not os.path.exists(os.path.join(workdir, "demo"))  # plan writes nothing
+    early = ducklake("sql", "-f", "examples/catalog.yaml", "SELECT 1", cwd=workdir)  # before the catalog exists
+    assert early.returncode == 1 and "ducklake apply" in early.stderr and "Traceback" not in early.stderr
+    assert not os.path.exists(os.path.join(workdir, "demo"))
 
     applied = ducklake("apply", "-f", "examples/", cwd=workdir)
     assert applied.returncode == 0, applied.stderr
