@@ -131,14 +131,14 @@ def test_compact_partitioned_table_matches_duckdb(make_location, tmp_path, kind:
         duck.run_workload(location, PARTITIONED, str(tmp_path / name) + "/")
     # a partitioned insert hands out row ids to its partitions in thread order, so the twins'
     # rowids may differ: each side is compared with itself, rows without rowids across
-    before, before_theirs = observe_table(ours, "p"), observe_table(theirs, "p")
+    before, before_theirs = duck.observe_table(ours, "p"), duck.observe_table(theirs, "p")
     con = duck.attach(theirs)
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
     con.close()
     result = compact(Catalog.open(ours), "main", "p", apply_deletes=False)
     assert result["groups"] > 2
-    assert same_as_before(observe_table(ours, "p"), before)
-    assert same_as_before(observe_table(theirs, "p"), before_theirs)
+    assert duck.same_as_before(duck.observe_table(ours, "p"), before)
+    assert duck.same_as_before(duck.observe_table(theirs, "p"), before_theirs)
     assert sorted(r[1:] for r in before["now"]) == sorted(r[1:] for r in before_theirs["now"])
     a, b = dump(theirs), dump(ours)
     files = lambda d: sorted((r[1:5] + r[8:9] + r[12:] for r in d["ducklake_data_file"]), key=repr)  # noqa: E731
@@ -153,22 +153,6 @@ def test_compact_partitioned_table_matches_duckdb(make_location, tmp_path, kind:
     assert con.execute("SELECT count(*) FROM lk.p WHERE cat = 'b/x'").fetchone() == (sum(1 for r in before["now"] if r[2] == 'b/x'),)
 
 
-def same_as_before(after: dict, before: dict) -> bool:  # type: ignore[type-arg]
-    """The same rows now and at every snapshot that existed before."""
-    return after["now"] == before["now"] and all(after["history"][v] == rows for v, rows in before["history"].items())
-
-
-def observe_table(location, table: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    con = duck.attach(location, con=duck.connect())
-    try:
-        snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk') WHERE snapshot_id >= 2").fetchall()]
-        return {"now": con.execute(f"SELECT rowid, * FROM lk.{table} ORDER BY rowid").fetchall(),
-                "history": {v: con.execute(f"SELECT rowid, * FROM lk.{table} AT (VERSION => {v}) ORDER BY rowid").fetchall()
-                            for v in snapshots}}
-    finally:
-        con.close()
-
-
 def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
     """Output in the table's latest sort order, row ids embedded: every row keeps its rowid
     now and in time travel (DuckDB 1.5.5's own sorted merge renumbers them)."""
@@ -181,10 +165,10 @@ def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:
         con.execute(f"INSERT INTO lk.s SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i * 7 % 13) END "
                     f"FROM range({k * 30}, {k * 30 + 30}) t(i)")
     con.close()
-    before = observe_table(location, "s")
+    before = duck.observe_table(location, "s")
     result = compact(catalog, "main", "s")
     assert result["filesWritten"] == 1 and result["sorted"] is True
-    assert same_as_before(observe_table(location, "s"), before)
+    assert duck.same_as_before(duck.observe_table(location, "s"), before)
     t = catalog.state().table("main", "s")
     (f,) = t.data_files
     assert f.row_id_start is None
@@ -207,10 +191,10 @@ def test_compact_without_sorting_keeps_row_id_order(catalog: Catalog, location) 
     for k in range(3):
         con.execute(f"INSERT INTO lk.s SELECT i, 'v' || i FROM range({k * 30}, {k * 30 + 30}) t(i)")
     con.close()
-    before = observe_table(location, "s")
+    before = duck.observe_table(location, "s")
     result = run_operation(catalog, "compact", "main.s", {"sort": False})
     assert result["filesWritten"] == 1 and result["sorted"] is None
-    assert same_as_before(observe_table(location, "s"), before)
+    assert duck.same_as_before(duck.observe_table(location, "s"), before)
     (f,) = catalog.state().table("main", "s").data_files
     assert f.row_id_start == 0
     table = pq.read_table(f"{catalog.state().data_path}main/s/{f.path}")
@@ -234,10 +218,10 @@ def test_sort_key_on_a_renamed_column(catalog: Catalog, location) -> None:  # ty
     for k in range(2, 4):
         con.execute(f"INSERT INTO lk.r SELECT i, 'w' || i FROM range({k * 20}, {k * 20 + 20}) t(i)")
     con.close()
-    before = observe_table(location, "r")
+    before = duck.observe_table(location, "r")
     result = compact(catalog, "main", "r")
     assert result["filesWritten"] == 2 and result["sorted"] is False
-    assert same_as_before(observe_table(location, "r"), before)
+    assert duck.same_as_before(duck.observe_table(location, "r"), before)
 
 
 @pytest.mark.parametrize("kind, runner", [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
@@ -258,13 +242,13 @@ def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> 
     con.execute("UPDATE lk.t SET v = 'u' WHERE id = 250")  # 9: an inlined deletion and an inlined row
     con.execute("CALL ducklake_expire_snapshots('lk', versions => [0, 1, 2, 3, 4, 5, 6])")
     con.close()
-    before = observe_table(location, "t")
+    before = duck.observe_table(location, "t")
     assert sorted(before["history"]) == [7, 8, 9]
 
     result = compact(Catalog.open(location), "main", "t", runner=runner)
     assert result["filesRead"] == 4 and result["filesWritten"] == 1 and result["deleteFilesWritten"] == 1
     assert result["deletedRowsDropped"] == 11  # deleted at snapshots 6 and 7: no snapshot left can see them
-    assert same_as_before(observe_table(location, "t"), before)
+    assert duck.same_as_before(duck.observe_table(location, "t"), before)
     t = Catalog.open(location).state().table("main", "t")
     (merged,) = t.data_files
     (deletes,) = t.delete_files
@@ -289,13 +273,13 @@ def test_update_output_keeps_its_row_ids(catalog: Catalog, location) -> None:  #
     con.execute("INSERT INTO lk.t SELECT i, 'v' || i FROM range(50) t(i)")
     con.execute("INSERT INTO lk.t VALUES (1101, 'x')")                  # inlined: row id 50
     con.execute("UPDATE lk.t SET v = 'u' || id WHERE id % 4 = 0")       # 13 rows > 10: a file with ids 0, 4, ...
-    flush_rows_then_merge = observe_table(location, "t")
+    flush_rows_then_merge = duck.observe_table(location, "t")
     from ducklake_jobs.flush import flush_inlined_data
 
     flush_inlined_data(catalog)  # row 50 becomes a file right before the update's (row_id_start 50 + 1 = 51)
-    assert same_as_before(observe_table(location, "t"), flush_rows_then_merge)
+    assert duck.same_as_before(duck.observe_table(location, "t"), flush_rows_then_merge)
     result = compact(catalog, "main", "t", apply_deletes=False)
     assert result["filesRead"] == 2
-    assert same_as_before(observe_table(location, "t"), flush_rows_then_merge)
+    assert duck.same_as_before(duck.observe_table(location, "t"), flush_rows_then_merge)
     merged = [f for f in catalog.state().table("main", "t").data_files if f.record_count == 14]
     assert len(merged) == 1 and merged[0].row_id_start is None

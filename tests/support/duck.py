@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.duckdb_client import attach, connect, extension_path
 
-__all__ = ["attach", "connect", "extension_path", "describe", "run_workload"]
+__all__ = ["attach", "connect", "extension_path", "describe", "run_workload", "observe_table", "same_as_before"]
 
 
 def describe(con: duckdb.DuckDBPyConnection, qualified: str) -> list[tuple]:
@@ -26,5 +26,22 @@ def run_workload(location: CatalogLocation, statements: Iterable[str], data_path
     try:
         for sql in statements:
             con.execute(sql)
+    finally:
+        con.close()
+
+
+def same_as_before(after: dict, before: dict) -> bool:  # type: ignore[type-arg]
+    """The same rows now and at every snapshot that existed before."""
+    return after["now"] == before["now"] and all(after["history"][v] == rows for v, rows in before["history"].items())
+
+
+def observe_table(location: CatalogLocation, table: str) -> dict:  # type: ignore[type-arg]
+    """What DuckDB (a fresh session) reads of ``lk.<table>`` now and at every snapshot from 2 on."""
+    con = attach(location, con=connect())
+    try:
+        snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk') WHERE snapshot_id >= 2").fetchall()]
+        return {"now": con.execute(f"SELECT rowid, * FROM lk.{table} ORDER BY rowid").fetchall(),
+                "history": {v: con.execute(f"SELECT rowid, * FROM lk.{table} AT (VERSION => {v}) ORDER BY rowid").fetchall()
+                            for v in snapshots}}
     finally:
         con.close()
