@@ -7,8 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import sqlalchemy as sa
+
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.errors import CommitConflict, DuckLakeError, SpecError
+from ducklake_operator.catalog.connect import describe_db_error
+from ducklake_operator.errors import CatalogUnavailable, CommitConflict, DuckLakeError, SpecError
 from ducklake_operator.model.job_params import OPERATIONS, job_keywords
 
 from .runtime import Runner, run_in_process
@@ -38,6 +41,9 @@ def run_operation(catalog: Catalog, operation: str, table: str | None, params: M
         except CommitConflict:
             if attempt == replans or OPERATIONS[operation].table == "none":
                 raise
+        except sa.exc.DBAPIError as exc:  # outside a snapshot commit, which settles its own
+            raise CatalogUnavailable(f"{operation}: the catalog database failed: {describe_db_error(exc)}; "
+                                     "running it again is safe") from None
     raise AssertionError("unreachable")
 
 

@@ -112,3 +112,24 @@ def test_job_whose_commit_is_lost_on_the_wire(pg_server, pg_location, tmp_path, 
     con = duck.attach(pg_location, con=duck.connect())
     assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
     con.close()
+
+
+def test_expiry_whose_commit_is_lost(pg_server, pg_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Housekeeping is not a snapshot commit: a lost COMMIT is a clear, retryable error, and
+    running it again finishes the work."""
+    Catalog.create(pg_location, str(tmp_path / "data") + "/")
+    duck.run_workload(pg_location, ["CREATE TABLE lk.t(id INTEGER)"] + [f"INSERT INTO lk.t VALUES ({i})" for i in range(4)])
+    direct = Catalog.open(pg_location)
+    snapshots = len(direct.snapshots())
+    proxy = PgFaultProxy(pg_server.host, pg_server.port)
+    proxied = Catalog.open(replace(pg_location, host="127.0.0.1", port=proxy.port))
+    try:
+        proxy.arm("before", marker=b"DELETE FROM ducklake_snapshot ")
+        with pytest.raises(CatalogUnavailable, match="expireSnapshots: the catalog database failed: .*running it again is safe"):
+            run_operation(proxied, "expireSnapshots", None, {"retainLast": 1})
+        assert proxy.fired.is_set() and len(direct.snapshots()) == snapshots  # nothing expired
+        assert len(run_operation(proxied, "expireSnapshots", None, {"retainLast": 1})["expired"]) == snapshots - 1
+    finally:
+        proxied.close()
+        proxy.close()
+    assert len(direct.snapshots()) == 1

@@ -1,8 +1,8 @@
 """A TCP proxy in front of the real PostgreSQL server that loses a commit's COMMIT.
 
 Armed with a mode, it watches each client connection for the transaction that inserts a
-DuckLake snapshot row and, at its ``COMMIT`` (a simple-protocol ``Q`` message, as psycopg2
-sends it):
+DuckLake snapshot row (or sends another marker) and, at its ``COMMIT`` (a simple-protocol
+``Q`` message, as psycopg2 sends it):
 
 * ``before``: closes both sides without forwarding it (the server aborts);
 * ``after``: forwards it, then closes both sides before the reply (the server commits; the
@@ -31,13 +31,15 @@ class PgFaultProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self.mode: Mode | None = None
+        self.marker = SNAPSHOT_INSERT
         self.fired = threading.Event()
         self._lock = threading.Lock()
         self._held: list[socket.socket] = []  # server sides kept open by "partition"
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def arm(self, mode: Mode) -> None:
+    def arm(self, mode: Mode, marker: bytes = SNAPSHOT_INSERT) -> None:
         self.fired.clear()
+        self.marker = marker
         self.mode = mode
 
     def close(self) -> None:
@@ -70,7 +72,7 @@ class PgFaultProxy:
                     break
                 if from_client and self.mode is not None:
                     seen = tail + data
-                    in_snapshot_commit = (in_snapshot_commit or SNAPSHOT_INSERT in seen) and ROLLBACK not in data
+                    in_snapshot_commit = (in_snapshot_commit or self.marker in seen) and ROLLBACK not in data
                     if in_snapshot_commit and COMMIT in seen:
                         mode = self._take()
                         if mode is not None:
