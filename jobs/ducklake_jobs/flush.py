@@ -181,7 +181,7 @@ def _write_rows(con: Any, work: FlushWork, rows: Any, spec: PartitionSpec | None
     over = f"PARTITION BY {', '.join(part_cols)} " if part_cols else ""
     con.execute(f"CREATE OR REPLACE TEMP TABLE ordered AS SELECT *, row_number() OVER ({over}ORDER BY {order}) - 1 AS __pos "
                 f"FROM (SELECT *{', ' if parts else ''}{', '.join(parts)} FROM flushed)")
-    names = key_names(spec, columns) if fields else []
+    names = key_names(spec, columns) if fields and spec is not None else []
     select = ", ".join([quote(c.name) for c in columns] + [f"row_id AS {quote(ROW_ID)}", f"begin_snapshot AS {quote(SNAPSHOT_ID)}"])
     out_fields = field_ids_from_columns(columns) + (FieldIds(ROW_ID, HIDDEN_FIELD_IDS[ROW_ID]),
                                                     FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]))

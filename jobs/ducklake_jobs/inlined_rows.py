@@ -10,6 +10,7 @@ column's DuckDB type: the exact inverse of how DuckDB rendered it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -40,7 +41,7 @@ def read_inlined(conn: sa.Connection, pg_schema: str | None, table_name: str, co
     if stored != [c.name for c in columns]:
         raise DuckLakeError(f"inlined table {table_name} has columns {stored}, expected {[c.name for c in columns]}")
     text = sa.Text()
-    selected = [table.c[n] for n in _SYSTEM]
+    selected: list[Any] = [table.c[n] for n in _SYSTEM]
     for c in columns:
         physical = table.c[c.name]
         is_bytes = isinstance(physical.type, sa.LargeBinary) or str(physical.type).upper() in ("BYTEA", "BLOB")

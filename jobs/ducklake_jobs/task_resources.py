@@ -27,8 +27,8 @@ class TaskResources:
     threads: int | None = None  # None: DuckDB's default (every core it sees)
     memory_limit_mb: int | None = None  # None: DuckDB's default (80% of the memory it sees)
 
-    def duckdb_config(self) -> dict[str, object]:
-        config: dict[str, object] = {}
+    def duckdb_config(self) -> dict[str, str | bool | int | float | list[str]]:
+        config: dict[str, str | bool | int | float | list[str]] = {}
         if self.threads:
             config["threads"] = self.threads
         if self.memory_limit_mb:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 from support import duck
-from test_compact_vs_duckdb import observe_table, same_as_before
 
 from ducklake_operator.catalog import Catalog
 from ducklake_jobs.layout_projection import projection, same_layout
@@ -73,12 +72,12 @@ def test_merge_of_older_layouts_matches_duckdb(make_location, tmp_path, kind: st
     layouts = {tuple(f.name for f in field_ids_from_arrow(pq.read_schema(f"{catalog.state().data_path}main/t/{d.path}")))
                for d in t.data_files}
     assert len(layouts) > 1
-    before = observe_table(ours, "t")
+    before = duck.observe_table(ours, "t")
     result = run_operation(catalog, "compact", "main.t", {})
     assert result["filesRead"] >= 2 and result["filesWritten"] == 1
 
-    assert same_as_before(observe_table(ours, "t"), before)
-    assert observe_table(ours, "t")["now"] == observe_table(theirs, "t")["now"]
+    assert duck.same_as_before(duck.observe_table(ours, "t"), before)
+    assert duck.observe_table(ours, "t")["now"] == duck.observe_table(theirs, "t")["now"]
     assert live_stats(ours) == live_stats(theirs)
     (merged,) = catalog.state().table("main", "t").data_files
     schema = pq.read_schema(f"{catalog.state().data_path}main/t/{merged.path}")

@@ -32,7 +32,7 @@ class CommitWitness:
 
     snapshot_id: int
     snapshot_time: Any
-    changes_made: str
+    changes_made: str | None
     backend_pid: int | None  # PostgreSQL: the server process of the transaction
 
 

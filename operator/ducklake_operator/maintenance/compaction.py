@@ -99,11 +99,10 @@ def plan_compaction(table: TableState, base_snapshot: int, schema_versions: list
         files = sorted(buckets[key], key=lambda f: (f.begin_snapshot, f.row_id_start if f.row_id_start is not None else -1, f.data_file_id))
         current: list[DataFile] = []
         size = 0
-        for f in files + [None]:  # type: ignore[list-item]
-            if f is not None:
-                current.append(f)
-                size += f.file_size_bytes
-            if (f is None or size >= options.target_file_size) and current:
+        for i, f in enumerate(files):
+            current.append(f)
+            size += f.file_size_bytes
+            if size >= options.target_file_size or i == len(files) - 1:
                 if len(current) >= options.min_input_files:
                     groups.append(_group(len(groups), key, current, deleted))
                 current, size = [], 0

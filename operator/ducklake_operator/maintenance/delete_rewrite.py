@@ -64,7 +64,7 @@ def plan_delete_rewrite(table: TableState, base_snapshot: int, schema_versions: 
         deleted = (delete_file[f.data_file_id].delete_count if f.data_file_id in delete_file else 0) + inlined.get(f.data_file_id, 0)
         if deleted > 0 and deleted / f.record_count >= threshold:
             buckets[(schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)].append((f, deleted))
-    groups = []
+    groups: list[RewriteGroup] = []
     for key in sorted(buckets, key=repr):
         members = sorted(buckets[key], key=lambda m: m[0].data_file_id)
         schema_version, partition_id, values = key
