@@ -13,7 +13,7 @@ from support.pg_fault_proxy import PgFaultProxy
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CatalogUnavailable
-from ducklake_operator.model.changes import CreateTable
+from ducklake_operator.model.changes import CreateTable, SetOption
 from ducklake_operator.model.types import Field, parse_type
 
 
@@ -62,3 +62,16 @@ def test_commit_that_did_not_land_is_a_clean_failure(lake, mode: str) -> None:  
     assert direct.snapshot().snapshot_id == before
     assert open_transactions(direct) == 0  # partition: the stranded server process was ended
     assert create(proxied, "t").snapshot_id == before + 1  # and nothing it held is in the way
+
+
+@pytest.mark.parametrize("mode", ["before", "after"])
+def test_options_only_commit_is_written_again(lake, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """Options are not a snapshot: there is nothing to read back, but they are rewritten
+    whole, so once the server has ended the lost transaction the commit simply runs again."""
+    proxied, direct, proxy = lake
+    before = direct.snapshot().snapshot_id
+    proxy.arm(mode, marker=b"INSERT INTO ducklake_metadata")  # type: ignore[arg-type]
+    result = proxied.commit([SetOption("targetFileSize", "10MB")])
+    assert proxy.fired.is_set() and result.attempts == 2 and result.snapshot_id is None
+    assert direct.state().options["target_file_size"] == str(10 * 1000 * 1000)
+    assert direct.snapshot().snapshot_id == before

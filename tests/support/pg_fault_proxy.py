@@ -95,13 +95,18 @@ class PgFaultProxy:
         at = max(data.find(COMMIT), 0)  # 0 when it began in the previous read
         if at > 0:
             server.sendall(data[:at])  # what came before the COMMIT in the same read
+        self._close(client)  # first, so that no reply can reach the client
         if mode == "after":
             server.sendall(data[at:])
         if mode == "partition":
             self._held.append(server)
-        for s in (client,) if mode == "partition" else (client, server):
-            try:  # the other direction's pump may have closed it already
-                s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            except OSError:
-                pass
+        else:
+            self._close(server)
+
+    @staticmethod
+    def _close(s: socket.socket) -> None:
+        try:  # the other direction's pump may have closed it already
+            s.shutdown(socket.SHUT_RDWR)
+            s.close()
+        except OSError:
+            pass

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted, CommitStateUnknown
 from ..model.changes import Change, SetOption
 from ..model.state import SnapshotInfo
 from .changes_made import Change as Token, parse_changes, render_changes
-from .commit_outcome import CommitWitness, backend_pid, was_committed
+from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_committed
 from .conflicts import find_conflict
 from .connect import describe_db_error
 from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
@@ -57,6 +57,11 @@ class CommitResult:
 
 class _Collision(Exception):
     """Another writer committed during our attempt; retry with fresh ids."""
+
+
+class _Rewrite(Exception):
+    """An options-only commit whose COMMIT was lost, once the server ended it: options are
+    rewritten whole, so writing them again gives the same catalog either way."""
 
 
 def is_collision(exc: sa.exc.DBAPIError) -> bool:
@@ -101,8 +106,8 @@ def commit_changes(
     retrying = Retrying(
         stop=stop_after_attempt(max_attempts),
         wait=wait or wait_random_exponential(multiplier=0.05, max=2.0),
-        retry=retry_if_exception_type(_Collision),
-        before_sleep=lambda rs: log.info("commit collided with a concurrent writer; retry %d", rs.attempt_number),
+        retry=retry_if_exception_type((_Collision, _Rewrite)),
+        before_sleep=_log_retry,
     )
     try:
         return retrying(attempt)
@@ -174,12 +179,16 @@ def _attempt(
         except BaseException:
             trans.rollback()
             raise
-        witness = CommitWitness(ctx.snapshot_id, snapshot_time, changes_made, backend_pid(conn)) if ctx.needs_snapshot else None
+        pid = backend_pid(conn)
+        witness = CommitWitness(ctx.snapshot_id, snapshot_time, changes_made, pid) if ctx.needs_snapshot else None
         try:
             trans.commit()
         except sa.exc.DBAPIError as exc:
             if is_collision(exc):
                 raise _Collision() from exc
+            if witness is None and extra_writer is None and all(isinstance(c, SetOption) for c in changes) \
+                    and transaction_ended(engine, pid):
+                raise _Rewrite() from exc
             _settle_lost_commit(engine, witness, describe_db_error(exc))
     finally:
         conn.close()
@@ -188,6 +197,12 @@ def _attempt(
         schema_version=ctx.schema_version, attempts=attempt_no, changes_made=changes_made,
         created_table_ids=dict(ctx.created_table_ids),
     )
+
+
+def _log_retry(state: RetryCallState) -> None:
+    lost = state.outcome is not None and isinstance(state.outcome.exception(), _Rewrite)
+    log.info("commit attempt %d %s", state.attempt_number,
+             "lost its COMMIT; writing the options again" if lost else "collided with a concurrent writer; retrying")
 
 
 def _settle_lost_commit(engine: sa.Engine, witness: CommitWitness | None, error: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,15 +45,24 @@ def backend_pid(conn: sa.Connection) -> int | None:
 def was_committed(engine: sa.Engine, witness: CommitWitness, *, timeout: float = TIMEOUT_SECONDS) -> bool | None:
     """True or False once known; None if the catalog stayed unreachable, or the old server
     process would not go, for ``timeout`` seconds."""
+    return _once_ended(engine, witness.backend_pid, lambda conn: _snapshot_is_ours(conn, witness), timeout)
+
+
+def transaction_ended(engine: sa.Engine, pid: int | None, *, timeout: float = TIMEOUT_SECONDS) -> bool:
+    """Whether the lost transaction is decided (its server process gone), within ``timeout``."""
+    return bool(_once_ended(engine, pid, lambda conn: True, timeout))
+
+
+def _once_ended(engine: sa.Engine, pid: int | None, check: Callable[[sa.Connection], bool], timeout: float) -> bool | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             with engine.connect() as conn:
-                if witness.backend_pid is not None and not _wait_gone(conn, witness.backend_pid, deadline):
+                if pid is not None and not _wait_gone(conn, pid, deadline):
                     return None
-                return _snapshot_is_ours(conn, witness)
+                return check(conn)
         except sa.exc.DBAPIError as exc:
-            log.info("checking whether snapshot %d was committed: %s", witness.snapshot_id, exc.orig)
+            log.info("reading the outcome of a lost COMMIT: %s", exc.orig)
             time.sleep(0.5)
     return None
 
