@@ -7,6 +7,7 @@ get plans and results out.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -62,6 +63,14 @@ def s3_settings(spec: CatalogSpec, credentials: Credentials | None = None) -> "S
         (key, secret), token = credentials(c.name, c.username_key, c.password_key, spec.ref.namespace), None
     return S3Config(endpoint=s3.endpoint or env.endpoint, region=s3.region or env.region, access_key=key,
                     secret_key=secret, session_token=token, url_style=s3.url_style)
+
+
+def lake_identity(spec: CatalogSpec) -> tuple[object, ...]:
+    """What makes two DuckLakeCatalog resources the same lake: the metadata database."""
+    backend = spec.backend
+    if isinstance(backend, PostgresSpec):
+        return ("postgres", backend.host, backend.port, backend.database, backend.schema or "public")
+    return ("sqlite", os.path.realpath(backend.path))
 
 
 def ensure_catalog(spec: CatalogSpec, credentials: Credentials | None = None) -> tuple[Catalog, bool]:

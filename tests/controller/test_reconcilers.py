@@ -156,6 +156,8 @@ def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> No
     assert len(lake) >= 5
 
     assert delete_catalog(catalog_spec(location, data_path), pool, []).events[0][1] == "Retained"
+    shared = delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, [], ["other/lake"])
+    assert shared.failure is None and shared.events[0][:2] == ("Warning", "LakeShared") and files() == lake
     waiting = delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, ["DuckLakeTable/orders"])
     assert waiting.failure is not None and waiting.failure.temporary and "DuckLakeTable/orders" in waiting.failure.message
     assert files() == lake
@@ -205,3 +207,18 @@ def test_resync_of_many_tables_reuses_the_cached_state(location, data_path, pool
         assert conditions(reconcile_table(s, cat, pool))["Ready"] == ("True", "UpToDate")
     per_table = (pool.queries - before) / len(specs)
     assert per_table < 2, per_table  # one snapshot check each (plus one full read for all)
+
+
+def test_lake_identity(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two DuckLakeCatalog resources are the same lake when they name the same metadata database."""
+    from dataclasses import replace
+
+    from ducklake_operator.catalog import CatalogLocation
+    from ducklake_operator.reconcile import lake_identity
+
+    sqlite = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
+    same = CatalogLocation(kind="sqlite", path=str(tmp_path / "x" / ".." / "c.sqlite"))
+    assert lake_identity(catalog_spec(sqlite, "/d/")) == lake_identity(catalog_spec(same, "/other/"))
+    pg = CatalogLocation(kind="postgres", host="db", port=5432, database="lake")
+    assert lake_identity(catalog_spec(pg, "/d/")) != lake_identity(catalog_spec(replace(pg, database="lake2"), "/d/"))
+    assert lake_identity(catalog_spec(pg, "/d/")) != lake_identity(catalog_spec(sqlite, "/d/"))

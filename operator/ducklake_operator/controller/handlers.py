@@ -18,6 +18,7 @@ import kopf
 from ..api.load import parse_manifest
 from ..errors import SpecError
 from ..model.spec import GROUP, VERSION, CatalogSpec, SchemaSpec, TableSpec
+from ..reconcile import lake_identity
 from . import metrics
 from .reconcilers import (
     CatalogPool, Outcome, check_table_drift, delete_catalog, delete_schema, delete_table, reconcile_catalog, reconcile_schema, reconcile_table,
@@ -134,9 +135,19 @@ def catalog_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any]
 
 @kopf.on.delete(GROUP, VERSION, CATALOGS)
 def catalog_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, schema_users: kopf.Index,
-                   table_users: kopf.Index, namespace: str, name: str, **_: Any) -> None:
+                   table_users: kopf.Index, catalog_manifests: kopf.Index, namespace: str, name: str, **_: Any) -> None:
     users = [*schema_users.get((namespace, name), []), *table_users.get((namespace, name), [])]
-    _handle("DuckLakeCatalog", body, patch, status, lambda spec: delete_catalog(spec, memo.pool, users), on_invalid="ignore")
+    _handle("DuckLakeCatalog", body, patch, status, on_invalid="ignore", reconcile=lambda spec: delete_catalog(
+        spec, memo.pool, users, [f"{ns}/{n}" for (ns, n), docs in catalog_manifests.items() if (ns, n) != (namespace, name)
+                                 for doc in docs if _declares_lake(doc, lake_identity(spec))]))
+
+
+def _declares_lake(doc: dict[str, Any], identity: tuple[object, ...]) -> bool:
+    try:
+        other = parse_manifest(doc)
+    except SpecError:
+        return False
+    return isinstance(other, CatalogSpec) and lake_identity(other) == identity
 
 
 @kopf.on.resume(GROUP, VERSION, SCHEMAS)

@@ -159,13 +159,18 @@ def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
     )
 
 
-def delete_catalog(spec: CatalogSpec, pool: CatalogPool, dependents: list[str]) -> Outcome:
+def delete_catalog(spec: CatalogSpec, pool: CatalogPool, dependents: list[str], sharing: list[str] | None = None) -> Outcome:
     """Finalizer. Retain leaves the lake as it is. Delete waits until no DuckLakeSchema or
     DuckLakeTable uses the catalog any more (their own finalizers need it), then deletes
-    every file the catalog refers to and drops its metadata tables."""
+    every file the catalog refers to and drops its metadata tables, unless another
+    DuckLakeCatalog resource (``sharing``) declares the same lake: then it is retained."""
     if spec.deletion_policy != "Delete":
         pool.forget(spec)
         return Outcome(events=[("Normal", "Retained", "the lake stays: metadata and files untouched (deletionPolicy: Retain)")])
+    if sharing:
+        pool.forget(spec)
+        return Outcome(events=[("Warning", "LakeShared", f"not deleting the lake: {', '.join(sorted(sharing))} declare the same "
+                                "catalog database; metadata and files are retained")])
     if dependents:
         names = ", ".join(sorted(dependents)[:5]) + (", ..." if len(dependents) > 5 else "")
         return Outcome(events=[("Normal", "WaitingForDependents", f"{len(dependents)} resources still use this catalog: {names}")],
