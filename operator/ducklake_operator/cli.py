@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -198,6 +199,16 @@ def cmd_run_job(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _params_epilog() -> str:
+    out = ["operation parameters (-p key=value):"]
+    for name, op in OPERATIONS.items():
+        if op.available and op.params:
+            out.append(f"  {name}")
+            out += [textwrap.fill(p.help, width=100, initial_indent=f"    {key:<20}", subsequent_indent=" " * 24)
+                    for key, p in op.params.items()]
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ducklake", description="Declarative DuckLake tables")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -215,7 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "sql":
             p.add_argument("sql", nargs="+", help="SQL statements")
     available = [name for name, op in OPERATIONS.items() if op.available]
-    job = sub.add_parser("run-job", help="run a maintenance operation locally: " + ", ".join(available))
+    job = sub.add_parser("run-job", help="run a maintenance operation locally: " + ", ".join(available),
+                         epilog=_params_epilog(),
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     job.add_argument("operation", choices=available)
     job.add_argument("table", nargs="?", help="schema.table (compact, rewriteDeletes; optional for flushInlinedData)")
     job.add_argument("-p", "--param", action="append", help="operation parameter key=value, e.g. -p targetFileSize=128MB")

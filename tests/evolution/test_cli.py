@@ -135,3 +135,13 @@ def test_run_job_housekeeping(workdir: str) -> None:
     assert json.loads(flush.stdout)["rowsFlushed"] == 1
     count = ducklake("sql", "-f", "examples/catalog.yaml", "SELECT count(*) FROM lake.sales.orders", cwd=workdir)
     assert "21" in count.stdout
+
+
+def test_run_job_help_lists_every_parameter(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ducklake_operator.model.job_params import OPERATIONS
+
+    out = ducklake("run-job", "--help", cwd=str(tmp_path))
+    assert out.returncode == 0
+    for name, op in OPERATIONS.items():
+        if op.available:
+            assert all(f"    {key} " in out.stdout for key in op.params), name

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ..model.job_params import OPERATIONS
+from ..model.job_params import params_help
 from ..model.spec import GROUP, JOB_OPERATIONS, TRANSFORMS, VERSION
 from ..model.types import ALIASES, PRIMITIVES
 
@@ -287,11 +287,7 @@ def policy_schema() -> Schema:
 
 def _params_description() -> str:
     """The parameters of each operation, from their one definition (checked at apply time)."""
-    lines = ["Operation parameters (checked by the operator, with the field path of each problem):"]
-    for name, op in OPERATIONS.items():
-        if op.available:
-            lines.append(f"{name}: " + ("; ".join(f"{key} ({p.help})" for key, p in op.params.items()) or "none") + ".")
-    return "\n".join(lines)
+    return "\n".join(["Operation parameters (checked by the operator, with the field path of each problem):", *params_help()])
 
 
 def job_schema() -> Schema:

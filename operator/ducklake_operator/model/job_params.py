@@ -96,6 +96,12 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
 )}
 
 
+def params_help() -> list[str]:
+    """One line per available operation: its parameters and what each does."""
+    return [f"{name}: " + ("; ".join(f"{key} ({p.help})" for key, p in op.params.items()) or "none") + "."
+            for name, op in OPERATIONS.items() if op.available]
+
+
 def job_keywords(operation: str, params: Mapping[str, object], where: str = "params") -> dict[str, Any]:
     """Check a job's parameters and return the job function's keyword arguments; every
     problem is reported with its field path."""
