@@ -1,12 +1,14 @@
 """Property: random DuckDB workloads (small and large inserts, deletes, updates, columns
 added, renamed, promoted and dropped, expiry) interleaved with our jobs (compact,
 rewriteDeletes, flushInlinedData) never change what DuckDB reads: the same rows with the
-same rowids now and at every snapshot still kept, after every job."""
+same rowids now and at every snapshot still kept, after every job, on SQLite and
+PostgreSQL catalogs."""
 
 from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import duck
@@ -40,11 +42,12 @@ def view(con) -> dict:  # type: ignore[no-untyped-def,type-arg]
     return out
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=st.lists(STEP, min_size=4, max_size=14))
-def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, steps) -> None:  # type: ignore[no-untyped-def]
+def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, make_location, kind: str, steps) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("seq")
-    location = CatalogLocation(kind="sqlite", path=str(root / "c.sqlite"))
+    location = make_location(kind)
     Catalog.create(location, str(root / "data") + "/")
     ids = itertools.count()
     con = duck.attach(location)
