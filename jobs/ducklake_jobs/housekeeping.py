@@ -58,7 +58,9 @@ def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dr
             return report.done(dryRun=True, deleted=deleted)
         for r in due:
             storage.delete(storage.join(root, r.path) if r.path_is_relative else r.path)  # already gone: forget it too
-            conn.execute(sched.delete().where(sched.c.data_file_id == r.data_file_id, sched.c.path == r.path))
+        keys = [(r.data_file_id, r.path) for r in due]
+        for i in range(0, len(keys), 500):  # one statement per 500 rows, not one per file
+            conn.execute(sched.delete().where(sa.tuple_(sched.c.data_file_id, sched.c.path).in_(keys[i:i + 500])))
     return report.done(dryRun=False, deleted=deleted)
 
 

@@ -27,7 +27,7 @@ import yaml
 from .api.load import load_paths
 from .catalog import Catalog
 from .errors import CatalogNotFound, DuckLakeError, SpecError
-from .model.job_params import OPERATIONS, job_keywords
+from .model.job_params import OPERATIONS, job_keywords, params_help
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for, s3_settings
 
@@ -201,11 +201,11 @@ def cmd_run_job(args: argparse.Namespace) -> int:
 
 def _params_epilog() -> str:
     out = ["operation parameters (-p key=value):"]
-    for name, op in OPERATIONS.items():
-        if op.available and op.params:
+    for name, params in params_help():
+        if params:
             out.append(f"  {name}")
-            out += [textwrap.fill(p.help, width=100, initial_indent=f"    {key:<20}", subsequent_indent=" " * 24)
-                    for key, p in op.params.items()]
+            out += [textwrap.fill(text, width=100, initial_indent=f"    {key:<20}", subsequent_indent=" " * 24)
+                    for key, text in params]
     return "\n".join(out)
 
 

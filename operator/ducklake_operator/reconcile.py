@@ -160,7 +160,7 @@ def destroy_catalog(catalog: Catalog, s3: "S3Config | None" = None) -> DestroyRe
 
     def delete_files(conn: sa.Connection) -> int:
         root = data_path(conn)
-        return sum(storage.delete(p if p.startswith("/") or "://" in p else root + p, s3) for p in sorted(referenced_files(conn)))
+        return sum(storage.delete(storage.join(root, p), s3) for p in sorted(referenced_files(conn)))
 
     try:
         deleted, dropped = drop_catalog(catalog.engine, catalog.location, delete_files)

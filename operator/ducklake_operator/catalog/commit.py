@@ -186,8 +186,7 @@ def _attempt(
         except sa.exc.DBAPIError as exc:
             if is_collision(exc):
                 raise _Collision() from exc
-            if witness is None and extra_writer is None and all(isinstance(c, SetOption) for c in changes) \
-                    and transaction_ended(engine, pid):
+            if not reserved and witness is None and transaction_ended(engine, pid):  # options only
                 raise _Rewrite() from exc
             _settle_lost_commit(engine, witness, describe_db_error(exc))
     finally:

@@ -287,7 +287,9 @@ def policy_schema() -> Schema:
 
 def _params_description() -> str:
     """The parameters of each operation, from their one definition (checked at apply time)."""
-    return "\n".join(["Operation parameters (checked by the operator, with the field path of each problem):", *params_help()])
+    return "\n".join(["Operation parameters (checked by the operator, with the field path of each problem):"] +
+                     [f"{name}: " + ("; ".join(f"{key} ({text})" for key, text in params) or "none") + "."
+                      for name, params in params_help()])
 
 
 def job_schema() -> Schema:

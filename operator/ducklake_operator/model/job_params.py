@@ -96,10 +96,10 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
 )}
 
 
-def params_help() -> list[str]:
-    """One line per available operation: its parameters and what each does."""
-    return [f"{name}: " + ("; ".join(f"{key} ({p.help})" for key, p in op.params.items()) or "none") + "."
-            for name, op in OPERATIONS.items() if op.available]
+def params_help() -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every available operation with its parameters and what each does (for the CRD's
+    description and the CLI's help)."""
+    return [(name, [(key, p.help) for key, p in op.params.items()]) for name, op in OPERATIONS.items() if op.available]
 
 
 def job_keywords(operation: str, params: Mapping[str, object], where: str = "params") -> dict[str, Any]:
