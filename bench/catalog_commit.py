@@ -17,15 +17,19 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-from support import duck  # noqa: E402
-from support.pgserver import PgServer  # noqa: E402
-
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from ducklake_operator.model.changes import CreateTable  # noqa: E402
 from ducklake_operator.model.types import Field, parse_type  # noqa: E402
+from support import duck  # noqa: E402
+from support.pgserver import PgServer  # noqa: E402
 
-COLUMNS = (Field("id", parse_type("int64")), Field("name", parse_type("varchar")), Field("amount", parse_type("decimal(18,2)")),
-           Field("ts", parse_type("timestamptz")), Field("payload", parse_type("STRUCT(a INTEGER, b VARCHAR[])")))
+COLUMNS = (
+    Field("id", parse_type("int64")),
+    Field("name", parse_type("varchar")),
+    Field("amount", parse_type("decimal(18,2)")),
+    Field("ts", parse_type("timestamptz")),
+    Field("payload", parse_type("STRUCT(a INTEGER, b VARCHAR[])")),
+)
 DDL = "(id BIGINT, name VARCHAR, amount DECIMAL(18,2), ts TIMESTAMPTZ, payload STRUCT(a INTEGER, b VARCHAR[]))"
 
 
@@ -36,7 +40,9 @@ def main() -> None:
     server = PgServer.start()
     try:
         server.create_database("bench")
-        location = CatalogLocation(kind="postgres", host=server.host, port=server.port, database="bench", user=server.user)
+        location = CatalogLocation(
+            kind="postgres", host=server.host, port=server.port, database="bench", user=server.user
+        )
         catalog = Catalog.create(location, tempfile.mkdtemp() + "/")
         con = duck.attach(location)
         catalog.commit([CreateTable("main", "warmup", COLUMNS)])
@@ -52,8 +58,12 @@ def main() -> None:
             theirs.append(time.perf_counter() - t0)
         m_ours, m_theirs = statistics.median(ours) * 1000, statistics.median(theirs) * 1000
         print(f"commits per side:            {args.n}")
-        print(f"library  CreateTable median: {m_ours:.2f} ms  (p90 {statistics.quantiles(ours, n=10)[-1]*1000:.2f} ms)")
-        print(f"DuckDB   CREATE TABLE median: {m_theirs:.2f} ms  (p90 {statistics.quantiles(theirs, n=10)[-1]*1000:.2f} ms)")
+        print(
+            f"library  CreateTable median: {m_ours:.2f} ms  (p90 {statistics.quantiles(ours, n=10)[-1] * 1000:.2f} ms)"
+        )
+        print(
+            f"DuckDB   CREATE TABLE median: {m_theirs:.2f} ms  (p90 {statistics.quantiles(theirs, n=10)[-1] * 1000:.2f} ms)"
+        )
         print(f"ratio library/DuckDB:        {m_ours / m_theirs:.2f}")
     finally:
         server.stop()

@@ -19,11 +19,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-from support import duck  # noqa: E402
-
-from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from ducklake_jobs.compact import compact  # noqa: E402
 from ducklake_jobs.runtime import run_in_process, run_on_spark  # noqa: E402
+from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
+from support import duck  # noqa: E402
 
 
 def disk_rate(directory: str, mb: int = 1024) -> float:
@@ -57,8 +56,10 @@ def build(root: str, mb: int, files: int, partitions: int = 1) -> tuple[CatalogL
         con.execute("ALTER TABLE lk.t SET PARTITIONED BY (p)")
     rows = max(20, int(mb * 1_000_000 / files / 60)) * partitions  # ~60 bytes per row in Parquet with random payloads
     for k in range(files // partitions):
-        con.execute(f"INSERT INTO lk.t SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR), random(), DATE '2020-01-01' + (i % 1000)::INTEGER, "
-                    f"(i % {partitions})::INTEGER FROM range({k * rows}, {(k + 1) * rows}) t(i)")
+        con.execute(
+            f"INSERT INTO lk.t SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR), random(), DATE '2020-01-01' + (i % 1000)::INTEGER, "
+            f"(i % {partitions})::INTEGER FROM range({k * rows}, {(k + 1) * rows}) t(i)"
+        )
     size = sum(f.file_size_bytes for f in Catalog(location).state().table("main", "t").data_files)
     con.close()
     return location, size
@@ -90,8 +91,10 @@ def main() -> None:
     t0 = time.perf_counter()
     location, size = build(base, args.mb, args.files, args.partitions)
     mb = size / 1e6
-    print(f"table: {args.files} files in {args.partitions} partition(s), {mb:.0f} MB of Parquet "
-          f"(built in {time.perf_counter() - t0:.0f} s)")
+    print(
+        f"table: {args.files} files in {args.partitions} partition(s), {mb:.0f} MB of Parquet "
+        f"(built in {time.perf_counter() - t0:.0f} s)"
+    )
 
     theirs = copy(base, "duckdb")
     con = duck.attach(theirs)
@@ -105,7 +108,9 @@ def main() -> None:
     t0 = time.perf_counter()
     compact(Catalog.open(ours), "main", "t", runner=run_in_process)
     own_s = time.perf_counter() - t0
-    print(f"compact, in-process:               {own_s:7.2f} s  {mb / own_s:8.1f} MB/s  ratio to DuckDB {duck_s / own_s:.2f}")
+    print(
+        f"compact, in-process:               {own_s:7.2f} s  {mb / own_s:8.1f} MB/s  ratio to DuckDB {duck_s / own_s:.2f}"
+    )
 
     spark = copy(base, "spark")
     t0 = time.perf_counter()
@@ -116,8 +121,10 @@ def main() -> None:
     t1 = time.perf_counter()
     compact(Catalog.open(spark), "main", "t", runner=run_on_spark)
     run_s = time.perf_counter() - t1
-    print(f"compact, Spark local[2] incl. start: {start_s + run_s:7.2f} s  {mb / (start_s + run_s):8.1f} MB/s  "
-          f"ratio {duck_s / (start_s + run_s):.2f}")
+    print(
+        f"compact, Spark local[2] incl. start: {start_s + run_s:7.2f} s  {mb / (start_s + run_s):8.1f} MB/s  "
+        f"ratio {duck_s / (start_s + run_s):.2f}"
+    )
     print(f"compact, Spark local[2] excl. start: {run_s:7.2f} s  {mb / run_s:8.1f} MB/s  ratio {duck_s / run_s:.2f}")
     print(f"disk sequential write+read:         {disk_rate(work):8.1f} MB/s (physical limit)")
     shutil.rmtree(work, ignore_errors=True)

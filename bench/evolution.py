@@ -18,19 +18,23 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-from support import duck  # noqa: E402
-from support.pgserver import PgServer  # noqa: E402
-
 from ducklake_operator.api.load import parse_manifest  # noqa: E402
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from ducklake_operator.model.changes import CreateTable  # noqa: E402
 from ducklake_operator.model.types import Field, parse_type  # noqa: E402
 from ducklake_operator.reconcile import apply_plan  # noqa: E402
+from support import duck  # noqa: E402
+from support.pgserver import PgServer  # noqa: E402
 
 
 def manifest(name: str, columns: list[dict]) -> object:  # type: ignore[type-arg]
-    return parse_manifest({"kind": "DuckLakeTable", "metadata": {"name": name},
-                           "spec": {"catalogRef": {"name": "lake"}, "name": name, "columns": columns}})
+    return parse_manifest(
+        {
+            "kind": "DuckLakeTable",
+            "metadata": {"name": name},
+            "spec": {"catalogRef": {"name": "lake"}, "name": name, "columns": columns},
+        }
+    )
 
 
 def measure(catalog: Catalog, con, table: str, twin: str, base_columns: list[dict], rounds: int) -> tuple[float, float]:  # type: ignore[no-untyped-def,type-arg]
@@ -58,13 +62,19 @@ def main() -> None:
         for shape in ("200 columns", "1000 tables"):
             db = "bench_" + shape.replace(" ", "_")
             server.create_database(db)
-            location = CatalogLocation(kind="postgres", host=server.host, port=server.port, database=db, user=server.user)
+            location = CatalogLocation(
+                kind="postgres", host=server.host, port=server.port, database=db, user=server.user
+            )
             catalog = Catalog.create(location, tempfile.mkdtemp() + "/")
             con = duck.attach(location)
             if shape == "200 columns":
                 cols = [{"name": f"c{i}", "type": "int32" if i % 2 else "varchar"} for i in range(200)]
                 apply_plan(catalog, manifest("wide", cols))
-                con.execute("CREATE TABLE lk.wide_d(" + ", ".join(f"c{i} {'INTEGER' if i % 2 else 'VARCHAR'}" for i in range(200)) + ")")
+                con.execute(
+                    "CREATE TABLE lk.wide_d("
+                    + ", ".join(f"c{i} {'INTEGER' if i % 2 else 'VARCHAR'}" for i in range(200))
+                    + ")"
+                )
                 table, twin = "wide", "wide_d"
             else:
                 cols = [{"name": "id", "type": "int64"}, {"name": "v", "type": "varchar"}]
@@ -74,7 +84,9 @@ def main() -> None:
                 con.execute("CREATE TABLE lk.t_d(id BIGINT, v VARCHAR)")
                 table, twin = "t500", "t_d"
             m_ours, m_theirs = measure(catalog, con, table, twin, cols, args.rounds)
-            print(f"{shape:>12}: plan+apply median {m_ours:7.2f} ms | DuckDB ALTER median {m_theirs:7.2f} ms | ratio {m_ours / m_theirs:.2f}")
+            print(
+                f"{shape:>12}: plan+apply median {m_ours:7.2f} ms | DuckDB ALTER median {m_theirs:7.2f} ms | ratio {m_ours / m_theirs:.2f}"
+            )
             con.close()
             catalog.close()
     finally:

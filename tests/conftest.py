@@ -16,10 +16,9 @@ from hypothesis import settings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from support.pgserver import PgServer  # noqa: E402
 from support.s3server import S3Server  # noqa: E402
-
-from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 
 # Property tests replay the same examples on every run of the test command, so a red CI
 # can be reproduced; HYPOTHESIS_PROFILE=explore draws new ones (add --hypothesis-seed=N to
@@ -44,7 +43,9 @@ def pg_server() -> Iterator[PgServer]:
 def pg_location(pg_server: PgServer) -> CatalogLocation:
     name = f"lake_{os.getpid()}_{next(_counter)}"
     pg_server.create_database(name)
-    return CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database=name, user=pg_server.user)
+    return CatalogLocation(
+        kind="postgres", host=pg_server.host, port=pg_server.port, database=name, user=pg_server.user
+    )
 
 
 @pytest.fixture
@@ -103,6 +104,12 @@ def s3_bucket(s3_server, monkeypatch) -> str:  # type: ignore[no-untyped-def]
         monkeypatch.setenv(key, value)
     storage.configure(None)
     bucket = f"lake-{os.getpid()}-{next(_counter)}"
-    pafs.S3FileSystem(endpoint_override=s3_server.endpoint.split("://")[1], scheme="http", access_key="test-key",
-                      secret_key="test-secret", region="us-east-1", allow_bucket_creation=True).create_dir(bucket)
+    pafs.S3FileSystem(
+        endpoint_override=s3_server.endpoint.split("://")[1],
+        scheme="http",
+        access_key="test-key",
+        secret_key="test-secret",
+        region="us-east-1",
+        allow_bucket_creation=True,
+    ).create_dir(bucket)
     return f"s3://{bucket}/"

@@ -22,8 +22,17 @@ from typing import Any
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
-    NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, inputs_changed, live_delete_files,
-    live_inputs, remove_data_files, remove_inlined_file_deletions, schedule_deletion,
+    NewDataFile,
+    NewDeleteFile,
+    add_data_file,
+    add_delete_file,
+    inlined_file_deletions,
+    inputs_changed,
+    live_delete_files,
+    live_inputs,
+    remove_data_files,
+    remove_inlined_file_deletions,
+    schedule_deletion,
 )
 from ducklake_operator.catalog.write import CommitContext
 from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction
@@ -46,20 +55,49 @@ def compaction_options(state: Any, table: TableState, **overrides: Any) -> Compa
     return CompactionOptions(**values)
 
 
-def compact(catalog: Catalog, schema: str, table: str, options: CompactionOptions | None = None, *,
-            author: str = "ducklake-operator", dry_run: bool = False, runner: Runner = run_in_process,
-            sort: bool = True, **overrides: Any) -> dict[str, Any]:
+def compact(
+    catalog: Catalog,
+    schema: str,
+    table: str,
+    options: CompactionOptions | None = None,
+    *,
+    author: str = "ducklake-operator",
+    dry_run: bool = False,
+    runner: Runner = run_in_process,
+    sort: bool = True,
+    **overrides: Any,
+) -> dict[str, Any]:
     """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups,
     apply_deletes. ``sort=False`` merges in row-id order even when the table has a sort key."""
     inputs = read_inputs(catalog, schema, table)
-    state, t, base, inlined_deletes, oldest = inputs.state, inputs.table, inputs.base, inputs.inlined_deletions, inputs.oldest_snapshot
-    plan = plan_compaction(t, base, inputs.schema_versions, options or compaction_options(state, t, **overrides),
-                           files_with_inlined_deletes=inlined_deletes)
-    report = Report("compact", table=f"{schema}.{table}", baseSnapshot=plan.base_snapshot, groups=len(plan.groups),
-                    filesRead=plan.input_files, bytesRead=sum(g.input_bytes for g in plan.groups),
-                    rowsRead=sum(g.input_rows for g in plan.groups), dryRun=dry_run)
+    state, t, base, inlined_deletes, oldest = (
+        inputs.state,
+        inputs.table,
+        inputs.base,
+        inputs.inlined_deletions,
+        inputs.oldest_snapshot,
+    )
+    plan = plan_compaction(
+        t,
+        base,
+        inputs.schema_versions,
+        options or compaction_options(state, t, **overrides),
+        files_with_inlined_deletes=inlined_deletes,
+    )
+    report = Report(
+        "compact",
+        table=f"{schema}.{table}",
+        baseSnapshot=plan.base_snapshot,
+        groups=len(plan.groups),
+        filesRead=plan.input_files,
+        bytesRead=sum(g.input_bytes for g in plan.groups),
+        rowsRead=sum(g.input_rows for g in plan.groups),
+        dryRun=dry_run,
+    )
     if dry_run or not plan.groups:  # a dry run shows the file groups it would write
-        return report.done(filesWritten=0, committedSnapshot=None, **({"plan": plan.to_json()["groups"]} if dry_run else {}))
+        return report.done(
+            filesWritten=0, committedSnapshot=None, **({"plan": plan.to_json()["groups"]} if dry_run else {})
+        )
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
@@ -70,53 +108,108 @@ def compact(catalog: Catalog, schema: str, table: str, options: CompactionOption
     for g in plan.groups:
         first = files[g.files[0]]
         output = new_file_beside(first.path, first.path_is_relative)
-        tasks.append(RewriteTask(
-            sources=tuple(source_file(paths, files[i], delete_files.get(i), tuple(inlined_deletes.get(i, ()))) for i in g.files),
-            output=paths.full(output, True), columns=layouts[g.schema_version], keep_snapshot_ids=True,
-            # row ids are positional only in a merge of contiguous files that keeps every row in order
-            embed_row_ids=g.row_id_start is None or bool(order_by) or bool(g.with_deletes),
-            order_by=order_by, options=parquet, s3=storage.s3_config(paths.directory),
-            drop_deleted_until=oldest, output_deletes=paths.full(output[: -len(".parquet")] + "-delete.parquet", True)))
+        tasks.append(
+            RewriteTask(
+                sources=tuple(
+                    source_file(paths, files[i], delete_files.get(i), tuple(inlined_deletes.get(i, ())))
+                    for i in g.files
+                ),
+                output=paths.full(output, True),
+                columns=layouts[g.schema_version],
+                keep_snapshot_ids=True,
+                # row ids are positional only in a merge of contiguous files that keeps every row in order
+                embed_row_ids=g.row_id_start is None or bool(order_by) or bool(g.with_deletes),
+                order_by=order_by,
+                options=parquet,
+                s3=storage.s3_config(paths.directory),
+                drop_deleted_until=oldest,
+                output_deletes=paths.full(output[: -len(".parquet")] + "-delete.parquet", True),
+            )
+        )
     outputs, commit = produce_and_commit(
         lambda: [task.output for task in tasks] + [task.output_deletes for task in tasks],
         lambda: runner(rewrite_files, tasks),
-        lambda outs: catalog.commit([], author=author, base_snapshot=plan.base_snapshot,
-                                    message=f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
-                                    extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, base, inlined_deletes)))
+        lambda outs: catalog.commit(
+            [],
+            author=author,
+            base_snapshot=plan.base_snapshot,
+            message=f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
+            extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, base, inlined_deletes),
+        ),
+    )
     written = [o.written for o in outputs if o.written]
-    return report.done(filesWritten=len(written), bytesWritten=sum(w.file_size_bytes for w in written),
-                       rowsWritten=sum(w.record_count for w in written),
-                       deletedRowsDropped=sum(o.rows_read - (o.written.record_count if o.written else 0) for o in outputs),
-                       deleteFilesWritten=sum(1 for o in outputs if o.delete_file),
-                       sorted=all(o.sorted for o in outputs) if order_by else None, committedSnapshot=commit.snapshot_id)
+    return report.done(
+        filesWritten=len(written),
+        bytesWritten=sum(w.file_size_bytes for w in written),
+        rowsWritten=sum(w.record_count for w in written),
+        deletedRowsDropped=sum(o.rows_read - (o.written.record_count if o.written else 0) for o in outputs),
+        deleteFilesWritten=sum(1 for o in outputs if o.delete_file),
+        sorted=all(o.sorted for o in outputs) if order_by else None,
+        committedSnapshot=commit.snapshot_id,
+    )
 
 
-def _write_commit(ctx: CommitContext, table: TableState, groups: Any, outputs: list[RewriteOutput], paths: TablePaths,
-                  base: int, inlined: dict[int, list[tuple[int, int]]]) -> None:
+def _write_commit(
+    ctx: CommitContext,
+    table: TableState,
+    groups: Any,
+    outputs: list[RewriteOutput],
+    paths: TablePaths,
+    base: int,
+    inlined: dict[int, list[tuple[int, int]]],
+) -> None:
     """Inside the commit transaction: check the inputs, swap catalog rows like WriteMergeAdjacent."""
     sources = [i for g in groups for i in g.files]
-    planned_deletes = {d.data_file_id: d.delete_file_id for d in table.delete_files if d.end_snapshot is None and d.data_file_id in sources}
+    planned_deletes = {
+        d.data_file_id: d.delete_file_id
+        for d in table.delete_files
+        if d.end_snapshot is None and d.data_file_id in sources
+    }
     now_inlined = inlined_file_deletions(ctx.conn, ctx.pg_schema, table.table_id, sources)
     # any delete on an input since the plan (a file or an inlined one) would be lost: refuse.
     # (DuckDB's conflict rules let a small inlined delete and its own merge both commit.)
-    if (live_inputs(ctx, sources) != set(sources) or live_delete_files(ctx, sources) != planned_deletes
-            or {k: len(v) for k, v in now_inlined.items()} != {k: len(inlined[k]) for k in sources if k in inlined}):
+    if (
+        live_inputs(ctx, sources) != set(sources)
+        or live_delete_files(ctx, sources) != planned_deletes
+        or {k: len(v) for k, v in now_inlined.items()} != {k: len(inlined[k]) for k in sources if k in inlined}
+    ):
         raise inputs_changed(ctx, table.table_id, f"compaction of {table.qualified_name}", base)
     files = {f.data_file_id: f for f in table.data_files}
     old_deletes = {d.data_file_id: d for d in table.delete_files if d.end_snapshot is None}
-    for g, out in zip(groups, outputs):
+    for g, out in zip(groups, outputs, strict=False):
         if out.written is None:
             continue  # every row of the group was deleted before the oldest snapshot
-        new_id = add_data_file(ctx, NewDataFile(
-            table_id=table.table_id, path=out.task.output[len(paths.directory):], record_count=out.written.record_count,
-            file_size_bytes=out.written.file_size_bytes, footer_size=out.written.footer_size, begin_snapshot=g.begin_snapshot,
-            row_id_start=None if out.row_ids_embedded else g.row_id_start, partial_max=g.partial_max,
-            partition_id=g.partition_id, partition_values=g.partition_values, column_stats=out.written.column_stats))
+        new_id = add_data_file(
+            ctx,
+            NewDataFile(
+                table_id=table.table_id,
+                path=out.task.output[len(paths.directory) :],
+                record_count=out.written.record_count,
+                file_size_bytes=out.written.file_size_bytes,
+                footer_size=out.written.footer_size,
+                begin_snapshot=g.begin_snapshot,
+                row_id_start=None if out.row_ids_embedded else g.row_id_start,
+                partial_max=g.partial_max,
+                partition_id=g.partition_id,
+                partition_values=g.partition_values,
+                column_stats=out.written.column_stats,
+            ),
+        )
         if out.delete_file is not None:
             snapshots = [s for _, s in out.deletes]
-            add_delete_file(ctx, NewDeleteFile(table.table_id, new_id, out.task.output_deletes[len(paths.directory):],
-                                               len(out.deletes), out.delete_file.file_size_bytes, out.delete_file.footer_size,
-                                               min(snapshots), max(snapshots)))
+            add_delete_file(
+                ctx,
+                NewDeleteFile(
+                    table.table_id,
+                    new_id,
+                    out.task.output_deletes[len(paths.directory) :],
+                    len(out.deletes),
+                    out.delete_file.file_size_bytes,
+                    out.delete_file.footer_size,
+                    min(snapshots),
+                    max(snapshots),
+                ),
+            )
     for src in sources:
         f = files[src]
         schedule_deletion(ctx, src, paths.scheduled(f.path, f.path_is_relative), f.path_is_relative)

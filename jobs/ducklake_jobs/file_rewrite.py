@@ -25,8 +25,18 @@ from . import storage
 from .lake_paths import TablePaths
 from .layout_projection import projection, same_layout
 from .parquet_writer import (
-    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, field_ids_from_arrow, field_ids_from_columns, quote, read_delete_file,
-    scratch_connection, write_delete_file, write_parquet,
+    HIDDEN_FIELD_IDS,
+    ROW_ID,
+    SNAPSHOT_ID,
+    FieldIds,
+    WrittenFile,
+    field_ids_from_arrow,
+    field_ids_from_columns,
+    quote,
+    read_delete_file,
+    scratch_connection,
+    write_delete_file,
+    write_parquet,
 )
 
 
@@ -40,11 +50,17 @@ class SourceFile:
     deletions: tuple[tuple[int, int], ...] = ()  # inlined file deletions: (0-based position, snapshot)
 
 
-def source_file(paths: TablePaths, f: DataFile, delete_file: DeleteFile | None = None,
-                deletions: tuple[tuple[int, int], ...] = ()) -> SourceFile:
-    return SourceFile(paths.full(f.path, f.path_is_relative), f.begin_snapshot, f.row_id_start,
-                      paths.full(delete_file.path, delete_file.path_is_relative) if delete_file else None,
-                      delete_file.begin_snapshot if delete_file else 0, deletions)
+def source_file(
+    paths: TablePaths, f: DataFile, delete_file: DeleteFile | None = None, deletions: tuple[tuple[int, int], ...] = ()
+) -> SourceFile:
+    return SourceFile(
+        paths.full(f.path, f.path_is_relative),
+        f.begin_snapshot,
+        f.row_id_start,
+        paths.full(delete_file.path, delete_file.path_is_relative) if delete_file else None,
+        delete_file.begin_snapshot if delete_file else 0,
+        deletions,
+    )
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,7 @@ def _scan_sql(columns: list[str], hidden: set[str], with_deletes: bool, n: int, 
     snapshot come from the file's lineage columns, else from its file's ``row_id_start +
     position`` and ``begin_snapshot``; ``__deleted_at``: the snapshot that deleted the row
     (NULL: live); ``__file``, ``__row``: where it was read (file index among all sources)."""
-    file = "p.file_index::BIGINT" if indexes is None else f"(${'indexes_%d' % n}::BIGINT[])[p.file_index::BIGINT + 1]"
+    file = "p.file_index::BIGINT" if indexes is None else f"(${f'indexes_{n}'}::BIGINT[])[p.file_index::BIGINT + 1]"
     per_file = f"($%s::BIGINT[])[{file} + 1]"
     row_id = f"{per_file % 'row_id_starts'} + p.file_row_number"
     snapshot = per_file % "begin_snapshots"
@@ -90,10 +106,12 @@ def _scan_sql(columns: list[str], hidden: set[str], with_deletes: bool, n: int, 
     if SNAPSHOT_ID in hidden:
         snapshot = f"COALESCE(p.{quote(SNAPSHOT_ID)}, {snapshot})"
     deleted_at = "d.snapshot" if with_deletes else "NULL::BIGINT"
-    join = (f" LEFT JOIN deleted d ON d.file_index = {file} AND d.pos = p.file_row_number" if with_deletes else "")
-    return (f"SELECT {''.join(c + ', ' for c in columns)}{row_id}::BIGINT AS {quote(ROW_ID)}, "
-            f"{snapshot}::BIGINT AS {quote(SNAPSHOT_ID)}, {deleted_at} AS __deleted_at, {file} AS __file, "
-            f"p.file_row_number AS __row FROM read_parquet(${'files_%d' % n}, file_row_number = true, union_by_name = true) p{join}")
+    join = f" LEFT JOIN deleted d ON d.file_index = {file} AND d.pos = p.file_row_number" if with_deletes else ""
+    return (
+        f"SELECT {''.join(c + ', ' for c in columns)}{row_id}::BIGINT AS {quote(ROW_ID)}, "
+        f"{snapshot}::BIGINT AS {quote(SNAPSHOT_ID)}, {deleted_at} AS __deleted_at, {file} AS __file, "
+        f"p.file_row_number AS __row FROM read_parquet(${f'files_{n}'}, file_row_number = true, union_by_name = true) p{join}"
+    )
 
 
 def _deletions(src: SourceFile, scratch: str) -> list[tuple[int, int]]:
@@ -127,22 +145,36 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
         names = {f.name for f in file_fields}
         if ROW_ID not in names and src.row_id_start is None:
             raise ValueError(f"{src.path}: no row id column and no row_id_start")
-        sources, hidden_here = layouts.setdefault(tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS), ([], set()))
+        sources, hidden_here = layouts.setdefault(
+            tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS), ([], set())
+        )
         sources.append(i)
         hidden_here |= names & HIDDEN_FIELD_IDS.keys()
         rows_read += meta.metadata.num_rows
         deleted += [(i, pos, snap) for pos, snap in _deletions(src, scratch)]
     if deleted:
-        con.register("deleted", pa.table({"file_index": pa.array([d[0] for d in deleted], pa.int64()),
-                                          "pos": pa.array([d[1] for d in deleted], pa.int64()),
-                                          "snapshot": pa.array([d[2] for d in deleted], pa.int64())}))
-    params: dict[str, Any] = {"row_id_starts": [s.row_id_start or 0 for s in task.sources],
-                              "begin_snapshots": [s.begin_snapshot for s in task.sources]}
+        con.register(
+            "deleted",
+            pa.table(
+                {
+                    "file_index": pa.array([d[0] for d in deleted], pa.int64()),
+                    "pos": pa.array([d[1] for d in deleted], pa.int64()),
+                    "snapshot": pa.array([d[2] for d in deleted], pa.int64()),
+                }
+            ),
+        )
+    params: dict[str, Any] = {
+        "row_id_starts": [s.row_id_start or 0 for s in task.sources],
+        "begin_snapshots": [s.begin_snapshot for s in task.sources],
+    }
     scans = []
     for n, (found, (sources, hidden_here)) in enumerate(layouts.items()):
         # files of an older layout (a rewrite's output) are read in the group's layout
-        columns = ([f"p.{quote(c.name)}" for c in task.columns] if same_layout(found, task.columns)
-                   else projection(found, task.columns))
+        columns = (
+            [f"p.{quote(c.name)}" for c in task.columns]
+            if same_layout(found, task.columns)
+            else projection(found, task.columns)
+        )
         params[f"files_{n}"] = [locals_[i] for i in sources]
         single = len(layouts) == 1
         if not single:
@@ -154,9 +186,14 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
     embed_row_ids = task.embed_row_ids or ROW_ID in hidden
     keep = ((ROW_ID, embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
     exclude = ", ".join(["__deleted_at", "__file", "__row"] + [quote(n) for n, kept in keep if not kept])
-    out_fields = field_ids_from_columns(task.columns) + tuple(FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept)
-    kept_deleted = ("__deleted_at IS NULL" if task.drop_deleted_until is None
-                    else f"(__deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})")
+    out_fields = field_ids_from_columns(task.columns) + tuple(
+        FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept
+    )
+    kept_deleted = (
+        "__deleted_at IS NULL"
+        if task.drop_deleted_until is None
+        else f"(__deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})"
+    )
     scan = f"SELECT * FROM ({' UNION ALL '.join(scans)}) WHERE {kept_deleted}"
     # ties, and a join that may reorder rows, fall back to row id order; scans of several
     # layouts are put back in source order
@@ -166,12 +203,24 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
         order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by else tiebreak) if x)
         out_local = os.path.join(scratch, "out.parquet")
         if deleted and task.drop_deleted_until is not None:  # the output positions of kept deleted rows are needed
-            con.execute(f"CREATE OR REPLACE TEMP TABLE __out AS SELECT *, row_number() OVER (ORDER BY {order}) - 1 AS __pos "
-                        f"FROM ({scan})", params)
-            written = write_parquet(con, f"SELECT * EXCLUDE ({exclude}, __pos) FROM __out ORDER BY __pos", out_fields,
-                                    out_local, task.options)
-            return written, [(int(p), int(s)) for p, s in con.execute(
-                "SELECT __pos, __deleted_at FROM __out WHERE __deleted_at IS NOT NULL ORDER BY __pos").fetchall()]
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE __out AS SELECT *, row_number() OVER (ORDER BY {order}) - 1 AS __pos "
+                f"FROM ({scan})",
+                params,
+            )
+            written = write_parquet(
+                con,
+                f"SELECT * EXCLUDE ({exclude}, __pos) FROM __out ORDER BY __pos",
+                out_fields,
+                out_local,
+                task.options,
+            )
+            return written, [
+                (int(p), int(s))
+                for p, s in con.execute(
+                    "SELECT __pos, __deleted_at FROM __out WHERE __deleted_at IS NOT NULL ORDER BY __pos"
+                ).fetchall()
+            ]
         select = f"SELECT * EXCLUDE ({exclude}) FROM ({scan})" + (f" ORDER BY {order}" if order else "")
         return write_parquet(con, select, out_fields, out_local, task.options, params), []
 

@@ -30,8 +30,16 @@ import sqlalchemy as sa
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
-    NewDataFile, NewDeleteFile, add_data_file, add_delete_file, inlined_file_deletions, inputs_changed, live_delete_files,
-    live_inputs, remove_inlined_file_deletions, schedule_deletion,
+    NewDataFile,
+    NewDeleteFile,
+    add_data_file,
+    add_delete_file,
+    inlined_file_deletions,
+    inputs_changed,
+    live_delete_files,
+    live_inputs,
+    remove_inlined_file_deletions,
+    schedule_deletion,
 )
 from ducklake_operator.catalog.read import layout_snapshot, load_layout_at, load_schema_versions
 from ducklake_operator.catalog.tables import T
@@ -45,11 +53,22 @@ from .inlined_rows import read_inlined, register_decoded
 from .inputs import refuse_encrypted
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import (
-    HIDDEN_FIELD_IDS, ROW_ID, SNAPSHOT_ID, FieldIds, WrittenFile, copy_options, field_ids_from_columns, quote,
-    read_delete_file, scratch_connection, write_delete_file, write_parquet,
+    HIDDEN_FIELD_IDS,
+    ROW_ID,
+    SNAPSHOT_ID,
+    FieldIds,
+    WrittenFile,
+    copy_options,
+    field_ids_from_columns,
+    quote,
+    read_delete_file,
+    scratch_connection,
+    write_delete_file,
+    write_parquet,
 )
 from .runtime import Report, fault_point, produce_and_commit
 from .table_stats import widen_table_stats
+
 
 @dataclass
 class FlushedFile:
@@ -85,8 +104,14 @@ class FlushWork:
         return full
 
 
-def flush_inlined_data(catalog: Catalog, schema: str | None = None, table: str | None = None, *,
-                       author: str = "ducklake-operator", dry_run: bool = False) -> dict[str, Any]:
+def flush_inlined_data(
+    catalog: Catalog,
+    schema: str | None = None,
+    table: str | None = None,
+    *,
+    author: str = "ducklake-operator",
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """Flush one table, or every table of the catalog (or of ``schema``) whose
     ``auto_compact`` option is not false."""
     state = catalog.state(table_names=[(schema, table)] if schema and table else None)
@@ -97,17 +122,31 @@ def flush_inlined_data(catalog: Catalog, schema: str | None = None, table: str |
             raise TableNotFound(f"table {schema}.{table} does not exist")
         targets = [t]
     else:
-        targets = [t for t in state.tables.values() if (schema is None or t.schema_name == schema)
-                   and (option(state, t, "auto_compact") or "true").lower() != "false"]
+        targets = [
+            t
+            for t in state.tables.values()
+            if (schema is None or t.schema_name == schema)
+            and (option(state, t, "auto_compact") or "true").lower() != "false"
+        ]
     report = Report("flushInlinedData", baseSnapshot=state.snapshot.snapshot_id, dryRun=dry_run)
-    results = [r for r in (_flush_table(catalog, state, t, author, dry_run) for t in sorted(targets, key=lambda t: t.table_id)) if r]
-    return report.done(tables=results, rowsFlushed=sum(r["rowsFlushed"] for r in results),
-                       deletionsFlushed=sum(r["deletionsFlushed"] for r in results),
-                       filesWritten=sum(r["filesWritten"] for r in results), bytesWritten=sum(r.get("bytesWritten", 0) for r in results),
-                       committedSnapshots=[r["committedSnapshot"] for r in results if r.get("committedSnapshot")])
+    results = [
+        r
+        for r in (_flush_table(catalog, state, t, author, dry_run) for t in sorted(targets, key=lambda t: t.table_id))
+        if r
+    ]
+    return report.done(
+        tables=results,
+        rowsFlushed=sum(r["rowsFlushed"] for r in results),
+        deletionsFlushed=sum(r["deletionsFlushed"] for r in results),
+        filesWritten=sum(r["filesWritten"] for r in results),
+        bytesWritten=sum(r.get("bytesWritten", 0) for r in results),
+        committedSnapshots=[r["committedSnapshot"] for r in results if r.get("committedSnapshot")],
+    )
 
 
-def _flush_table(catalog: Catalog, state: CatalogState, t: TableState, author: str, dry_run: bool) -> dict[str, Any] | None:
+def _flush_table(
+    catalog: Catalog, state: CatalogState, t: TableState, author: str, dry_run: bool
+) -> dict[str, Any] | None:
     base = state.snapshot.snapshot_id
     pg_schema = catalog.location.schema
     work = FlushWork(t, base)
@@ -125,11 +164,16 @@ def _flush_table(catalog: Catalog, state: CatalogState, t: TableState, author: s
         # deletions of live files only: those of an ended file still answer time travel to
         # before its end (a rewrite leaves them), and must stay where they are
         live = {f.data_file_id for f in t.data_files}
-        work.deletions = {k: v for k, v in inlined_file_deletions(conn, pg_schema, t.table_id, at_most=base).items() if k in live}
+        work.deletions = {
+            k: v for k, v in inlined_file_deletions(conn, pg_schema, t.table_id, at_most=base).items() if k in live
+        }
     if not batches and not work.deletions:
         return None
-    summary = {"table": t.qualified_name, "rowsFlushed": sum(n for n, _ in work.inlined.values()),
-               "deletionsFlushed": sum(len(v) for v in work.deletions.values())}
+    summary = {
+        "table": t.qualified_name,
+        "rowsFlushed": sum(n for n, _ in work.inlined.values()),
+        "deletionsFlushed": sum(len(v) for v in work.deletions.values()),
+    }
     if dry_run:
         return {**summary, "filesWritten": 0}
     paths = table_paths(state, t)
@@ -150,12 +194,27 @@ def _flush_table(catalog: Catalog, state: CatalogState, t: TableState, author: s
         return work
 
     _, commit = produce_and_commit(
-        lambda: work.planned, produce,
-        lambda w: catalog.commit([], author=author, base_snapshot=base, message=f"flushInlinedData {t.qualified_name}",
-                                 extra_writer=lambda ctx: _write_commit(ctx, w, paths)))
-    written = [f.data.file_size_bytes for f in work.files] + [f.delete_file.file_size_bytes for f in work.files if f.delete_file] \
+        lambda: work.planned,
+        produce,
+        lambda w: catalog.commit(
+            [],
+            author=author,
+            base_snapshot=base,
+            message=f"flushInlinedData {t.qualified_name}",
+            extra_writer=lambda ctx: _write_commit(ctx, w, paths),
+        ),
+    )
+    written = (
+        [f.data.file_size_bytes for f in work.files]
+        + [f.delete_file.file_size_bytes for f in work.files if f.delete_file]
         + [m.written.file_size_bytes for m in work.merged]
-    return {**summary, "filesWritten": len(written), "bytesWritten": sum(written), "committedSnapshot": commit.snapshot_id}
+    )
+    return {
+        **summary,
+        "filesWritten": len(written),
+        "bytesWritten": sum(written),
+        "committedSnapshot": commit.snapshot_id,
+    }
 
 
 def _load_ducklake_functions(con: Any) -> None:
@@ -163,13 +222,23 @@ def _load_ducklake_functions(con: Any) -> None:
 
     path = extension_path("ducklake")
     if path is None:
-        raise DuckLakeError("flushing into a bucket-partitioned table needs DuckDB's murmur3_32: install the "
-                            "duckdb extra (duckdb-extension-ducklake)")
+        raise DuckLakeError(
+            "flushing into a bucket-partitioned table needs DuckDB's murmur3_32: install the "
+            "duckdb extra (duckdb-extension-ducklake)"
+        )
     con.execute(f"LOAD '{path}'")
 
 
-def _write_rows(con: Any, work: FlushWork, rows: Any, spec: PartitionSpec | None, paths: TablePaths,
-                parquet: tuple[tuple[str, str], ...], order_by: str, scratch: str) -> None:
+def _write_rows(
+    con: Any,
+    work: FlushWork,
+    rows: Any,
+    spec: PartitionSpec | None,
+    paths: TablePaths,
+    parquet: tuple[tuple[str, str], ...],
+    order_by: str,
+    scratch: str,
+) -> None:
     register_decoded(con, rows, "flushed")
     columns: tuple[ColumnState, ...] = rows.columns
     work.type_names.update({c.column_id: c.type_name for top in columns for c in top.walk()})
@@ -179,39 +248,68 @@ def _write_rows(con: Any, work: FlushWork, rows: Any, spec: PartitionSpec | None
     part_cols = [f"__part{i}" for i in range(len(fields))]
     order = ", ".join(x for x in (order_by, "row_id", "begin_snapshot") if x)
     over = f"PARTITION BY {', '.join(part_cols)} " if part_cols else ""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE ordered AS SELECT *, row_number() OVER ({over}ORDER BY {order}) - 1 AS __pos "
-                f"FROM (SELECT *{', ' if parts else ''}{', '.join(parts)} FROM flushed)")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE ordered AS SELECT *, row_number() OVER ({over}ORDER BY {order}) - 1 AS __pos "
+        f"FROM (SELECT *{', ' if parts else ''}{', '.join(parts)} FROM flushed)"
+    )
     names = key_names(spec, columns) if fields and spec is not None else []
-    select = ", ".join([quote(c.name) for c in columns] + [f"row_id AS {quote(ROW_ID)}", f"begin_snapshot AS {quote(SNAPSHOT_ID)}"])
-    out_fields = field_ids_from_columns(columns) + (FieldIds(ROW_ID, HIDDEN_FIELD_IDS[ROW_ID]),
-                                                    FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]))
-    groups = con.execute(f"SELECT min(row_id), min(begin_snapshot), max(begin_snapshot){''.join(', ' + c for c in part_cols)} "
-                         f"FROM ordered {'GROUP BY ' + ', '.join(part_cols) if part_cols else ''} ORDER BY ALL").fetchall()
+    select = ", ".join(
+        [quote(c.name) for c in columns] + [f"row_id AS {quote(ROW_ID)}", f"begin_snapshot AS {quote(SNAPSHOT_ID)}"]
+    )
+    out_fields = field_ids_from_columns(columns) + (
+        FieldIds(ROW_ID, HIDDEN_FIELD_IDS[ROW_ID]),
+        FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]),
+    )
+    groups = con.execute(
+        f"SELECT min(row_id), min(begin_snapshot), max(begin_snapshot){''.join(', ' + c for c in part_cols)} "
+        f"FROM ordered {'GROUP BY ' + ', '.join(part_cols) if part_cols else ''} ORDER BY ALL"
+    ).fetchall()
     for row_id_start, first, last, *values in groups:
         where = " AND ".join(f"{c} IS NOT DISTINCT FROM ?" for c in part_cols) or "true"
         directory = hive_directory(names, tuple(values)) if names else ""
         relative = new_file_name(directory)
         full = work.output(paths, relative)
-        written = write_parquet(con, f"SELECT {select} FROM ordered WHERE {where} ORDER BY __pos", out_fields,
-                                os.path.join(scratch, "data.parquet"), parquet, values)
+        written = write_parquet(
+            con,
+            f"SELECT {select} FROM ordered WHERE {where} ORDER BY __pos",
+            out_fields,
+            os.path.join(scratch, "data.parquet"),
+            parquet,
+            values,
+        )
         storage.store(written.local_path, full)
-        deletes = con.execute(f"SELECT __pos, end_snapshot FROM ordered WHERE {where} AND end_snapshot IS NOT NULL "
-                              "ORDER BY __pos", values).fetchall()
-        flushed = FlushedFile(NewDataFile(
-            table_id=work.table.table_id, path=relative, record_count=written.record_count,
-            file_size_bytes=written.file_size_bytes, footer_size=written.footer_size, begin_snapshot=first,
-            row_id_start=row_id_start, partial_max=last, partition_id=spec.partition_id if spec and fields else None,
-            partition_values=tuple(enumerate(values)), column_stats=written.column_stats),
-            [(int(p), int(s)) for p, s in deletes])
+        deletes = con.execute(
+            f"SELECT __pos, end_snapshot FROM ordered WHERE {where} AND end_snapshot IS NOT NULL ORDER BY __pos", values
+        ).fetchall()
+        flushed = FlushedFile(
+            NewDataFile(
+                table_id=work.table.table_id,
+                path=relative,
+                record_count=written.record_count,
+                file_size_bytes=written.file_size_bytes,
+                footer_size=written.footer_size,
+                begin_snapshot=first,
+                row_id_start=row_id_start,
+                partial_max=last,
+                partition_id=spec.partition_id if spec and fields else None,
+                partition_values=tuple(enumerate(values)),
+                column_stats=written.column_stats,
+            ),
+            [(int(p), int(s)) for p, s in deletes],
+        )
         work.files.append(flushed)
         if flushed.deletes:
             flushed.delete_path = new_file_name(directory, "-delete")
-            flushed.delete_file = _write_delete_file(con, full, flushed.deletes, work.output(paths, flushed.delete_path), scratch)
+            flushed.delete_file = _write_delete_file(
+                con, full, flushed.deletes, work.output(paths, flushed.delete_path), scratch
+            )
     con.execute("DROP TABLE flushed")
     con.execute("DROP TABLE ordered")
 
 
-def _write_delete_file(con: Any, data_path: str, deletes: list[tuple[int, int]], destination: str, scratch: str) -> WrittenFile:
+def _write_delete_file(
+    con: Any, data_path: str, deletes: list[tuple[int, int]], destination: str, scratch: str
+) -> WrittenFile:
     written = write_delete_file(con, data_path, deletes, os.path.join(scratch, "delete.parquet"))
     storage.store(written.local_path, destination)
     return written
@@ -227,35 +325,63 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
         positions = dict(inlined)
         old = live_deletes.get(data_file_id)
         if old is not None:
-            positions.update(read_delete_file(storage.fetch(paths.full(old.path, old.path_is_relative), scratch), old.begin_snapshot))
+            positions.update(
+                read_delete_file(storage.fetch(paths.full(old.path, old.path_is_relative), scratch), old.begin_snapshot)
+            )
         merged = sorted(positions.items())
         relative = new_file_beside(f.path, f.path_is_relative, "-delete")
-        written = _write_delete_file(con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch)
+        written = _write_delete_file(
+            con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch
+        )
         work.merged.append(MergedDeletes(data_file_id, old, written, relative, tuple(s for _, s in merged)))
 
 
-def _delete_file_row(table_id: int, data_file_id: int, path: str, written: WrittenFile, snapshots: list[int] | tuple[int, ...],
-                     *, merged: bool) -> NewDeleteFile:
+def _delete_file_row(
+    table_id: int,
+    data_file_id: int,
+    path: str,
+    written: WrittenFile,
+    snapshots: list[int] | tuple[int, ...],
+    *,
+    merged: bool,
+) -> NewDeleteFile:
     """A delete file with per-row snapshots begins at the oldest. DuckDB 1.5.5 sets
     partial_max to the newest on a merged delete file, and on the delete file of flushed
     rows only when their snapshots differ (observed)."""
     low, high = min(snapshots), max(snapshots)
-    return NewDeleteFile(table_id, data_file_id, path, len(snapshots), written.file_size_bytes, written.footer_size,
-                         low, high if merged or high != low else None)
+    return NewDeleteFile(
+        table_id,
+        data_file_id,
+        path,
+        len(snapshots),
+        written.file_size_bytes,
+        written.footer_size,
+        low,
+        high if merged or high != low else None,
+    )
 
 
 def _write_commit(ctx: CommitContext, work: FlushWork, paths: TablePaths) -> None:
     t = work.table
     base = work.base
     for name, (count, deleted) in work.inlined.items():
-        it = sa.Table(name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), sa.Column("end_snapshot", sa.BigInteger),
-                      schema=ctx.pg_schema)
-        now = ctx.conn.execute(sa.select(sa.func.count(), sa.func.count(it.c.end_snapshot)).where(it.c.begin_snapshot <= base)).one()
+        it = sa.Table(
+            name,
+            sa.MetaData(),
+            sa.Column("begin_snapshot", sa.BigInteger),
+            sa.Column("end_snapshot", sa.BigInteger),
+            schema=ctx.pg_schema,
+        )
+        now = ctx.conn.execute(
+            sa.select(sa.func.count(), sa.func.count(it.c.end_snapshot)).where(it.c.begin_snapshot <= base)
+        ).one()
         if tuple(now) != (count, deleted):
             raise inputs_changed(ctx, t.table_id, f"flushInlinedData of {t.qualified_name} ({name})", base)
     merged_ids = [m.data_file_id for m in work.merged]
     if merged_ids:
-        planned = {m.data_file_id: m.old_delete_file.delete_file_id for m in work.merged if m.old_delete_file is not None}
+        planned = {
+            m.data_file_id: m.old_delete_file.delete_file_id for m in work.merged if m.old_delete_file is not None
+        }
         if live_inputs(ctx, merged_ids) != set(merged_ids) or live_delete_files(ctx, merged_ids) != planned:
             raise inputs_changed(ctx, t.table_id, f"flushInlinedData of {t.qualified_name}", base)
     new_ids = [add_data_file(ctx, f.data) for f in work.files]
@@ -265,16 +391,26 @@ def _write_commit(ctx: CommitContext, work: FlushWork, paths: TablePaths) -> Non
             old = m.old_delete_file
             dl = T["ducklake_delete_file"]
             ctx.emit(dl.delete().where(dl.c.delete_file_id == old.delete_file_id))
-            schedule_deletion(ctx, old.delete_file_id, paths.scheduled(old.path, old.path_is_relative), old.path_is_relative)
-    for f, new_id in zip(work.files, new_ids):
+            schedule_deletion(
+                ctx, old.delete_file_id, paths.scheduled(old.path, old.path_is_relative), old.path_is_relative
+            )
+    for f, new_id in zip(work.files, new_ids, strict=False):
         if f.delete_file is not None:
-            add_delete_file(ctx, _delete_file_row(t.table_id, new_id, f.delete_path, f.delete_file, [s for _, s in f.deletes], merged=False))
+            add_delete_file(
+                ctx,
+                _delete_file_row(
+                    t.table_id, new_id, f.delete_path, f.delete_file, [s for _, s in f.deletes], merged=False
+                ),
+            )
     _remove_flushed_rows(ctx, work)
     if work.files:
         widen_table_stats(ctx, t.table_id, work.type_names, [f.data.column_stats for f in work.files])
         ts = T["ducklake_table_stats"]
-        ctx.emit(ts.update().where(ts.c.table_id == t.table_id).values(
-            file_size_bytes=ts.c.file_size_bytes + sum(f.data.file_size_bytes for f in work.files)))
+        ctx.emit(
+            ts.update()
+            .where(ts.c.table_id == t.table_id)
+            .values(file_size_bytes=ts.c.file_size_bytes + sum(f.data.file_size_bytes for f in work.files))
+        )
         ctx.tokens.append(Token("inline_flush", id=t.table_id))
     if work.deletions:
         ctx.tokens.append(Token("deleted_from_table", id=t.table_id))

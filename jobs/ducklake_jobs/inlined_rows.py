@@ -33,8 +33,9 @@ class InlinedRows:
     raw: pa.Table  # row_id, begin_snapshot, end_snapshot, then c0..cn as text or bytes
 
 
-def read_inlined(conn: sa.Connection, pg_schema: str | None, table_name: str, columns: tuple[ColumnState, ...],
-                 at_most: int) -> InlinedRows:
+def read_inlined(
+    conn: sa.Connection, pg_schema: str | None, table_name: str, columns: tuple[ColumnState, ...], at_most: int
+) -> InlinedRows:
     """Rows of one inlined table that exist at snapshot ``at_most`` (deleted ones too)."""
     table = sa.Table(table_name, sa.MetaData(), autoload_with=conn, schema=pg_schema)
     stored = [c.name for c in table.columns if c.name not in _SYSTEM]
@@ -65,6 +66,8 @@ def register_decoded(con: duckdb.DuckDBPyConnection, rows: InlinedRows, name: st
     under their names, then row_id, begin_snapshot, end_snapshot."""
     con.register(f"{name}_raw", rows.raw)
     casts = ", ".join(f"CAST(c{i} AS {to_duckdb_sql(c.type)}) AS {quote(c.name)}" for i, c in enumerate(rows.columns))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {casts}{', ' if casts else ''}"
-                f"row_id, begin_snapshot, end_snapshot FROM {name}_raw")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {casts}{', ' if casts else ''}"
+        f"row_id, begin_snapshot, end_snapshot FROM {name}_raw"
+    )
     con.unregister(f"{name}_raw")

@@ -30,15 +30,19 @@ class TableInputs:
         with catalog.engine.connect() as conn:
             for version in set(schema_versions):
                 at = layout_snapshot(self.schema_versions, version)
-                out[version] = load_layout_at(conn, self.table.table_id, at)[0] if at is not None else self.table.columns
+                out[version] = (
+                    load_layout_at(conn, self.table.table_id, at)[0] if at is not None else self.table.columns
+                )
         return out
 
 
 def refuse_encrypted(state: CatalogState) -> None:
     """The jobs write plain Parquet; an encrypted lake needs every file encrypted."""
     if str(state.options.get("encrypted", "")).lower() == "true":
-        raise DuckLakeError("this lake is encrypted; the maintenance jobs do not write encrypted files yet "
-                            "(run DuckDB's ducklake_* maintenance functions instead)")
+        raise DuckLakeError(
+            "this lake is encrypted; the maintenance jobs do not write encrypted files yet "
+            "(run DuckDB's ducklake_* maintenance functions instead)"
+        )
 
 
 def read_inputs(catalog: Catalog, schema: str, table: str) -> TableInputs:
@@ -49,5 +53,11 @@ def read_inputs(catalog: Catalog, schema: str, table: str) -> TableInputs:
         raise TableNotFound(f"table {schema}.{table} does not exist")
     base = state.snapshot.snapshot_id
     with catalog.engine.connect() as conn:
-        return TableInputs(state, t, base, load_schema_versions(conn, t.table_id),
-                           inlined_file_deletions(conn, catalog.location.schema, t.table_id, at_most=base), oldest_snapshot(conn))
+        return TableInputs(
+            state,
+            t,
+            base,
+            load_schema_versions(conn, t.table_id),
+            inlined_file_deletions(conn, catalog.location.schema, t.table_id, at_most=base),
+            oldest_snapshot(conn),
+        )

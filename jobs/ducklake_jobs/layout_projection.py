@@ -46,16 +46,23 @@ def _expr(col: ColumnState, field: FieldIds | None, ref: str, depth: int) -> str
     kids = {f.field_id: f for f in field.children}
     if col.type_name == "struct":
         parts = ", ".join(
-            f"{quote(c.name)} := " + _expr(c, kids.get(c.column_id),
-                                           f"struct_extract({ref}, {literal(kids[c.column_id].name)})" if c.column_id in kids else "",
-                                           depth + 1)
-            for c in col.children)
+            f"{quote(c.name)} := "
+            + _expr(
+                c,
+                kids.get(c.column_id),
+                f"struct_extract({ref}, {literal(kids[c.column_id].name)})" if c.column_id in kids else "",
+                depth + 1,
+            )
+            for c in col.children
+        )
         return f"CASE WHEN {ref} IS NULL THEN NULL ELSE struct_pack({parts}) END"
     var = f"__x{depth}"
     if col.type_name == "list":
         (element,) = col.children
         return f"list_transform({ref}, {var} -> {_expr(element, kids.get(element.column_id), var, depth + 1)})"
     key, value = col.children  # map
-    entry = ", ".join(f"{name} := " + _expr(c, kids.get(c.column_id), f"struct_extract({var}, '{name}')", depth + 1)
-                      for name, c in (("key", key), ("value", value)))
+    entry = ", ".join(
+        f"{name} := " + _expr(c, kids.get(c.column_id), f"struct_extract({var}, '{name}')", depth + 1)
+        for name, c in (("key", key), ("value", value))
+    )
     return f"map_from_entries(list_transform(map_entries({ref}), {var} -> struct_pack({entry})))"

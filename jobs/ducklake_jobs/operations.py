@@ -29,8 +29,16 @@ def split_table(table: str | None, operation: str) -> tuple[str | None, str | No
 REPLANS = 2  # a data-writing job whose inputs changed under it plans again this many times
 
 
-def run_operation(catalog: Catalog, operation: str, table: str | None, params: Mapping[str, object], *,
-                  runner: Runner = run_in_process, author: str = "ducklake-operator", replans: int = REPLANS) -> dict[str, Any]:
+def run_operation(
+    catalog: Catalog,
+    operation: str,
+    table: str | None,
+    params: Mapping[str, object],
+    *,
+    runner: Runner = run_in_process,
+    author: str = "ducklake-operator",
+    replans: int = REPLANS,
+) -> dict[str, Any]:
     """Run one operation. A data-writing job refused because a concurrent writer changed
     its inputs (its files already removed) plans again from the new snapshot, up to
     ``replans`` times; the report counts the re-plans."""
@@ -42,18 +50,22 @@ def run_operation(catalog: Catalog, operation: str, table: str | None, params: M
             if attempt == replans or OPERATIONS[operation].table == "none":
                 raise
         except sa.exc.DBAPIError as exc:  # outside a snapshot commit, which settles its own
-            raise CatalogUnavailable(f"{operation}: the catalog database failed: {describe_db_error(exc)}; "
-                                     "running it again is safe") from None
+            raise CatalogUnavailable(
+                f"{operation}: the catalog database failed: {describe_db_error(exc)}; running it again is safe"
+            ) from None
     raise AssertionError("unreachable")
 
 
-def _run_once(catalog: Catalog, operation: str, table: str | None, params: Mapping[str, object],
-              runner: Runner, author: str) -> dict[str, Any]:
+def _run_once(
+    catalog: Catalog, operation: str, table: str | None, params: Mapping[str, object], runner: Runner, author: str
+) -> dict[str, Any]:
     keywords = job_keywords(operation, params)
     op = OPERATIONS[operation]
     if not op.available:
-        raise DuckLakeError(f"{operation} is not available yet; available: "
-                            + ", ".join(name for name, o in OPERATIONS.items() if o.available))
+        raise DuckLakeError(
+            f"{operation} is not available yet; available: "
+            + ", ".join(name for name, o in OPERATIONS.items() if o.available)
+        )
     if op.table == "required" and not table:
         raise SpecError(f"{operation} needs a table (schema.table)")
     if op.table == "none" and table:

@@ -27,9 +27,13 @@ SNAPSHOT_ID = "_ducklake_internal_snapshot_id"
 HIDDEN_FIELD_IDS = {ROW_ID: 2147483540, SNAPSHOT_ID: 2147483539}  # Iceberg v3 row lineage ids (memo §4.1)
 DEFAULT_ROW_GROUP_SIZE = 122_880
 # table/schema/catalog options that shape DuckDB's Parquet output -> COPY option
-COPY_OPTIONS = {"parquet_compression": "COMPRESSION", "parquet_compression_level": "COMPRESSION_LEVEL",
-                "parquet_version": "PARQUET_VERSION", "parquet_row_group_size": "ROW_GROUP_SIZE",
-                "parquet_row_group_size_bytes": "ROW_GROUP_SIZE_BYTES"}
+COPY_OPTIONS = {
+    "parquet_compression": "COMPRESSION",
+    "parquet_compression_level": "COMPRESSION_LEVEL",
+    "parquet_version": "PARQUET_VERSION",
+    "parquet_row_group_size": "ROW_GROUP_SIZE",
+    "parquet_row_group_size_bytes": "ROW_GROUP_SIZE_BYTES",
+}
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ class FieldIds:
 
     name: str
     field_id: int
-    children: tuple["FieldIds", ...] = ()
+    children: tuple[FieldIds, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,14 +131,23 @@ def scratch_connection(*, extensions: bool = False, spill: str | None = None) ->
     return con
 
 
-def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, fields: tuple[FieldIds, ...], out_local: str,
-                  options: tuple[tuple[str, str], ...] = (), params: list[Any] | dict[str, Any] | None = None) -> WrittenFile:
+def write_parquet(
+    con: duckdb.DuckDBPyConnection,
+    select_sql: str,
+    fields: tuple[FieldIds, ...],
+    out_local: str,
+    options: tuple[tuple[str, str], ...] = (),
+    params: list[Any] | dict[str, Any] | None = None,
+) -> WrittenFile:
     """Run ``select_sql`` into one Parquet file at the local path ``out_local``; ``fields``
     gives the field ids of every column the query returns (hidden ones included)."""
     os.makedirs(os.path.dirname(out_local) or ".", exist_ok=True)
     opts = "".join(f", {k} {literal(v) if not v.isdigit() else v}" for k, v in options)
-    row = con.execute(f"COPY ({select_sql}) TO {literal(out_local)} "
-                      f"(FORMAT parquet, FIELD_IDS {field_ids_sql(fields)}, RETURN_STATS true{opts})", params or []).fetchone()
+    row = con.execute(
+        f"COPY ({select_sql}) TO {literal(out_local)} "
+        f"(FORMAT parquet, FIELD_IDS {field_ids_sql(fields)}, RETURN_STATS true{opts})",
+        params or [],
+    ).fetchone()
     assert row is not None
     _, count, file_size, footer, column_stats = row[:5]
     keys = _leaf_keys(fields)
@@ -147,29 +160,50 @@ def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, fields: tuple
         # DuckDB counts the NULLs of fields under a list per level, so they can exceed the
         # values; its writer then records both counts as unknown, and so do we
         known = nulls <= values
-        stats.append(FileColumnStats(
-            column_id=fid, column_size_bytes=int(s.get("column_size_bytes", 0)),
-            value_count=values - nulls if known else None, null_count=nulls if known else None,
-            min_value=s.get("min"), max_value=s.get("max"),
-            contains_nan=(s["has_nan"] == "true") if "has_nan" in s else None))
-    return WrittenFile(out_local, int(count), int(file_size), int(footer), tuple(sorted(stats, key=lambda s: s.column_id)))
+        stats.append(
+            FileColumnStats(
+                column_id=fid,
+                column_size_bytes=int(s.get("column_size_bytes", 0)),
+                value_count=values - nulls if known else None,
+                null_count=nulls if known else None,
+                min_value=s.get("min"),
+                max_value=s.get("max"),
+                contains_nan=(s["has_nan"] == "true") if "has_nan" in s else None,
+            )
+        )
+    return WrittenFile(
+        out_local, int(count), int(file_size), int(footer), tuple(sorted(stats, key=lambda s: s.column_id))
+    )
 
 
 # Positional delete files as DuckDB 1.5.5 writes them (memo §4.7): the data file's full path,
 # the 0-based position, and the snapshot of each deletion.
-DELETE_FILE_FIELDS = (FieldIds("file_path", 2147483646), FieldIds("pos", 2147483645),
-                      FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]))
+DELETE_FILE_FIELDS = (
+    FieldIds("file_path", 2147483646),
+    FieldIds("pos", 2147483645),
+    FieldIds(SNAPSHOT_ID, HIDDEN_FIELD_IDS[SNAPSHOT_ID]),
+)
 
 
-def write_delete_file(con: duckdb.DuckDBPyConnection, data_file: str, deletes: list[tuple[int, int]], out_local: str) -> WrittenFile:
+def write_delete_file(
+    con: duckdb.DuckDBPyConnection, data_file: str, deletes: list[tuple[int, int]], out_local: str
+) -> WrittenFile:
     """A delete file for ``data_file`` (its full path) with (position, snapshot) pairs."""
-    table = pa.table({"file_path": pa.array([data_file] * len(deletes), pa.string()),
-                      "pos": pa.array([p for p, _ in deletes], pa.int64()),
-                      SNAPSHOT_ID: pa.array([s for _, s in deletes], pa.int64())})
+    table = pa.table(
+        {
+            "file_path": pa.array([data_file] * len(deletes), pa.string()),
+            "pos": pa.array([p for p, _ in deletes], pa.int64()),
+            SNAPSHOT_ID: pa.array([s for _, s in deletes], pa.int64()),
+        }
+    )
     con.register("__deletes", table)
     try:
-        return write_parquet(con, f"SELECT file_path, pos, {quote(SNAPSHOT_ID)} FROM __deletes ORDER BY pos",
-                             DELETE_FILE_FIELDS, out_local)
+        return write_parquet(
+            con,
+            f"SELECT file_path, pos, {quote(SNAPSHOT_ID)} FROM __deletes ORDER BY pos",
+            DELETE_FILE_FIELDS,
+            out_local,
+        )
     finally:
         con.unregister("__deletes")
 
@@ -180,6 +214,9 @@ def read_delete_file(local: str, begin_snapshot: int) -> list[tuple[int, int]]:
     import pyarrow.parquet as pq
 
     table = pq.read_table(local)
-    snapshots = (table.column(SNAPSHOT_ID).to_pylist() if SNAPSHOT_ID in table.column_names
-                 else [begin_snapshot] * table.num_rows)
-    return list(zip(table.column("pos").to_pylist(), snapshots))
+    snapshots = (
+        table.column(SNAPSHOT_ID).to_pylist()
+        if SNAPSHOT_ID in table.column_names
+        else [begin_snapshot] * table.num_rows
+    )
+    return list(zip(table.column("pos").to_pylist(), snapshots, strict=False))

@@ -30,8 +30,9 @@ def run_on_spark(fn: Callable[[W], R], items: list[W]) -> list[R]:
     if not items:
         return []
     context = spark_session().sparkContext
-    threads = task_resources.threads_per_task(context.master, int(context.getConf().get("spark.task.cpus", "1")),
-                                              len(items), os.cpu_count() or 1)
+    threads = task_resources.threads_per_task(
+        context.master, int(context.getConf().get("spark.task.cpus", "1")), len(items), os.cpu_count() or 1
+    )
 
     def run(item: W) -> R:
         with task_resources.using(task_resources.in_spark_task(threads)):
@@ -54,8 +55,9 @@ def discard(paths: Iterable[str]) -> None:
         storage.delete(path)
 
 
-def produce_and_commit(planned_outputs: Callable[[], Iterable[str]], produce: Callable[[], R],
-                       commit: Callable[[R], W]) -> tuple[R, W]:
+def produce_and_commit(
+    planned_outputs: Callable[[], Iterable[str]], produce: Callable[[], R], commit: Callable[[R], W]
+) -> tuple[R, W]:
     """Write the output, then commit it. On any failure known not to have committed, every
     file the job planned to write is deleted (a killed job leaves orphans instead, which
     deleteOrphanFiles removes)."""

@@ -16,7 +16,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -54,10 +54,15 @@ class S3Config:
     url_style: str | None = None  # "vhost" forces virtual-host addressing; else pyarrow's default
 
     @classmethod
-    def from_env(cls) -> "S3Config":
+    def from_env(cls) -> S3Config:
         env = os.environ.get
-        return cls(env("AWS_ENDPOINT_URL_S3") or env("AWS_ENDPOINT_URL"), env("AWS_REGION") or env("AWS_DEFAULT_REGION"),
-                   env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN"))
+        return cls(
+            env("AWS_ENDPOINT_URL_S3") or env("AWS_ENDPOINT_URL"),
+            env("AWS_REGION") or env("AWS_DEFAULT_REGION"),
+            env("AWS_ACCESS_KEY_ID"),
+            env("AWS_SECRET_ACCESS_KEY"),
+            env("AWS_SESSION_TOKEN"),
+        )
 
 
 _configured: S3Config | None = None
@@ -74,7 +79,7 @@ def s3_config(path: str) -> S3Config | None:
     return (_configured or S3Config.from_env()) if path.startswith("s3://") else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _s3(config: S3Config) -> pafs.S3FileSystem:
     kwargs: dict[str, object] = {}
     if config.endpoint:
@@ -93,7 +98,7 @@ def filesystem(path: str, s3: S3Config | None = None) -> tuple[pafs.FileSystem, 
     """The filesystem holding ``path`` and the path within it; ``s3``: settings for this
     call (else the process's: ``configure``, or the environment)."""
     if path.startswith("s3://"):
-        return _s3(s3 or _configured or S3Config.from_env()), path[len("s3://"):]
+        return _s3(s3 or _configured or S3Config.from_env()), path[len("s3://") :]
     if is_remote(path):
         return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), path

@@ -25,18 +25,22 @@ def _compare(con: duckdb.DuckDBPyConnection, type_name: str, table_value: str, f
         return None
     sql_type = to_duckdb_sql(t)
     file_sql = "unhex($f)" if type_name == "blob" else f"TRY_CAST($f AS {sql_type})"
-    row = con.execute(f"SELECT a < b, a = b FROM (SELECT TRY_CAST($t AS {sql_type}) AS a, {file_sql} AS b)",
-                      {"t": table_value, "f": file_value}).fetchone()
+    row = con.execute(
+        f"SELECT a < b, a = b FROM (SELECT TRY_CAST($t AS {sql_type}) AS a, {file_sql} AS b)",
+        {"t": table_value, "f": file_value},
+    ).fetchone()
     if row is None or row[0] is None:
         return None
     return -1 if row[0] else 0 if row[1] else 1
 
 
-def widen_table_stats(ctx: CommitContext, table_id: int, type_names: dict[int, str],
-                      files: Iterable[Iterable[FileColumnStats]]) -> None:
+def widen_table_stats(
+    ctx: CommitContext, table_id: int, type_names: dict[int, str], files: Iterable[Iterable[FileColumnStats]]
+) -> None:
     ts = T["ducklake_table_column_stats"]
-    current: dict[int, dict[str, Any]] = {r.column_id: dict(r._mapping) for r in ctx.conn.execute(
-        sa.select(ts).where(ts.c.table_id == table_id))}
+    current: dict[int, dict[str, Any]] = {
+        r.column_id: dict(r._mapping) for r in ctx.conn.execute(sa.select(ts).where(ts.c.table_id == table_id))
+    }
     before = {k: dict(v) for k, v in current.items()}
     con = duckdb.connect()
     try:
@@ -62,6 +66,13 @@ def widen_table_stats(ctx: CommitContext, table_id: int, type_names: dict[int, s
         con.close()
     for column_id, row in current.items():
         if row != before[column_id]:
-            ctx.emit(ts.update().where(ts.c.table_id == table_id, ts.c.column_id == column_id).values(
-                contains_null=row["contains_null"], contains_nan=row["contains_nan"],
-                min_value=row["min_value"], max_value=row["max_value"]))
+            ctx.emit(
+                ts.update()
+                .where(ts.c.table_id == table_id, ts.c.column_id == column_id)
+                .values(
+                    contains_null=row["contains_null"],
+                    contains_nan=row["contains_nan"],
+                    min_value=row["min_value"],
+                    max_value=row["max_value"],
+                )
+            )

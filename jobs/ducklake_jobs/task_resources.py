@@ -62,7 +62,8 @@ def memory_limit_mb(env: Mapping[str, str]) -> int | None:
     return max(64, int(int(worker) * DUCKDB_MEMORY_SHARE)) if worker and worker.isdigit() else None
 
 
-_current: ContextVar[TaskResources] = ContextVar("ducklake_task_resources", default=TaskResources())
+# TaskResources is frozen, so one shared default is safe
+_current: ContextVar[TaskResources] = ContextVar("ducklake_task_resources", default=TaskResources())  # noqa: B039
 
 
 def current() -> TaskResources:

@@ -34,12 +34,16 @@ from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_
 EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
 
 
-def env_credentials(secret: str, user_key: str, password_key: str, namespace: str | None = None) -> tuple[str | None, str | None]:
+def env_credentials(
+    secret: str, user_key: str, password_key: str, namespace: str | None = None
+) -> tuple[str | None, str | None]:
     def var(key: str) -> str:
         return f"DUCKLAKE_SECRET_{secret}_{key}".upper().replace("-", "_").replace(".", "_")
 
-    return (os.environ.get(var(user_key)) or os.environ.get("PGUSER"),
-            os.environ.get(var(password_key)) or os.environ.get("PGPASSWORD"))
+    return (
+        os.environ.get(var(user_key)) or os.environ.get("PGUSER"),
+        os.environ.get(var(password_key)) or os.environ.get("PGPASSWORD"),
+    )
 
 
 def _grouped(paths: Sequence[str]) -> list[tuple[CatalogSpec, list[SchemaSpec | TableSpec]]]:
@@ -114,8 +118,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     for cat_spec, members in _grouped(args.file):
         catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
         state = catalog.state()
-        print(f"catalog {cat_spec.ref.name}: format {state.version}, snapshot {state.snapshot.snapshot_id}, "
-              f"schema version {state.snapshot.schema_version}")
+        print(
+            f"catalog {cat_spec.ref.name}: format {state.version}, snapshot {state.snapshot.snapshot_id}, "
+            f"schema version {state.snapshot.schema_version}"
+        )
         for m in members:
             if isinstance(m, SchemaSpec):
                 print(f"  schema {m.name}: {'present' if m.name in state.schemas else 'missing'}")
@@ -128,9 +134,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             files = len(table.data_files)
             rows = sum(f.record_count for f in table.data_files) - sum(d.delete_count for d in table.delete_files)
             print(f"  table {m.qualified_name} (id {table.table_id}): {files} data files, {rows} rows in files")
+
             def show(columns, depth: int) -> None:  # type: ignore[no-untyped-def]
                 for c in columns:
-                    print(f"    {'  ' * depth}{c.column_id:>4}  {c.name}  {c.type_name}{'' if c.nullable else ' NOT NULL'}")
+                    print(
+                        f"    {'  ' * depth}{c.column_id:>4}  {c.name}  {c.type_name}{'' if c.nullable else ' NOT NULL'}"
+                    )
                     show(c.children, depth + 1)
 
             show(table.columns, 0)
@@ -152,8 +161,14 @@ def cmd_sql(args: argparse.Namespace) -> int:
             raise CatalogNotFound(f"{exc}: `ducklake apply -f` the catalog manifest first") from None
         con = attach(location, alias="lake")
         if (s3 := s3_settings(cat_spec)) is not None:
-            configure_s3(con, key_id=s3.access_key, secret=s3.secret_key, region=s3.region, endpoint=s3.endpoint,
-                         url_style=s3.url_style)
+            configure_s3(
+                con,
+                key_id=s3.access_key,
+                secret=s3.secret_key,
+                region=s3.region,
+                endpoint=s3.endpoint,
+                url_style=s3.url_style,
+            )
         for statement in args.sql:
             relation = con.sql(statement)
             if relation is not None:
@@ -190,8 +205,14 @@ def cmd_run_job(args: argparse.Namespace) -> int:
         catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
         storage.configure(s3_settings(cat_spec))  # shipped to Spark tasks with their work
         try:
-            result = run_operation(catalog, args.operation, args.table, params,
-                                   runner=run_in_process if args.no_spark else run_on_spark, author="ducklake-cli")
+            result = run_operation(
+                catalog,
+                args.operation,
+                args.table,
+                params,
+                runner=run_in_process if args.no_spark else run_on_spark,
+                author="ducklake-cli",
+            )
         finally:
             storage.configure(None)
             catalog.close()
@@ -204,18 +225,22 @@ def _params_epilog() -> str:
     for name, params in params_help():
         if params:
             out.append(f"  {name}")
-            out += [textwrap.fill(text, width=100, initial_indent=f"    {key:<20}", subsequent_indent=" " * 24)
-                    for key, text in params]
+            out += [
+                textwrap.fill(text, width=100, initial_indent=f"    {key:<20}", subsequent_indent=" " * 24)
+                for key, text in params
+            ]
     return "\n".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ducklake", description="Declarative DuckLake tables")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, fn, helptext in (("plan", cmd_plan, "show what apply would change"),
-                               ("apply", cmd_apply, "commit the manifests"),
-                               ("status", cmd_status, "tables, columns with ids, drift"),
-                               ("sql", cmd_sql, "run SQL with DuckDB on the catalog (attached as lake)")):
+    for name, fn, helptext in (
+        ("plan", cmd_plan, "show what apply would change"),
+        ("apply", cmd_apply, "commit the manifests"),
+        ("status", cmd_status, "tables, columns with ids, drift"),
+        ("sql", cmd_sql, "run SQL with DuckDB on the catalog (attached as lake)"),
+    ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
         p.set_defaults(func=fn)
@@ -226,19 +251,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "sql":
             p.add_argument("sql", nargs="+", help="SQL statements")
     available = [name for name, op in OPERATIONS.items() if op.available]
-    job = sub.add_parser("run-job", help="run a maintenance operation locally: " + ", ".join(available),
-                         epilog=_params_epilog(),
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    job = sub.add_parser(
+        "run-job",
+        help="run a maintenance operation locally: " + ", ".join(available),
+        epilog=_params_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     job.add_argument("operation", choices=available)
     job.add_argument("table", nargs="?", help="schema.table (compact, rewriteDeletes; optional for flushInlinedData)")
-    job.add_argument("-p", "--param", action="append", help="operation parameter key=value, e.g. -p targetFileSize=128MB")
+    job.add_argument(
+        "-p", "--param", action="append", help="operation parameter key=value, e.g. -p targetFileSize=128MB"
+    )
     job.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
     job.add_argument("--older-than", help="age, e.g. 7d, 12h")
     job.add_argument("--retain-last", type=int, help="expireSnapshots: always keep this many")
     job.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
-    job.add_argument("--no-spark", action="store_true",
-                     help="compact, rewriteDeletes: run the file groups in this process instead of as Spark tasks "
-                          "(local[*], or DUCKLAKE_SPARK_MASTER); quicker for small tables, no JVM")
+    job.add_argument(
+        "--no-spark",
+        action="store_true",
+        help="compact, rewriteDeletes: run the file groups in this process instead of as Spark tasks "
+        "(local[*], or DUCKLAKE_SPARK_MASTER); quicker for small tables, no JVM",
+    )
     job.set_defaults(func=cmd_run_job)
     args = parser.parse_args(argv)
     try:

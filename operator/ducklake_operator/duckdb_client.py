@@ -15,8 +15,12 @@ import duckdb
 
 from .catalog.connect import CatalogLocation
 
-WHEELS = {"ducklake": "duckdb_extension_ducklake", "postgres_scanner": "duckdb_extension_postgres_scanner",
-          "sqlite_scanner": "duckdb_extension_sqlite_scanner", "httpfs": "duckdb_extension_httpfs"}
+WHEELS = {
+    "ducklake": "duckdb_extension_ducklake",
+    "postgres_scanner": "duckdb_extension_postgres_scanner",
+    "sqlite_scanner": "duckdb_extension_sqlite_scanner",
+    "httpfs": "duckdb_extension_httpfs",
+}
 OPTIONAL = frozenset({"httpfs"})  # only for s3:// data paths; loaded when its wheel is installed
 
 
@@ -25,7 +29,9 @@ def extension_path(name: str) -> str | None:
         package = importlib.import_module(WHEELS[name])
     except ImportError:
         return None
-    found = glob.glob(os.path.join(os.path.dirname(package.__file__ or ""), "extensions", "*", f"{name}.duckdb_extension"))
+    found = glob.glob(
+        os.path.join(os.path.dirname(package.__file__ or ""), "extensions", "*", f"{name}.duckdb_extension")
+    )
     return found[0] if found else None
 
 
@@ -38,8 +44,15 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def configure_s3(con: duckdb.DuckDBPyConnection, *, key_id: str | None = None, secret: str | None = None,
-                 region: str | None = None, endpoint: str | None = None, url_style: str | None = None) -> None:
+def configure_s3(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    key_id: str | None = None,
+    secret: str | None = None,
+    region: str | None = None,
+    endpoint: str | None = None,
+    url_style: str | None = None,
+) -> None:
     """A DuckDB S3 secret (httpfs); ``endpoint`` is a URL (http:// means no TLS), as in
     AWS_ENDPOINT_URL. Unset values come from the standard AWS environment variables."""
     key_id = key_id or os.environ.get("AWS_ACCESS_KEY_ID")
@@ -52,15 +65,22 @@ def configure_s3(con: duckdb.DuckDBPyConnection, *, key_id: str | None = None, s
             parts.append(f"{key} '{value.replace(chr(39), chr(39) * 2)}'")
     if endpoint:
         host = endpoint.split("://", 1)[-1].rstrip("/")
-        parts += [f"ENDPOINT '{host}'", f"USE_SSL {'false' if endpoint.startswith('http://') else 'true'}",
-                  f"URL_STYLE '{url_style or 'path'}'"]
+        parts += [
+            f"ENDPOINT '{host}'",
+            f"USE_SSL {'false' if endpoint.startswith('http://') else 'true'}",
+            f"URL_STYLE '{url_style or 'path'}'",
+        ]
     elif url_style:
         parts.append(f"URL_STYLE '{url_style}'")
     con.execute(f"CREATE OR REPLACE SECRET ducklake_s3 ({', '.join(parts)})")
 
 
-def attach(location: CatalogLocation, alias: str = "lk", con: duckdb.DuckDBPyConnection | None = None,
-           data_path: str | None = None) -> duckdb.DuckDBPyConnection:
+def attach(
+    location: CatalogLocation,
+    alias: str = "lk",
+    con: duckdb.DuckDBPyConnection | None = None,
+    data_path: str | None = None,
+) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the catalog attached as ``alias``."""
     con = con or connect()
     opts = []

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 AUTHOR = "ducklake-operator"
 MAX_REPLANS = 3
 
-Credentials = Callable[[str, str, str, "str | None"], tuple[str | None, str | None]]  # (secret, user key, pw key, namespace)
+Credentials = Callable[
+    [str, str, str, "str | None"], tuple[str | None, str | None]
+]  # (secret, user key, pw key, namespace)
 
 
 def location_for(spec: CatalogSpec, credentials: Credentials | None = None) -> CatalogLocation:
@@ -41,12 +43,20 @@ def location_for(spec: CatalogSpec, credentials: Credentials | None = None) -> C
         if backend.credentials is not None and credentials is not None:
             c = backend.credentials
             user, password = credentials(c.name, c.username_key, c.password_key, spec.ref.namespace)
-        return CatalogLocation(kind="postgres", host=backend.host, port=backend.port, database=backend.database,
-                               schema=backend.schema, user=user, password=password, sslmode=backend.ssl_mode)
+        return CatalogLocation(
+            kind="postgres",
+            host=backend.host,
+            port=backend.port,
+            database=backend.database,
+            schema=backend.schema,
+            user=user,
+            password=password,
+            sslmode=backend.ssl_mode,
+        )
     return CatalogLocation(kind="sqlite", path=backend.path)
 
 
-def s3_settings(spec: CatalogSpec, credentials: Credentials | None = None) -> "S3Config | None":
+def s3_settings(spec: CatalogSpec, credentials: Credentials | None = None) -> S3Config | None:
     """S3 settings for a catalog whose data path is ``s3://``: ``spec.storage.s3`` over the
     standard AWS environment; keys from its ``credentialsSecretRef`` when ``credentials``
     can read Secrets (the controller), else from the environment (the CLI)."""
@@ -61,8 +71,14 @@ def s3_settings(spec: CatalogSpec, credentials: Credentials | None = None) -> "S
     if s3.credentials is not None and credentials is not None:
         c = s3.credentials
         (key, secret), token = credentials(c.name, c.username_key, c.password_key, spec.ref.namespace), None
-    return S3Config(endpoint=s3.endpoint or env.endpoint, region=s3.region or env.region, access_key=key,
-                    secret_key=secret, session_token=token, url_style=s3.url_style)
+    return S3Config(
+        endpoint=s3.endpoint or env.endpoint,
+        region=s3.region or env.region,
+        access_key=key,
+        secret_key=secret,
+        session_token=token,
+        url_style=s3.url_style,
+    )
 
 
 def lake_identity(spec: CatalogSpec) -> tuple[object, ...]:
@@ -92,13 +108,16 @@ class ApplyResult:
 
 def commit_message(spec: TableSpec | SchemaSpec, plan: TablePlan) -> tuple[str, str]:
     message = f"{spec.ref.kind} {spec.ref.name}: {plan.summary()}"
-    extra = json.dumps({"manifest": spec.ref.source or spec.ref.name, "generation": spec.ref.generation,
-                        "planHash": plan.hash}, sort_keys=True)
+    extra = json.dumps(
+        {"manifest": spec.ref.source or spec.ref.name, "generation": spec.ref.generation, "planHash": plan.hash},
+        sort_keys=True,
+    )
     return message, extra
 
 
-def apply_plan(catalog: Catalog, spec: TableSpec | SchemaSpec, *, author: str = AUTHOR,
-               state: CatalogState | None = None) -> ApplyResult:
+def apply_plan(
+    catalog: Catalog, spec: TableSpec | SchemaSpec, *, author: str = AUTHOR, state: CatalogState | None = None
+) -> ApplyResult:
     """Plan against the catalog and commit the plan as one snapshot.
 
     A refused plan commits nothing. If the catalog moved under the plan (a conflicting
@@ -113,8 +132,9 @@ def apply_plan(catalog: Catalog, spec: TableSpec | SchemaSpec, *, author: str = 
             return ApplyResult(plan, None)
         message, extra = commit_message(spec, plan)
         try:
-            result = catalog.commit(plan.changes, author=author, message=message, extra_info=extra,
-                                    base_snapshot=plan.base_snapshot)
+            result = catalog.commit(
+                plan.changes, author=author, message=message, extra_info=extra, base_snapshot=plan.base_snapshot
+            )
             return ApplyResult(plan, result)
         except CommitConflict:
             if attempt >= MAX_REPLANS:
@@ -129,7 +149,9 @@ def read_for_plan(catalog: Catalog, spec: TableSpec | SchemaSpec) -> CatalogStat
     return catalog.state(include_files=False, table_names=[])
 
 
-def plan_for(spec: TableSpec | SchemaSpec, state: CatalogState, pending_schemas: frozenset[str] = frozenset()) -> TablePlan:
+def plan_for(
+    spec: TableSpec | SchemaSpec, state: CatalogState, pending_schemas: frozenset[str] = frozenset()
+) -> TablePlan:
     if isinstance(spec, TableSpec):
         return plan_table(spec, state, pending_schemas)
     if isinstance(spec, SchemaSpec):
@@ -148,7 +170,7 @@ class DestroyResult:
     tables_dropped: int
 
 
-def destroy_catalog(catalog: Catalog, s3: "S3Config | None" = None) -> DestroyResult:
+def destroy_catalog(catalog: Catalog, s3: S3Config | None = None) -> DestroyResult:
     """A catalog's ``deletionPolicy: Delete``: holding every catalog table exclusively,
     delete every file the catalog refers to (live, time-travel, scheduled for deletion),
     then drop the tables, in one transaction. A client still attached makes it fail before
@@ -165,6 +187,8 @@ def destroy_catalog(catalog: Catalog, s3: "S3Config | None" = None) -> DestroyRe
     try:
         deleted, dropped = drop_catalog(catalog.engine, catalog.location, delete_files)
     except sa.exc.OperationalError as exc:
-        raise CatalogUnavailable(f"could not take the catalog's tables ({describe_db_error(exc)}): clients attached to "
-                                 "the lake still hold them; nothing was deleted") from None
+        raise CatalogUnavailable(
+            f"could not take the catalog's tables ({describe_db_error(exc)}): clients attached to "
+            "the lake still hold them; nothing was deleted"
+        ) from None
     return DestroyResult(files_deleted=deleted, tables_dropped=len(dropped))

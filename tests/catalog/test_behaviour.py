@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import pytest
 import sqlalchemy as sa
-from support import duck
-from support.dump import dump
-from support.pgserver import free_port
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.read import load_catalog_state
-from ducklake_operator.errors import AlreadyExists, CatalogUnavailable, SchemaNotFound, SpecError, TableNotFound, UnsupportedCatalog
+from ducklake_operator.errors import (
+    AlreadyExists,
+    CatalogUnavailable,
+    SchemaNotFound,
+    SpecError,
+    TableNotFound,
+    UnsupportedCatalog,
+)
 from ducklake_operator.model.changes import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable
 from ducklake_operator.model.types import Field, parse_type
+from support import duck
+from support.dump import dump
+from support.pgserver import free_port
 
 INT = parse_type("int32")
 
@@ -41,7 +48,9 @@ def test_adopt_accepts_a_catalog_duckdb_created(make_location, tmp_path) -> None
 
 
 def test_unreachable_database_is_a_clear_error_without_credentials() -> None:
-    location = CatalogLocation(kind="postgres", host="127.0.0.1", port=free_port(), database="nope", user="u", password="s3cret-pw")
+    location = CatalogLocation(
+        kind="postgres", host="127.0.0.1", port=free_port(), database="nope", user="u", password="s3cret-pw"
+    )
     with pytest.raises(CatalogUnavailable) as err:
         Catalog.open(location)
     assert "127.0.0.1" in str(err.value) and "s3cret-pw" not in str(err.value)
@@ -53,10 +62,19 @@ def test_wrong_password_is_unavailable_and_does_not_leak(pg_server) -> None:  # 
 
     admin = psycopg2.connect(host=pg_server.host, port=pg_server.port, user="postgres", dbname="postgres")
     admin.autocommit = True
-    admin.cursor().execute("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='pwuser') THEN CREATE ROLE pwuser LOGIN PASSWORD 'right'; END IF; END$$")
+    admin.cursor().execute(
+        "DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='pwuser') THEN CREATE ROLE pwuser LOGIN PASSWORD 'right'; END IF; END$$"
+    )
     admin.close()
     # trust auth accepts any password, so a missing database stands in for a refused login
-    location = CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database="missing_db", user="pwuser", password="wrong-pw")
+    location = CatalogLocation(
+        kind="postgres",
+        host=pg_server.host,
+        port=pg_server.port,
+        database="missing_db",
+        user="pwuser",
+        password="wrong-pw",
+    )
     with pytest.raises(CatalogUnavailable) as err:
         Catalog.open(location)
     assert "wrong-pw" not in str(err.value)
@@ -83,7 +101,13 @@ def test_a_failing_change_rolls_back_the_whole_commit(catalog: Catalog) -> None:
     catalog.commit([CreateTable("main", "exists", (Field("a", INT),))])
     before = dump(catalog.location)
     with pytest.raises(AlreadyExists):
-        catalog.commit([CreateSchema("fresh"), CreateTable("fresh", "t", (Field("a", INT),)), CreateTable("main", "EXISTS", (Field("a", INT),))])
+        catalog.commit(
+            [
+                CreateSchema("fresh"),
+                CreateTable("fresh", "t", (Field("a", INT),)),
+                CreateTable("main", "EXISTS", (Field("a", INT),)),
+            ]
+        )
     assert dump(catalog.location) == before
     with pytest.raises(SchemaNotFound):
         catalog.commit([CreateTable("nope", "t", (Field("a", INT),))])
@@ -101,7 +125,9 @@ def test_drop_schema_needs_cascade_when_not_empty(catalog: Catalog) -> None:
     assert result.changes_made and result.changes_made.startswith("dropped_schema:")
     assert "s" not in catalog.state().schemas and not catalog.state().tables
     con = duck.attach(catalog.location)
-    assert con.execute("SELECT count(*) FROM duckdb_schemas() WHERE database_name = 'lk' AND schema_name = 's'").fetchone() == (0,)
+    assert con.execute(
+        "SELECT count(*) FROM duckdb_schemas() WHERE database_name = 'lk' AND schema_name = 's'"
+    ).fetchone() == (0,)
 
 
 def test_rename_checks_the_name_it_planned_against(catalog: Catalog) -> None:
@@ -121,7 +147,9 @@ def test_reads_everything_duckdb_writes(catalog: Catalog) -> None:
     con.execute("CREATE TABLE lk.p(id INTEGER, cat VARCHAR, ts TIMESTAMP)")
     con.execute("ALTER TABLE lk.p SET PARTITIONED BY (cat, year(ts))")
     con.execute("ALTER TABLE lk.p SET SORTED BY (id DESC NULLS FIRST)")
-    con.execute("INSERT INTO lk.p SELECT i, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, TIMESTAMP '2024-01-01' + INTERVAL (i) DAY FROM range(400) t(i)")
+    con.execute(
+        "INSERT INTO lk.p SELECT i, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, TIMESTAMP '2024-01-01' + INTERVAL (i) DAY FROM range(400) t(i)"
+    )
     con.execute("DELETE FROM lk.p WHERE id BETWEEN 10 AND 60")
     con.execute("INSERT INTO lk.p VALUES (1000, 'c', NULL)")  # inlined
     state = catalog.state()
@@ -157,7 +185,9 @@ def test_reading_many_tables_takes_a_fixed_number_of_queries(catalog: Catalog) -
         assert state.tables
         return len(statements)
 
-    catalog.commit([CreateTable("main", f"t{i}", (Field("a", INT), Field("s", parse_type("STRUCT(x INT)")))) for i in range(3)])
+    catalog.commit(
+        [CreateTable("main", f"t{i}", (Field("a", INT), Field("s", parse_type("STRUCT(x INT)")))) for i in range(3)]
+    )
     few = count_queries()
     catalog.commit([CreateTable("main", f"u{i}", (Field("a", INT),)) for i in range(300)])
     assert len(catalog.state().tables) == 303

@@ -6,17 +6,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from support import duck
-from support.dump import dump, inlined_columns
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
-from ducklake_operator.model.changes import CreateSchema, CreateTable, DropSchema, DropTable, RenameTable, SetOption, SetTags
+from ducklake_operator.model.changes import (
+    CreateSchema,
+    CreateTable,
+    DropSchema,
+    DropTable,
+    RenameTable,
+    SetOption,
+    SetTags,
+)
 from ducklake_operator.model.types import Default, Field, parse_type
+from support import duck
+from support.dump import dump, inlined_columns
 
 BACKENDS = ["sqlite", "postgres"]
 
 
-def twin(make_location: Callable[[str], CatalogLocation], kind: str, tmp_path, setup_sql: str = "") -> tuple[Catalog, Catalog, object]:  # type: ignore[no-untyped-def]
+def twin(
+    make_location: Callable[[str], CatalogLocation], kind: str, tmp_path, setup_sql: str = ""
+) -> tuple[Catalog, Catalog, object]:  # type: ignore[no-untyped-def]
     """Two catalogs in the same state: (driven by DuckDB, driven by the library, DuckDB conn)."""
     a = Catalog.create(make_location(kind), str(tmp_path / "a") + "/")
     b = Catalog.create(make_location(kind), str(tmp_path / "b") + "/")
@@ -52,7 +62,9 @@ def test_new_catalog_matches_duckdb(make_location, kind: str, tmp_path) -> None:
     meta_mine = {r[0]: r for r in mine.pop("ducklake_metadata")}
     meta_theirs = {r[0]: r for r in theirs.pop("ducklake_metadata")}
     assert meta_mine.keys() == meta_theirs.keys()
-    assert {k: v for k, v in meta_mine.items() if k != "created_by"} == {k: v for k, v in meta_theirs.items() if k != "created_by"}
+    assert {k: v for k, v in meta_mine.items() if k != "created_by"} == {
+        k: v for k, v in meta_theirs.items() if k != "created_by"
+    }
     assert mine == theirs
     if kind == "postgres":  # and the physical column types of every table
         assert _pg_columns(ours.location) == _pg_columns(theirs_location)
@@ -80,12 +92,23 @@ CREATE_SQL = (
     "deep STRUCT(l STRUCT(x INTEGER)[], mm MAP(VARCHAR, STRUCT(v BIGINT))))"
 )
 CREATE_FIELDS = (
-    Field("id", parse_type("int32"), nullable=False), Field("name", parse_type("varchar"), default=Default("x")),
-    Field("price", parse_type("decimal(10,2)")), Field("ts", parse_type("timestamp")), Field("tags", parse_type("varchar[]")),
-    Field("s", parse_type("STRUCT(a INTEGER, b VARCHAR)")), Field("m", parse_type("MAP(VARCHAR, INTEGER)")),
-    Field("u", parse_type("uuid")), Field("tz", parse_type("timestamptz")), Field("b", parse_type("blob")),
-    Field("iv", parse_type("interval")), Field("tt", parse_type("timetz")), Field("ub", parse_type("uint64")),
-    Field("f", parse_type("float32")), Field("d", parse_type("date")), Field("h", parse_type("int128")), Field("j", parse_type("json")),
+    Field("id", parse_type("int32"), nullable=False),
+    Field("name", parse_type("varchar"), default=Default("x")),
+    Field("price", parse_type("decimal(10,2)")),
+    Field("ts", parse_type("timestamp")),
+    Field("tags", parse_type("varchar[]")),
+    Field("s", parse_type("STRUCT(a INTEGER, b VARCHAR)")),
+    Field("m", parse_type("MAP(VARCHAR, INTEGER)")),
+    Field("u", parse_type("uuid")),
+    Field("tz", parse_type("timestamptz")),
+    Field("b", parse_type("blob")),
+    Field("iv", parse_type("interval")),
+    Field("tt", parse_type("timetz")),
+    Field("ub", parse_type("uint64")),
+    Field("f", parse_type("float32")),
+    Field("d", parse_type("date")),
+    Field("h", parse_type("int128")),
+    Field("j", parse_type("json")),
     Field("deep", parse_type("STRUCT(l STRUCT(x INTEGER)[], mm MAP(VARCHAR, STRUCT(v BIGINT)))")),
 )
 
@@ -126,16 +149,28 @@ def test_schema_and_table_lifecycle_matches_duckdb(make_location, kind: str, tmp
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_options_are_stored_as_duckdb_stores_them(make_location, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     a, b, con = twin(make_location, kind, tmp_path, "CREATE TABLE {lk}.t(a INTEGER)")
-    for key, value in [("target_file_size", "'10MB'"), ("parquet_version", "2"), ("rewrite_delete_threshold", "0.5"),
-                       ("parquet_compression", "'zstd'"), ("data_inlining_row_limit", "50"), ("auto_compact", "false")]:
+    for key, value in [
+        ("target_file_size", "'10MB'"),
+        ("parquet_version", "2"),
+        ("rewrite_delete_threshold", "0.5"),
+        ("parquet_compression", "'zstd'"),
+        ("data_inlining_row_limit", "50"),
+        ("auto_compact", "false"),
+    ]:
         con.execute(f"CALL da.set_option('{key}', {value})")
     con.execute("CALL da.set_option('data_inlining_row_limit', 0, table_name => 't')")
     table_id = b.state().table("main", "t").table_id
-    result = b.commit([
-        SetOption("targetFileSize", "10MB"), SetOption("parquetVersion", 2), SetOption("rewriteDeleteThreshold", 0.5),
-        SetOption("parquetCompression", "zstd"), SetOption("dataInliningRowLimit", 50), SetOption("autoCompact", False),
-        SetOption("dataInliningRowLimit", 0, scope="table", scope_id=table_id, scope_name="main.t"),
-    ])
+    result = b.commit(
+        [
+            SetOption("targetFileSize", "10MB"),
+            SetOption("parquetVersion", 2),
+            SetOption("rewriteDeleteThreshold", 0.5),
+            SetOption("parquetCompression", "zstd"),
+            SetOption("dataInliningRowLimit", 50),
+            SetOption("autoCompact", False),
+            SetOption("dataInliningRowLimit", 0, scope="table", scope_id=table_id, scope_name="main.t"),
+        ]
+    )
     assert result.snapshot_id is None  # options alone make no snapshot, as in DuckDB
     ours = sorted(r for r in dump(b.location)["ducklake_metadata"] if r[0] not in ("data_path", "created_by"))
     theirs = sorted(r for r in dump(a.location)["ducklake_metadata"] if r[0] not in ("data_path", "created_by"))

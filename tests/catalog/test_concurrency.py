@@ -10,13 +10,13 @@ import threading
 import time
 
 import pytest
-from support import duck
 
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import parse_changes
 from ducklake_operator.errors import CommitConflict
 from ducklake_operator.model.changes import CreateTable, DropTable
 from ducklake_operator.model.types import Field, parse_type
+from support import duck
 
 INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
 
@@ -28,8 +28,12 @@ def test_library_commits_alongside_two_inserting_duckdb_processes(pg_location, d
     con.close()
 
     workers = [
-        subprocess.Popen([sys.executable, INSERTER, pg_location.duckdb_attach_target(), "events", "120", str(w)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, INSERTER, pg_location.duckdb_attach_target(), "events", "120", str(w)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for w in (1, 2)
     ]
     results, failures = [], []
@@ -39,8 +43,10 @@ def test_library_commits_alongside_two_inserting_duckdb_processes(pg_location, d
         while catalog.snapshot().snapshot_id < 4 and time.time() < deadline:  # wait for the inserters
             time.sleep(0.02)
         for i in range(50):
-            for change in (lambda: CreateTable("main", f"tmp_{i}", (Field("a", parse_type("int32")),)),
-                           lambda: DropTable(catalog.state().table("main", f"tmp_{i}").table_id, f"main.tmp_{i}")):
+            for change in (
+                lambda i=i: CreateTable("main", f"tmp_{i}", (Field("a", parse_type("int32")),)),
+                lambda i=i: DropTable(catalog.state().table("main", f"tmp_{i}").table_id, f"main.tmp_{i}"),
+            ):
                 time.sleep(0.03)  # a reconciler, not a tight loop: lets DuckDB's commits interleave
                 try:
                     results.append(catalog.commit([change()], message=f"concurrency step {i}"))
@@ -60,8 +66,10 @@ def test_library_commits_alongside_two_inserting_duckdb_processes(pg_location, d
     # Inserts into another table never conflict with creating/dropping tables: all 100 land.
     assert not failures, [str(f) for f in failures]
     assert len(results) == 100 and all(r.snapshot_id is not None for r in results)
-    print(f"library attempts: max {max(r.attempts for r in results)}, retried {sum(r.attempts > 1 for r in results)}; "
-          f"duckdb rows {inserted}, duckdb errors {sum(len(r['errors']) for r in reports)}")
+    print(
+        f"library attempts: max {max(r.attempts for r in results)}, retried {sum(r.attempts > 1 for r in results)}; "
+        f"duckdb rows {inserted}, duckdb errors {sum(len(r['errors']) for r in reports)}"
+    )
 
     con = duck.attach(pg_location, con=duck.connect())
     assert con.execute("SELECT count(*) FROM lk.events").fetchone() == (inserted,)
@@ -88,9 +96,13 @@ def test_conflicting_commit_names_the_snapshot(pg_location, data_path) -> None: 
     con.execute("DROP TABLE lk.t")  # someone drops it after we planned
     dropped_at = catalog.snapshot().snapshot_id
     with pytest.raises(Exception) as err:
-        catalog.commit([DropTable(state.table("main", "t").table_id, "main.t")], base_snapshot=state.snapshot.snapshot_id)
+        catalog.commit(
+            [DropTable(state.table("main", "t").table_id, "main.t")], base_snapshot=state.snapshot.snapshot_id
+        )
     assert "no longer exists" in str(err.value) or str(dropped_at) in str(err.value)
     # A create racing another create of the same name conflicts by DuckDB's rules.
     con.execute("CREATE TABLE lk.n(a INTEGER)")
     with pytest.raises(Exception, match="already exists"):
-        catalog.commit([CreateTable("main", "n", (Field("a", parse_type("int32")),))], base_snapshot=state.snapshot.snapshot_id)
+        catalog.commit(
+            [CreateTable("main", "n", (Field("a", parse_type("int32")),))], base_snapshot=state.snapshot.snapshot_id
+        )

@@ -4,17 +4,44 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from support import duck
 
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.model.changes import CreateSchema, CreateTable, DropTable, RenameTable, SetTags
 from ducklake_operator.model.types import Field, parse_type, to_duckdb_sql
+from support import duck
 
 ALL_TYPES = [
-    "boolean", "int8", "int16", "int32", "int64", "int128", "uint8", "uint16", "uint32", "uint64", "uint128",
-    "float32", "float64", "decimal(10,2)", "decimal(38,6)", "varchar", "blob", "json", "uuid", "date", "time",
-    "timetz", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns", "interval",
-    "int32[]", "STRUCT(a INTEGER, b VARCHAR)", "MAP(VARCHAR, INTEGER)",
+    "boolean",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "int128",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uint128",
+    "float32",
+    "float64",
+    "decimal(10,2)",
+    "decimal(38,6)",
+    "varchar",
+    "blob",
+    "json",
+    "uuid",
+    "date",
+    "time",
+    "timetz",
+    "timestamp",
+    "timestamptz",
+    "timestamp_s",
+    "timestamp_ms",
+    "timestamp_ns",
+    "interval",
+    "int32[]",
+    "STRUCT(a INTEGER, b VARCHAR)",
+    "MAP(VARCHAR, INTEGER)",
     "STRUCT(inner STRUCT(x BIGINT, y DOUBLE[]), tags MAP(VARCHAR, STRUCT(v INTEGER)))",
     "STRUCT(a INTEGER)[]",
 ]
@@ -67,7 +94,10 @@ def test_duckdb_works_on_a_catalog_the_library_created(catalog: Catalog, data_pa
     assert events is not None and events.comment == "the events"
     assert sum(f.record_count for f in events.data_files) == 100
     ours = [(s.snapshot_id, s.schema_version, s.author, s.commit_message) for s in catalog.snapshots()]
-    theirs = [tuple(r[i] for i in (0, 2, 4, 5)) for r in con.execute("FROM ducklake_snapshots('lk') ORDER BY snapshot_id").fetchall()]
+    theirs = [
+        tuple(r[i] for i in (0, 2, 4, 5))
+        for r in con.execute("FROM ducklake_snapshots('lk') ORDER BY snapshot_id").fetchall()
+    ]
     assert ours == theirs
 
 
@@ -75,7 +105,9 @@ def test_library_tables_take_duckdb_data_of_every_type(catalog: Catalog) -> None
     result = catalog.commit([CreateTable("main", "wide", fields(ALL_TYPES))], message="create wide")
     assert result.snapshot_id == 1
     con = duck.attach(catalog.location)
-    assert normalise_describe(duck.describe(con, "lk.wide")) == normalise_describe(library_describe(catalog, "main", "wide"))
+    assert normalise_describe(duck.describe(con, "lk.wide")) == normalise_describe(
+        library_describe(catalog, "main", "wide")
+    )
     # NULL rows go through inlining, a real row of the simple columns through a Parquet file.
     con.execute("INSERT INTO lk.wide (c0) VALUES (NULL), (true)")
     con.execute("INSERT INTO lk.wide (c3, c15) SELECT i, 'v' || i FROM range(50) t(i)")
@@ -118,7 +150,12 @@ def test_time_travel_shows_the_right_tables_at_every_snapshot(catalog: Catalog) 
 
 def test_identifiers_are_data(catalog: Catalog) -> None:
     evil = 'x"; DROP TABLE ducklake_snapshot; --'
-    catalog.commit([CreateSchema("we ird"), CreateTable("we ird", evil, (Field("it's", parse_type("int32")), Field('q"q', parse_type("varchar"))))])
+    catalog.commit(
+        [
+            CreateSchema("we ird"),
+            CreateTable("we ird", evil, (Field("it's", parse_type("int32")), Field('q"q', parse_type("varchar")))),
+        ]
+    )
     state = catalog.state()
     table = state.table("we ird", evil)
     assert table is not None and [c.name for c in table.columns] == ["it's", 'q"q']
@@ -132,15 +169,21 @@ def test_identifiers_are_data(catalog: Catalog) -> None:
 
 
 def test_comments_and_tags_are_what_duckdb_shows(catalog: Catalog) -> None:
-    catalog.commit([CreateTable("main", "t", (Field("a", parse_type("int32"), comment="the a"),), tags=(("comment", "tbl"),))])
+    catalog.commit(
+        [CreateTable("main", "t", (Field("a", parse_type("int32"), comment="the a"),), tags=(("comment", "tbl"),))]
+    )
     con = duck.attach(catalog.location)
     row = con.execute("SELECT comment FROM duckdb_tables() WHERE database_name='lk' AND table_name='t'").fetchone()
     assert row == ("tbl",)
-    assert con.execute("SELECT comment FROM duckdb_columns() WHERE database_name='lk' AND table_name='t'").fetchone() == ("the a",)
+    assert con.execute(
+        "SELECT comment FROM duckdb_columns() WHERE database_name='lk' AND table_name='t'"
+    ).fetchone() == ("the a",)
     table_id = catalog.state().table("main", "t").table_id
     catalog.commit([SetTags(table_id, "main.t", (("comment", "changed"), ("owner", "team-a")))])
     con = duck.attach(catalog.location, con=duck.connect())
-    assert con.execute("SELECT comment FROM duckdb_tables() WHERE database_name='lk' AND table_name='t'").fetchone() == ("changed",)
+    assert con.execute(
+        "SELECT comment FROM duckdb_tables() WHERE database_name='lk' AND table_name='t'"
+    ).fetchone() == ("changed",)
     assert catalog.state().table("main", "t").tags == {"comment": "changed", "owner": "team-a"}
     # A no-op tag change creates no snapshot.
     before = catalog.snapshot().snapshot_id
@@ -148,11 +191,14 @@ def test_comments_and_tags_are_what_duckdb_shows(catalog: Catalog) -> None:
     assert catalog.snapshot().snapshot_id == before
 
 
-@pytest.mark.parametrize("statement", [
-    "CREATE TABLE lk.t2(a INTEGER)",
-    "ALTER TABLE lk.t ADD COLUMN b VARCHAR",
-    "INSERT INTO lk.t VALUES (1)",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "CREATE TABLE lk.t2(a INTEGER)",
+        "ALTER TABLE lk.t ADD COLUMN b VARCHAR",
+        "INSERT INTO lk.t VALUES (1)",
+    ],
+)
 def test_duckdb_keeps_working_after_library_commits(catalog: Catalog, statement: str) -> None:
     con = duck.attach(catalog.location)  # attached before the library's commit
     catalog.commit([CreateTable("main", "t", fields(["int32"]))])

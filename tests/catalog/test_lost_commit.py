@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 import sqlalchemy as sa
-from support.pg_fault_proxy import PgFaultProxy
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CatalogUnavailable
 from ducklake_operator.model.changes import CreateTable, SetOption
 from ducklake_operator.model.types import Field, parse_type
+from support.pg_fault_proxy import PgFaultProxy
 
 
 @pytest.fixture
@@ -37,7 +37,9 @@ def create(catalog: Catalog, name: str):  # type: ignore[no-untyped-def]
 
 def open_transactions(catalog: Catalog) -> int:
     with catalog.engine.connect() as conn:
-        return conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'")).scalar_one()
+        return conn.execute(
+            sa.text("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'")
+        ).scalar_one()
 
 
 def test_commit_that_landed_is_reported_committed(lake) -> None:  # type: ignore[no-untyped-def]

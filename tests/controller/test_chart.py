@@ -10,6 +10,7 @@ import subprocess
 import kubernetes_validate
 import pytest
 import yaml
+
 from support.helm import ROOT, helm_binary
 
 CHART = os.path.join(ROOT, "charts", "ducklake-operator")
@@ -22,8 +23,12 @@ def helm() -> str:
 
 
 def template(helm: str, *args: str) -> list[dict]:  # type: ignore[type-arg]
-    out = subprocess.run([helm, "template", "dl", CHART, "--namespace", "ducklake-system", "--include-crds", *args],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [helm, "template", "dl", CHART, "--namespace", "ducklake-system", "--include-crds", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return [d for d in yaml.safe_load_all(out.stdout) if d]
 
@@ -34,8 +39,14 @@ def test_lint_strict(helm: str) -> None:
         assert out.returncode == 0, out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("args", [[], ["--set", "rbac.scope=namespaced", "--set", "watchNamespaces={data,analytics}"],
-                                  ["--set", "metrics.enabled=false", "--set", "image.tag=1.2.3", "--set", "logLevel=DEBUG"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--set", "rbac.scope=namespaced", "--set", "watchNamespaces={data,analytics}"],
+        ["--set", "metrics.enabled=false", "--set", "image.tag=1.2.3", "--set", "logLevel=DEBUG"],
+    ],
+)
 def test_rendered_objects_are_valid(helm: str, args: list[str]) -> None:
     docs = template(helm, *args)
     builtin = [d for d in docs if not d["apiVersion"].startswith(("ducklake.dev", "kopf.dev"))]
@@ -53,9 +64,13 @@ def test_rendered_objects_are_valid(helm: str, args: list[str]) -> None:
 
 
 def test_values_schema_rejects_bad_values(helm: str) -> None:
-    out = subprocess.run([helm, "template", "dl", CHART, "--set", "rbac.scope=everywhere"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [helm, "template", "dl", CHART, "--set", "rbac.scope=everywhere"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode != 0 and "scope" in out.stderr
-    out = subprocess.run([helm, "template", "dl", CHART, "--set", "rbac.scope=namespaced"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [helm, "template", "dl", CHART, "--set", "rbac.scope=namespaced"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode != 0 and "needs watchNamespaces" in out.stderr
 
 

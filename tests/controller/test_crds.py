@@ -29,8 +29,10 @@ def test_crd_files_are_generated_and_identical_in_the_chart() -> None:
         name = crds.file_name(entry)
         with open(os.path.join(ROOT, "crds", name), encoding="utf-8") as fh:
             assert fh.read() == expected, f"crds/{name} is stale: run python -m ducklake_operator.controller.crds"
-        with open(os.path.join(ROOT, "charts", "ducklake-operator", "crds", name), "rb") as a, \
-                open(os.path.join(ROOT, "crds", name), "rb") as b:
+        with (
+            open(os.path.join(ROOT, "charts", "ducklake-operator", "crds", name), "rb") as a,
+            open(os.path.join(ROOT, "crds", name), "rb") as b,
+        ):
             assert a.read() == b.read()
     assert len(glob.glob(os.path.join(ROOT, "crds", "*.yaml"))) == len(crds.KINDS)
 
@@ -56,8 +58,11 @@ def test_schemas_are_structural_and_documented(kind: str) -> None:
         if path.endswith("{}"):
             continue
         assert node.get("description"), f"{kind}{path} has no description"
-        assert node.get("type") or node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string"), \
-            f"{kind}{path} has no type (not structural)"
+        assert (
+            node.get("type")
+            or node.get("x-kubernetes-preserve-unknown-fields")
+            or node.get("x-kubernetes-int-or-string")
+        ), f"{kind}{path} has no type (not structural)"
 
 
 def to_jsonschema(node: Any) -> Any:
@@ -87,7 +92,9 @@ def cel_errors(schema: dict[str, Any], value: Any, old: Any = None, path: str = 
     if isinstance(value, dict):
         for name, sub in schema.get("properties", {}).items():
             if name in value:
-                errors += cel_errors(sub, value[name], old.get(name) if isinstance(old, dict) else None, f"{path}.{name}")
+                errors += cel_errors(
+                    sub, value[name], old.get(name) if isinstance(old, dict) else None, f"{path}.{name}"
+                )
     if isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
             errors += cel_errors(schema["items"], item, None, f"{path}[{i}]")
@@ -96,8 +103,10 @@ def cel_errors(schema: dict[str, Any], value: Any, old: Any = None, path: str = 
 
 def validate(doc: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
     schema = openapi(doc["kind"])
-    problems = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in
-                jsonschema.Draft7Validator(to_jsonschema(schema)).iter_errors(doc)]
+    problems = [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in jsonschema.Draft7Validator(to_jsonschema(schema)).iter_errors(doc)
+    ]
     return problems + cel_errors(schema, doc, old)
 
 
@@ -119,16 +128,26 @@ def test_every_kind_has_an_example() -> None:
 
 
 def catalog_doc(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "c"},
-            "spec": {"metadata": {"sqlite": {"path": "/data/c.sqlite"}}, "dataPath": "/data/lake/", **spec}}
+    return {
+        "apiVersion": "ducklake.dev/v1alpha1",
+        "kind": "DuckLakeCatalog",
+        "metadata": {"name": "c"},
+        "spec": {"metadata": {"sqlite": {"path": "/data/c.sqlite"}}, "dataPath": "/data/lake/", **spec},
+    }
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["spec"].update(dataPath="/data/lake"), "does not match"),
-    (lambda d: d["spec"]["metadata"].update(postgres={"host": "h", "database": "d"}), "exactly one of postgres or sqlite"),
-    (lambda d: d["spec"].update(metadata={}), "exactly one of postgres or sqlite"),
-    (lambda d: d["spec"].update(deletionPolicy="Keep"), "is not one of"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["spec"].update(dataPath="/data/lake"), "does not match"),
+        (
+            lambda d: d["spec"]["metadata"].update(postgres={"host": "h", "database": "d"}),
+            "exactly one of postgres or sqlite",
+        ),
+        (lambda d: d["spec"].update(metadata={}), "exactly one of postgres or sqlite"),
+        (lambda d: d["spec"].update(deletionPolicy="Keep"), "is not one of"),
+    ],
+)
 def test_invalid_catalogs_are_rejected(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
     doc = catalog_doc()
     mutate(doc)

@@ -7,28 +7,58 @@ import copy
 from typing import Any
 
 import pytest
-from support import duck
-from support.pgserver import free_port
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.controller.reconcilers import (
-    CatalogPool, check_table_drift, delete_catalog, delete_table, reconcile_catalog, reconcile_schema, reconcile_table,
+    CatalogPool,
+    check_table_drift,
+    delete_catalog,
+    delete_table,
+    reconcile_catalog,
+    reconcile_schema,
+    reconcile_table,
 )
+from support import duck
+from support.pgserver import free_port
 
 COLUMNS = [{"name": "id", "type": "int64", "nullable": False}, {"name": "amount", "type": "int32"}]
 
 
 def catalog_spec(location, data_path: str, **spec: Any) -> Any:  # type: ignore[no-untyped-def]
-    backend = ({"sqlite": {"path": location.path}} if location.kind == "sqlite" else
-               {"postgres": {"host": location.host, "port": location.port, "database": location.database,
-                             "credentialsSecretRef": {"name": "pg"}}})
-    return parse_manifest({"kind": "DuckLakeCatalog", "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
-                           "spec": {"metadata": backend, "dataPath": data_path, **spec}})
+    backend = (
+        {"sqlite": {"path": location.path}}
+        if location.kind == "sqlite"
+        else {
+            "postgres": {
+                "host": location.host,
+                "port": location.port,
+                "database": location.database,
+                "credentialsSecretRef": {"name": "pg"},
+            }
+        }
+    )
+    return parse_manifest(
+        {
+            "kind": "DuckLakeCatalog",
+            "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
+            "spec": {"metadata": backend, "dataPath": data_path, **spec},
+        }
+    )
 
 
 def table_spec(columns: list[dict[str, Any]] | None = None, generation: int = 1, **spec: Any) -> Any:
-    return parse_manifest({"kind": "DuckLakeTable", "metadata": {"name": "orders", "namespace": "ns", "generation": generation},
-                           "spec": {"catalogRef": {"name": "lake"}, "name": "orders", "columns": copy.deepcopy(columns or COLUMNS), **spec}})
+    return parse_manifest(
+        {
+            "kind": "DuckLakeTable",
+            "metadata": {"name": "orders", "namespace": "ns", "generation": generation},
+            "spec": {
+                "catalogRef": {"name": "lake"},
+                "name": "orders",
+                "columns": copy.deepcopy(columns or COLUMNS),
+                **spec,
+            },
+        }
+    )
 
 
 def pg_user(name, user_key, pw_key, namespace):  # type: ignore[no-untyped-def]
@@ -58,9 +88,23 @@ def test_catalog_is_created_then_adopted(location, data_path, pool) -> None:  # 
 
 
 def test_unreachable_catalog_is_temporary_and_keeps_secrets_out(tmp_path, pool) -> None:  # type: ignore[no-untyped-def]
-    spec = parse_manifest({"kind": "DuckLakeCatalog", "metadata": {"name": "lake", "namespace": "ns"},
-                           "spec": {"metadata": {"postgres": {"host": "127.0.0.1", "port": free_port(), "database": "x",
-                                                              "credentialsSecretRef": {"name": "s"}}}, "dataPath": "/tmp/x/"}})
+    spec = parse_manifest(
+        {
+            "kind": "DuckLakeCatalog",
+            "metadata": {"name": "lake", "namespace": "ns"},
+            "spec": {
+                "metadata": {
+                    "postgres": {
+                        "host": "127.0.0.1",
+                        "port": free_port(),
+                        "database": "x",
+                        "credentialsSecretRef": {"name": "s"},
+                    }
+                },
+                "dataPath": "/tmp/x/",
+            },
+        }
+    )
     pool.credentials = lambda *a: ("u", "topsecret")
     outcome = reconcile_catalog(spec, pool)
     assert outcome.failure is not None and outcome.failure.temporary and outcome.failure.reason == "CatalogUnreachable"
@@ -79,7 +123,10 @@ def test_table_lifecycle(location, data_path, pool) -> None:  # type: ignore[no-
     reconcile_catalog(cat, pool)
     created = reconcile_table(table_spec(), cat, pool)
     assert conditions(created)["Ready"] == ("True", "Applied") and created.events[0][1] == "Applied"
-    assert created.status["columns"] == [{"name": "id", "id": 1, "type": "int64"}, {"name": "amount", "id": 2, "type": "int32"}]
+    assert created.status["columns"] == [
+        {"name": "id", "id": 1, "type": "int64"},
+        {"name": "amount", "id": 2, "type": "int32"},
+    ]
     assert created.status["lastPlan"]["snapshot"] == 1 and created.status["columnCount"] == 2
     # restart / resync: nothing re-applied, no new snapshot
     again = reconcile_table(table_spec(), cat, pool)
@@ -93,8 +140,13 @@ def test_table_lifecycle(location, data_path, pool) -> None:  # type: ignore[no-
 
     blocked = reconcile_table(table_spec(COLUMNS, generation=3), cat, pool)  # drops note
     assert blocked.failure is None  # permanent until the spec changes: no retry loop
-    assert conditions(blocked)["Blocked"] == ("True", "DestructiveChange") and conditions(blocked)["Ready"][0] == "False"
-    assert blocked.status["pendingPlan"]["hash"] and blocked.status["blockedChanges"][0]["reason"] == "allowDropColumns is false"
+    assert (
+        conditions(blocked)["Blocked"] == ("True", "DestructiveChange") and conditions(blocked)["Ready"][0] == "False"
+    )
+    assert (
+        blocked.status["pendingPlan"]["hash"]
+        and blocked.status["blockedChanges"][0]["reason"] == "allowDropColumns is false"
+    )
     assert blocked.events[0][0] == "Warning"
     approved = table_spec(COLUMNS, generation=4, evolution={"approvedPlan": blocked.status["pendingPlan"]["hash"]})
     assert conditions(reconcile_table(approved, cat, pool))["Ready"] == ("True", "Applied")
@@ -113,7 +165,10 @@ def test_drift_is_reported_or_reverted(location, data_path, pool) -> None:  # ty
     revert = table_spec(evolution={"onDrift": "revert", "allowDropColumns": True})
     reverted = check_table_drift(revert, cat, pool)
     assert reverted.events[0][1] == "DriftReverted" and conditions(reverted)["Drifted"][0] == "False"
-    assert [r[0] for r in duck.attach(location, con=duck.connect()).execute("DESCRIBE lk.orders").fetchall()] == ["id", "amount"]
+    assert [r[0] for r in duck.attach(location, con=duck.connect()).execute("DESCRIBE lk.orders").fetchall()] == [
+        "id",
+        "amount",
+    ]
 
 
 def test_deletion_policies(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
@@ -126,7 +181,8 @@ def test_deletion_policies(location, data_path, pool) -> None:  # type: ignore[n
     dropped = delete_table(table_spec(deletionPolicy="Delete"), cat, pool)
     assert dropped.events[0][1] == "Dropped"
     assert duck.attach(location, con=duck.connect()).execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lk' AND table_name = 'orders'").fetchone() == (0,)
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lk' AND table_name = 'orders'"
+    ).fetchone() == (0,)
     assert delete_table(table_spec(deletionPolicy="Delete"), None, pool).events[0][1] == "CatalogGone"
 
 
@@ -135,23 +191,31 @@ def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> No
     then deletes every file the catalog refers to (live, time-travel, scheduled) and drops
     its metadata; files no row refers to stay."""
     import os
+
     import sqlalchemy as sa
 
     from ducklake_operator.catalog import Catalog, drop
     from ducklake_operator.errors import CatalogNotFound
 
     reconcile_catalog(catalog_spec(location, data_path), pool)
-    duck.run_workload(location, [
-        "CREATE TABLE lk.t(id INTEGER, v VARCHAR)",
-        "INSERT INTO lk.t SELECT i, 'v' || i FROM range(100) t(i)",
-        "INSERT INTO lk.t SELECT i, 'v' || i FROM range(100, 200) t(i)",
-        "DELETE FROM lk.t WHERE id % 3 = 0",                 # a delete file
-        "INSERT INTO lk.t VALUES (1000, 'inlined')",
-        "CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => 0.1)",
-        "CALL ducklake_expire_snapshots('lk', versions => [2, 3])"])  # files scheduled for deletion
+    duck.run_workload(
+        location,
+        [
+            "CREATE TABLE lk.t(id INTEGER, v VARCHAR)",
+            "INSERT INTO lk.t SELECT i, 'v' || i FROM range(100) t(i)",
+            "INSERT INTO lk.t SELECT i, 'v' || i FROM range(100, 200) t(i)",
+            "DELETE FROM lk.t WHERE id % 3 = 0",  # a delete file
+            "INSERT INTO lk.t VALUES (1000, 'inlined')",
+            "CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => 0.1)",
+            "CALL ducklake_expire_snapshots('lk', versions => [2, 3])",
+        ],
+    )  # files scheduled for deletion
     orphan = os.path.join(data_path, "stray.parquet")
     open(orphan, "wb").close()
-    files = lambda: sorted(os.path.relpath(os.path.join(d, f), data_path) for d, _, fs in os.walk(data_path) for f in fs)  # noqa: E731
+
+    def files():
+        return sorted(os.path.relpath(os.path.join(d, f), data_path) for d, _, fs in os.walk(data_path) for f in fs)  # noqa: E731
+
     lake = files()
     assert len(lake) >= 5
 
@@ -159,7 +223,9 @@ def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> No
     shared = delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, [], ["other/lake"])
     assert shared.failure is None and shared.events[0][:2] == ("Warning", "LakeShared") and files() == lake
     waiting = delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, ["DuckLakeTable/orders"])
-    assert waiting.failure is not None and waiting.failure.temporary and "DuckLakeTable/orders" in waiting.failure.message
+    assert (
+        waiting.failure is not None and waiting.failure.temporary and "DuckLakeTable/orders" in waiting.failure.message
+    )
     assert files() == lake
     reader = duck.attach(location, con=duck.connect())
     assert reader.execute("SELECT count(*) FROM lk.t").fetchone() == (134,)
@@ -183,14 +249,22 @@ def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> No
         engine.dispose()
     else:
         assert not os.path.exists(location.path)
-    assert delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, []).events[0][1] == "AlreadyGone"
+    assert (
+        delete_catalog(catalog_spec(location, data_path, deletionPolicy="Delete"), pool, []).events[0][1]
+        == "AlreadyGone"
+    )
 
 
 def test_schema_reconcile(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
     cat = catalog_spec(location, data_path)
     reconcile_catalog(cat, pool)
-    spec = parse_manifest({"kind": "DuckLakeSchema", "metadata": {"name": "sales", "namespace": "ns", "generation": 1},
-                           "spec": {"catalogRef": {"name": "lake"}, "name": "sales", "comment": "c"}})
+    spec = parse_manifest(
+        {
+            "kind": "DuckLakeSchema",
+            "metadata": {"name": "sales", "namespace": "ns", "generation": 1},
+            "spec": {"catalogRef": {"name": "lake"}, "name": "sales", "comment": "c"},
+        }
+    )
     outcome = reconcile_schema(spec, cat, pool)
     assert conditions(outcome)["Ready"] == ("True", "Applied") and outcome.status["schemaId"] == 1
 
@@ -198,8 +272,16 @@ def test_schema_reconcile(location, data_path, pool) -> None:  # type: ignore[no
 def test_resync_of_many_tables_reuses_the_cached_state(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
     cat = catalog_spec(location, data_path)
     reconcile_catalog(cat, pool)
-    specs = [parse_manifest({"kind": "DuckLakeTable", "metadata": {"name": f"t{i}", "namespace": "ns"},
-                             "spec": {"catalogRef": {"name": "lake"}, "name": f"t{i}", "columns": COLUMNS}}) for i in range(40)]
+    specs = [
+        parse_manifest(
+            {
+                "kind": "DuckLakeTable",
+                "metadata": {"name": f"t{i}", "namespace": "ns"},
+                "spec": {"catalogRef": {"name": "lake"}, "name": f"t{i}", "columns": COLUMNS},
+            }
+        )
+        for i in range(40)
+    ]
     for s in specs:
         reconcile_table(s, cat, pool)
     before = pool.queries

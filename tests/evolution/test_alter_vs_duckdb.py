@@ -20,16 +20,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from support import duck
-from support.dump import dump, inlined_columns
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.reconcile import apply_plan
+from support import duck
+from support.dump import dump, inlined_columns
 
-COMPARED = ["ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_table", "ducklake_column", "ducklake_schema_versions",
-            "ducklake_inlined_data_tables", "ducklake_partition_info", "ducklake_partition_column", "ducklake_sort_info",
-            "ducklake_sort_expression", "ducklake_tag", "ducklake_column_tag", "ducklake_data_file", "ducklake_table_stats"]
+COMPARED = [
+    "ducklake_snapshot",
+    "ducklake_snapshot_changes",
+    "ducklake_table",
+    "ducklake_column",
+    "ducklake_schema_versions",
+    "ducklake_inlined_data_tables",
+    "ducklake_partition_info",
+    "ducklake_partition_column",
+    "ducklake_sort_info",
+    "ducklake_sort_expression",
+    "ducklake_tag",
+    "ducklake_column_tag",
+    "ducklake_data_file",
+    "ducklake_table_stats",
+]
 
 
 @dataclass
@@ -46,19 +59,33 @@ class Case:
 
 
 BASE = "id INTEGER, amount INTEGER, s STRUCT(a INTEGER, b VARCHAR), note VARCHAR"
-BASE_COLS = [{"name": "id", "type": "int32"}, {"name": "amount", "type": "int32"},
-             {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}, {"name": "b", "type": "varchar"}]},
-             {"name": "note", "type": "varchar"}]
-NESTED = ("id INTEGER, s STRUCT(nest STRUCT(a INTEGER)), l STRUCT(a INTEGER)[], m MAP(VARCHAR, STRUCT(a INTEGER)), "
-          "li INTEGER[], mv MAP(VARCHAR, INTEGER)")
+BASE_COLS = [
+    {"name": "id", "type": "int32"},
+    {"name": "amount", "type": "int32"},
+    {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}, {"name": "b", "type": "varchar"}]},
+    {"name": "note", "type": "varchar"},
+]
+NESTED = (
+    "id INTEGER, s STRUCT(nest STRUCT(a INTEGER)), l STRUCT(a INTEGER)[], m MAP(VARCHAR, STRUCT(a INTEGER)), "
+    "li INTEGER[], mv MAP(VARCHAR, INTEGER)"
+)
 
 
-def nested_cols(*, s=None, l=None, m=None, li="int32", mv="int32"):  # type: ignore[no-untyped-def]
+def nested_cols(*, s=None, l=None, m=None, li="int32", mv="int32"):  # type: ignore[no-untyped-def]  # noqa: E741 (column l)
     return [
         {"name": "id", "type": "int32"},
-        {"name": "s", "type": "struct", "fields": [{"name": "nest", "type": "struct", "fields": s or [{"name": "a", "type": "int32"}]}]},
+        {
+            "name": "s",
+            "type": "struct",
+            "fields": [{"name": "nest", "type": "struct", "fields": s or [{"name": "a", "type": "int32"}]}],
+        },
         {"name": "l", "type": "list", "element": {"type": "struct", "fields": l or [{"name": "a", "type": "int32"}]}},
-        {"name": "m", "type": "map", "key": "varchar", "value": {"type": "struct", "fields": m or [{"name": "a", "type": "int32"}]}},
+        {
+            "name": "m",
+            "type": "map",
+            "key": "varchar",
+            "value": {"type": "struct", "fields": m or [{"name": "a", "type": "int32"}]},
+        },
         {"name": "li", "type": "list", "element": li},
         {"name": "mv", "type": "map", "key": "varchar", "value": mv},
     ]
@@ -76,96 +103,296 @@ def replace_col(cols: list[dict[str, Any]], name: str, new: dict[str, Any] | Non
 
 
 CASES = [
-    Case("add column with default", BASE, ["ALTER TABLE {t} ADD COLUMN c INTEGER DEFAULT 42"],
-         BASE_COLS + [{"name": "c", "type": "int32", "default": 42}], "(100, 1, {'a': 1, 'b': 'x'}, 'n', 7)"),
-    Case("add column timestamptz default", BASE, ["ALTER TABLE {t} ADD COLUMN ts TIMESTAMPTZ DEFAULT '2024-01-01'"],
-         BASE_COLS + [{"name": "ts", "type": "timestamptz", "default": "2024-01-01"}], "(100, 1, {'a': 1, 'b': 'x'}, 'n', '2025-02-02')"),
-    Case("add struct column", BASE, ["ALTER TABLE {t} ADD COLUMN p STRUCT(x INTEGER, y VARCHAR[])"],
-         BASE_COLS + [{"name": "p", "type": "STRUCT(x INTEGER, y VARCHAR[])"}], "(100, 1, {'a': 1, 'b': 'x'}, 'n', {'x': 1, 'y': ['q']})"),
-    Case("add nested field", BASE, ["ALTER TABLE {t} ADD COLUMN s.c INTEGER"],
-         replace_col(BASE_COLS, "s", {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}, {"name": "b", "type": "varchar"}, {"name": "c", "type": "int32"}]}),
-         "(100, 1, {'a': 1, 'b': 'x', 'c': 3}, 'n')"),
-    Case("add nested field with default", BASE, ["ALTER TABLE {t} ADD COLUMN s.d VARCHAR DEFAULT 'zz'"],
-         replace_col(BASE_COLS, "s", {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}, {"name": "b", "type": "varchar"}, {"name": "d", "type": "varchar", "default": "zz"}]}),
-         "(100, 1, {'a': 1, 'b': 'x', 'd': 'q'}, 'n')"),
-    Case("drop column", BASE, ["ALTER TABLE {t} DROP COLUMN note"], BASE_COLS[:3], "(100, 1, {'a': 1, 'b': 'x'})",
-         evolution={"allowDropColumns": True}),
-    Case("drop nested field", BASE, ["ALTER TABLE {t} DROP COLUMN s.b"],
-         replace_col(BASE_COLS, "s", {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}]}),
-         "(100, 1, {'a': 1}, 'n')", evolution={"allowDropColumns": True}),
-    Case("rename column", BASE, ["ALTER TABLE {t} RENAME note TO remark"],
-         replace_col(BASE_COLS, "note", {"name": "remark", "type": "varchar", "renamedFrom": ["note"]}), "(100, 1, {'a': 1, 'b': 'x'}, 'n')"),
-    Case("rename nested field", BASE, ["ALTER TABLE {t} RENAME COLUMN s.a TO aa"],
-         replace_col(BASE_COLS, "s", {"name": "s", "type": "struct", "fields": [{"name": "aa", "type": "int32", "renamedFrom": "a"}, {"name": "b", "type": "varchar"}]}),
-         "(100, 1, {'aa': 1, 'b': 'x'}, 'n')"),
-    Case("promote column", BASE, ["ALTER TABLE {t} ALTER amount SET TYPE BIGINT"],
-         replace_col(BASE_COLS, "amount", {"name": "amount", "type": "int64"}), "(100, 5000000000, {'a': 1, 'b': 'x'}, 'n')"),
-    Case("promote struct field", BASE, ["ALTER TABLE {t} ALTER s SET TYPE STRUCT(a BIGINT, b VARCHAR)"],
-         replace_col(BASE_COLS, "s", {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int64"}, {"name": "b", "type": "varchar"}]}),
-         "(100, 1, {'a': 5000000000, 'b': 'x'}, 'n')"),
-    Case("set default", BASE, ["ALTER TABLE {t} ALTER note SET DEFAULT 'hello'"],
-         replace_col(BASE_COLS, "note", {"name": "note", "type": "varchar", "default": "hello"}), "(100, 1, {'a': 1, 'b': 'x'}, DEFAULT)"),
-    Case("drop default", "id INTEGER, note VARCHAR DEFAULT 'x'", ["ALTER TABLE {t} ALTER note DROP DEFAULT"],
-         [{"name": "id", "type": "int32"}, {"name": "note", "type": "varchar"}], "(100, DEFAULT)"),
-    Case("set not null", BASE, ["ALTER TABLE {t} ALTER id SET NOT NULL"],
-         replace_col(BASE_COLS, "id", {"name": "id", "type": "int32", "nullable": False}), "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
-         evolution={"approvedPlan": "<hash>"}),
-    Case("drop not null", "id INTEGER NOT NULL, note VARCHAR", ["ALTER TABLE {t} ALTER id DROP NOT NULL"],
-         [{"name": "id", "type": "int32"}, {"name": "note", "type": "varchar"}], "(NULL, 'n')"),
-    Case("comments", BASE, ["COMMENT ON TABLE {t} IS 'orders'", "COMMENT ON COLUMN {t}.note IS 'free text'"],
-         replace_col(BASE_COLS, "note", {"name": "note", "type": "varchar", "comment": "free text"}), "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
-         table={"comment": "orders"}),
-    Case("rename table", BASE, ["ALTER TABLE {t} RENAME TO t2"], BASE_COLS, "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
-         table={"renamedFrom": ["t"]}, new_name="t2"),
-    Case("partition by", BASE + ", ts TIMESTAMP", ["ALTER TABLE {t} SET PARTITIONED BY (note, year(ts))"],
-         BASE_COLS + [{"name": "ts", "type": "timestamp"}], "(100, 1, {'a': 1, 'b': 'x'}, 'n', '2024-03-04')",
-         table={"partitionBy": [{"column": "note"}, {"column": "ts", "transform": "year"}]}),
-    Case("reset partitioning", BASE, ["ALTER TABLE {t} RESET PARTITIONED BY"], BASE_COLS, "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
-         setup=["ALTER TABLE {t} SET PARTITIONED BY (note)"]),
-    Case("sort by", BASE, ["ALTER TABLE {t} SET SORTED BY (note DESC NULLS FIRST, id)"], BASE_COLS, "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
-         table={"sortBy": [{"column": "note", "direction": "desc", "nulls": "first"}, {"column": "id"}]}),
-    Case("several changes, one snapshot", BASE,
-         ["ALTER TABLE {t} RENAME note TO remark", "ALTER TABLE {t} ALTER amount SET TYPE BIGINT", "ALTER TABLE {t} ADD COLUMN s.c INTEGER",
-          "ALTER TABLE {t} ADD COLUMN extra VARCHAR DEFAULT 'e'"],
-         [{"name": "id", "type": "int32"}, {"name": "amount", "type": "int64"},
-          {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}, {"name": "b", "type": "varchar"}, {"name": "c", "type": "int32"}]},
-          {"name": "remark", "type": "varchar", "renamedFrom": ["note"]}, {"name": "extra", "type": "varchar", "default": "e"}],
-         "(100, 1, {'a': 1, 'b': 'x', 'c': 2}, 'n', 'q')"),
-    Case("struct in struct: add field", NESTED, ["ALTER TABLE {t} ADD COLUMN s.nest.c INTEGER"],
-         nested_cols(s=[{"name": "a", "type": "int32"}, {"name": "c", "type": "int32"}]),
-         "(100, {'nest': {'a': 1, 'c': 2}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})"),
-    Case("struct in list: add field", NESTED, ["ALTER TABLE {t} ADD COLUMN l.element.c INTEGER"],
-         nested_cols(l=[{"name": "a", "type": "int32"}, {"name": "c", "type": "int32"}]),
-         "(100, {'nest': {'a': 1}}, [{'a': 1, 'c': 5}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})"),
-    Case("struct in map: add field", NESTED, ["ALTER TABLE {t} ADD COLUMN m.value.c INTEGER"],
-         nested_cols(m=[{"name": "a", "type": "int32"}, {"name": "c", "type": "int32"}]),
-         "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1, 'c': 6}}, [1], MAP {'k': 1})"),
-    Case("struct in list: rename field", NESTED, ["ALTER TABLE {t} RENAME COLUMN l.element.a TO aa"],
-         nested_cols(l=[{"name": "aa", "type": "int32", "renamedFrom": "a"}]),
-         "(100, {'nest': {'a': 1}}, [{'aa': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})"),
-    Case("struct in map: drop field", NESTED + ", extra INTEGER", ["ALTER TABLE {t} DROP COLUMN extra"],
-         nested_cols(), "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})",
-         evolution={"allowDropColumns": True}),
-    Case("promote list element", NESTED, ["ALTER TABLE {t} ALTER li SET TYPE BIGINT[]"], nested_cols(li="int64"),
-         "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [5000000000], MAP {'k': 1})"),
-    Case("promote map value", NESTED, ["ALTER TABLE {t} ALTER mv SET TYPE MAP(VARCHAR, BIGINT)"], nested_cols(mv="int64"),
-         "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 5000000000})"),
-    Case("promote field of struct in struct", NESTED, ["ALTER TABLE {t} ALTER s SET TYPE STRUCT(nest STRUCT(a BIGINT))"],
-         nested_cols(s=[{"name": "a", "type": "int64"}]),
-         "(100, {'nest': {'a': 5000000000}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})"),
+    Case(
+        "add column with default",
+        BASE,
+        ["ALTER TABLE {t} ADD COLUMN c INTEGER DEFAULT 42"],
+        BASE_COLS + [{"name": "c", "type": "int32", "default": 42}],
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n', 7)",
+    ),
+    Case(
+        "add column timestamptz default",
+        BASE,
+        ["ALTER TABLE {t} ADD COLUMN ts TIMESTAMPTZ DEFAULT '2024-01-01'"],
+        BASE_COLS + [{"name": "ts", "type": "timestamptz", "default": "2024-01-01"}],
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n', '2025-02-02')",
+    ),
+    Case(
+        "add struct column",
+        BASE,
+        ["ALTER TABLE {t} ADD COLUMN p STRUCT(x INTEGER, y VARCHAR[])"],
+        BASE_COLS + [{"name": "p", "type": "STRUCT(x INTEGER, y VARCHAR[])"}],
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n', {'x': 1, 'y': ['q']})",
+    ),
+    Case(
+        "add nested field",
+        BASE,
+        ["ALTER TABLE {t} ADD COLUMN s.c INTEGER"],
+        replace_col(
+            BASE_COLS,
+            "s",
+            {
+                "name": "s",
+                "type": "struct",
+                "fields": [
+                    {"name": "a", "type": "int32"},
+                    {"name": "b", "type": "varchar"},
+                    {"name": "c", "type": "int32"},
+                ],
+            },
+        ),
+        "(100, 1, {'a': 1, 'b': 'x', 'c': 3}, 'n')",
+    ),
+    Case(
+        "add nested field with default",
+        BASE,
+        ["ALTER TABLE {t} ADD COLUMN s.d VARCHAR DEFAULT 'zz'"],
+        replace_col(
+            BASE_COLS,
+            "s",
+            {
+                "name": "s",
+                "type": "struct",
+                "fields": [
+                    {"name": "a", "type": "int32"},
+                    {"name": "b", "type": "varchar"},
+                    {"name": "d", "type": "varchar", "default": "zz"},
+                ],
+            },
+        ),
+        "(100, 1, {'a': 1, 'b': 'x', 'd': 'q'}, 'n')",
+    ),
+    Case(
+        "drop column",
+        BASE,
+        ["ALTER TABLE {t} DROP COLUMN note"],
+        BASE_COLS[:3],
+        "(100, 1, {'a': 1, 'b': 'x'})",
+        evolution={"allowDropColumns": True},
+    ),
+    Case(
+        "drop nested field",
+        BASE,
+        ["ALTER TABLE {t} DROP COLUMN s.b"],
+        replace_col(BASE_COLS, "s", {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}]}),
+        "(100, 1, {'a': 1}, 'n')",
+        evolution={"allowDropColumns": True},
+    ),
+    Case(
+        "rename column",
+        BASE,
+        ["ALTER TABLE {t} RENAME note TO remark"],
+        replace_col(BASE_COLS, "note", {"name": "remark", "type": "varchar", "renamedFrom": ["note"]}),
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
+    ),
+    Case(
+        "rename nested field",
+        BASE,
+        ["ALTER TABLE {t} RENAME COLUMN s.a TO aa"],
+        replace_col(
+            BASE_COLS,
+            "s",
+            {
+                "name": "s",
+                "type": "struct",
+                "fields": [{"name": "aa", "type": "int32", "renamedFrom": "a"}, {"name": "b", "type": "varchar"}],
+            },
+        ),
+        "(100, 1, {'aa': 1, 'b': 'x'}, 'n')",
+    ),
+    Case(
+        "promote column",
+        BASE,
+        ["ALTER TABLE {t} ALTER amount SET TYPE BIGINT"],
+        replace_col(BASE_COLS, "amount", {"name": "amount", "type": "int64"}),
+        "(100, 5000000000, {'a': 1, 'b': 'x'}, 'n')",
+    ),
+    Case(
+        "promote struct field",
+        BASE,
+        ["ALTER TABLE {t} ALTER s SET TYPE STRUCT(a BIGINT, b VARCHAR)"],
+        replace_col(
+            BASE_COLS,
+            "s",
+            {
+                "name": "s",
+                "type": "struct",
+                "fields": [{"name": "a", "type": "int64"}, {"name": "b", "type": "varchar"}],
+            },
+        ),
+        "(100, 1, {'a': 5000000000, 'b': 'x'}, 'n')",
+    ),
+    Case(
+        "set default",
+        BASE,
+        ["ALTER TABLE {t} ALTER note SET DEFAULT 'hello'"],
+        replace_col(BASE_COLS, "note", {"name": "note", "type": "varchar", "default": "hello"}),
+        "(100, 1, {'a': 1, 'b': 'x'}, DEFAULT)",
+    ),
+    Case(
+        "drop default",
+        "id INTEGER, note VARCHAR DEFAULT 'x'",
+        ["ALTER TABLE {t} ALTER note DROP DEFAULT"],
+        [{"name": "id", "type": "int32"}, {"name": "note", "type": "varchar"}],
+        "(100, DEFAULT)",
+    ),
+    Case(
+        "set not null",
+        BASE,
+        ["ALTER TABLE {t} ALTER id SET NOT NULL"],
+        replace_col(BASE_COLS, "id", {"name": "id", "type": "int32", "nullable": False}),
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
+        evolution={"approvedPlan": "<hash>"},
+    ),
+    Case(
+        "drop not null",
+        "id INTEGER NOT NULL, note VARCHAR",
+        ["ALTER TABLE {t} ALTER id DROP NOT NULL"],
+        [{"name": "id", "type": "int32"}, {"name": "note", "type": "varchar"}],
+        "(NULL, 'n')",
+    ),
+    Case(
+        "comments",
+        BASE,
+        ["COMMENT ON TABLE {t} IS 'orders'", "COMMENT ON COLUMN {t}.note IS 'free text'"],
+        replace_col(BASE_COLS, "note", {"name": "note", "type": "varchar", "comment": "free text"}),
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
+        table={"comment": "orders"},
+    ),
+    Case(
+        "rename table",
+        BASE,
+        ["ALTER TABLE {t} RENAME TO t2"],
+        BASE_COLS,
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
+        table={"renamedFrom": ["t"]},
+        new_name="t2",
+    ),
+    Case(
+        "partition by",
+        BASE + ", ts TIMESTAMP",
+        ["ALTER TABLE {t} SET PARTITIONED BY (note, year(ts))"],
+        BASE_COLS + [{"name": "ts", "type": "timestamp"}],
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n', '2024-03-04')",
+        table={"partitionBy": [{"column": "note"}, {"column": "ts", "transform": "year"}]},
+    ),
+    Case(
+        "reset partitioning",
+        BASE,
+        ["ALTER TABLE {t} RESET PARTITIONED BY"],
+        BASE_COLS,
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
+        setup=["ALTER TABLE {t} SET PARTITIONED BY (note)"],
+    ),
+    Case(
+        "sort by",
+        BASE,
+        ["ALTER TABLE {t} SET SORTED BY (note DESC NULLS FIRST, id)"],
+        BASE_COLS,
+        "(100, 1, {'a': 1, 'b': 'x'}, 'n')",
+        table={"sortBy": [{"column": "note", "direction": "desc", "nulls": "first"}, {"column": "id"}]},
+    ),
+    Case(
+        "several changes, one snapshot",
+        BASE,
+        [
+            "ALTER TABLE {t} RENAME note TO remark",
+            "ALTER TABLE {t} ALTER amount SET TYPE BIGINT",
+            "ALTER TABLE {t} ADD COLUMN s.c INTEGER",
+            "ALTER TABLE {t} ADD COLUMN extra VARCHAR DEFAULT 'e'",
+        ],
+        [
+            {"name": "id", "type": "int32"},
+            {"name": "amount", "type": "int64"},
+            {
+                "name": "s",
+                "type": "struct",
+                "fields": [
+                    {"name": "a", "type": "int32"},
+                    {"name": "b", "type": "varchar"},
+                    {"name": "c", "type": "int32"},
+                ],
+            },
+            {"name": "remark", "type": "varchar", "renamedFrom": ["note"]},
+            {"name": "extra", "type": "varchar", "default": "e"},
+        ],
+        "(100, 1, {'a': 1, 'b': 'x', 'c': 2}, 'n', 'q')",
+    ),
+    Case(
+        "struct in struct: add field",
+        NESTED,
+        ["ALTER TABLE {t} ADD COLUMN s.nest.c INTEGER"],
+        nested_cols(s=[{"name": "a", "type": "int32"}, {"name": "c", "type": "int32"}]),
+        "(100, {'nest': {'a': 1, 'c': 2}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})",
+    ),
+    Case(
+        "struct in list: add field",
+        NESTED,
+        ["ALTER TABLE {t} ADD COLUMN l.element.c INTEGER"],
+        nested_cols(l=[{"name": "a", "type": "int32"}, {"name": "c", "type": "int32"}]),
+        "(100, {'nest': {'a': 1}}, [{'a': 1, 'c': 5}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})",
+    ),
+    Case(
+        "struct in map: add field",
+        NESTED,
+        ["ALTER TABLE {t} ADD COLUMN m.value.c INTEGER"],
+        nested_cols(m=[{"name": "a", "type": "int32"}, {"name": "c", "type": "int32"}]),
+        "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1, 'c': 6}}, [1], MAP {'k': 1})",
+    ),
+    Case(
+        "struct in list: rename field",
+        NESTED,
+        ["ALTER TABLE {t} RENAME COLUMN l.element.a TO aa"],
+        nested_cols(l=[{"name": "aa", "type": "int32", "renamedFrom": "a"}]),
+        "(100, {'nest': {'a': 1}}, [{'aa': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})",
+    ),
+    Case(
+        "struct in map: drop field",
+        NESTED + ", extra INTEGER",
+        ["ALTER TABLE {t} DROP COLUMN extra"],
+        nested_cols(),
+        "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})",
+        evolution={"allowDropColumns": True},
+    ),
+    Case(
+        "promote list element",
+        NESTED,
+        ["ALTER TABLE {t} ALTER li SET TYPE BIGINT[]"],
+        nested_cols(li="int64"),
+        "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [5000000000], MAP {'k': 1})",
+    ),
+    Case(
+        "promote map value",
+        NESTED,
+        ["ALTER TABLE {t} ALTER mv SET TYPE MAP(VARCHAR, BIGINT)"],
+        nested_cols(mv="int64"),
+        "(100, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 5000000000})",
+    ),
+    Case(
+        "promote field of struct in struct",
+        NESTED,
+        ["ALTER TABLE {t} ALTER s SET TYPE STRUCT(nest STRUCT(a BIGINT))"],
+        nested_cols(s=[{"name": "a", "type": "int64"}]),
+        "(100, {'nest': {'a': 5000000000}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1], MAP {'k': 1})",
+    ),
 ]
 
 SEED = {
-    BASE: ["(1, 10, {'a': 1, 'b': 'x'}, 'one')", "SELECT i, i * 10, {'a': i, 'b': 'b' || i}, 'n' || i FROM range(2, 40) t(i)"],
-    NESTED: ["(1, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1, 2], MAP {'k': 1})",
-             "SELECT i, {'nest': {'a': i}}, [{'a': i}], MAP {'k': {'a': i}}, [i], MAP {'k': i} FROM range(2, 40) t(i)"],
+    BASE: [
+        "(1, 10, {'a': 1, 'b': 'x'}, 'one')",
+        "SELECT i, i * 10, {'a': i, 'b': 'b' || i}, 'n' || i FROM range(2, 40) t(i)",
+    ],
+    NESTED: [
+        "(1, {'nest': {'a': 1}}, [{'a': 1}], MAP {'k': {'a': 1}}, [1, 2], MAP {'k': 1})",
+        "SELECT i, {'nest': {'a': i}}, [{'a': i}], MAP {'k': {'a': i}}, [i], MAP {'k': i} FROM range(2, 40) t(i)",
+    ],
 }
 
 
 def seed_rows(create: str) -> list[str]:
     for prefix, rows in SEED.items():
         if create.startswith(prefix):
-            return _pad(rows, create[len(prefix):].count(","))  # NULLs for extra trailing columns
+            return _pad(rows, create[len(prefix) :].count(","))  # NULLs for extra trailing columns
     return ["(1, 'one')", "SELECT i, 'n' || i FROM range(2, 40) t(i)"]
 
 
@@ -184,7 +411,9 @@ def normalised_dump(catalog: Catalog) -> dict[str, list[tuple]]:
     out = dump(catalog.location, COMPARED)
     cols = out["ducklake_column"]
     # nested rows: DuckDB writes nulls_allowed/default_value_type quirkily (see module doc)
-    out["ducklake_column"] = sorted((r[:9] + ((None, r[10], None, r[12]) if r[10] is not None else r[9:])) for r in cols)
+    out["ducklake_column"] = sorted(
+        (r[:9] + ((None, r[10], None, r[12]) if r[10] is not None else r[9:])) for r in cols
+    )
     out["ducklake_snapshot_changes"] = [r[:2] for r in out["ducklake_snapshot_changes"]]
     out["ducklake_data_file"] = [r[:5] + r[8:9] + r[11:] for r in out["ducklake_data_file"]]  # not path/size
     return out
@@ -213,9 +442,18 @@ def test_change_matches_duckdb_alter(case: Case, kind: str, make_location, tmp_p
         run(cons["theirs"], sql, "lk.t")
     cons["theirs"].execute("COMMIT")
 
-    doc = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeTable", "metadata": {"name": "t"},
-           "spec": {"catalogRef": {"name": "lake"}, "name": case.new_name, "columns": case.columns,
-                    "evolution": dict(case.evolution), **case.table}}
+    doc = {
+        "apiVersion": "ducklake.dev/v1alpha1",
+        "kind": "DuckLakeTable",
+        "metadata": {"name": "t"},
+        "spec": {
+            "catalogRef": {"name": "lake"},
+            "name": case.new_name,
+            "columns": case.columns,
+            "evolution": dict(case.evolution),
+            **case.table,
+        },
+    }
     spec = parse_manifest(doc)
     if case.evolution.get("approvedPlan") == "<hash>":  # approve exactly the plan we are shown
         from ducklake_operator.reconcile import plan_for
@@ -234,7 +472,7 @@ def test_change_matches_duckdb_alter(case: Case, kind: str, make_location, tmp_p
     fresh = duck.attach(ours.location, "lk2", con=duck.connect())
     t_new = f"lk.{case.new_name}"
     assert duck.describe(fresh, f"lk2.{case.new_name}") == duck.describe(cons["theirs"], t_new)
-    for name, con in cons.items():
+    for con in cons.values():
         con.execute(f"INSERT INTO {t_new} VALUES {case.insert_after}")
         con.execute(f"DELETE FROM {t_new} WHERE id = 3")
     rows = [con.execute(f"SELECT * FROM {t_new} ORDER BY id NULLS FIRST").fetchall() for con in cons.values()]

@@ -6,13 +6,13 @@ import copy
 from typing import Any
 
 import pytest
-from support import duck
-from support.dump import dump
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import SpecError
 from ducklake_operator.reconcile import apply_plan, drift, plan_for
+from support import duck
+from support.dump import dump
 
 COLUMNS = [
     {"name": "id", "type": "int64", "nullable": False},
@@ -23,8 +23,17 @@ COLUMNS = [
 
 
 def manifest(columns: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeTable", "metadata": {"name": "orders"},
-            "spec": {"catalogRef": {"name": "lake"}, "name": "orders", "columns": copy.deepcopy(columns or COLUMNS), **spec}}
+    return {
+        "apiVersion": "ducklake.dev/v1alpha1",
+        "kind": "DuckLakeTable",
+        "metadata": {"name": "orders"},
+        "spec": {
+            "catalogRef": {"name": "lake"},
+            "name": "orders",
+            "columns": copy.deepcopy(columns or COLUMNS),
+            **spec,
+        },
+    }
 
 
 @pytest.fixture
@@ -36,14 +45,40 @@ def orders(catalog: Catalog) -> Catalog:
     return catalog
 
 
-@pytest.mark.parametrize("edit, reason, allow", [
-    (lambda cols: [c for c in cols if c["name"] != "legacy_flag"], "allowDropColumns is false", "allowDropColumns: true"),
-    (lambda cols: [dict(c, type="float64") if c["name"] == "amount" else c for c in cols], "not a lossless promotion", "typeChanges: rewrite"),
-    (lambda cols: [dict(c, type="int16") if c["name"] == "amount" else c for c in cols], "int32 → int16 is not a lossless", "typeChanges: rewrite"),
-    (lambda cols: [dict(c, nullable=False) if c["name"] == "amount" else c for c in cols], "makes amount NOT NULL", "approvedPlan"),
-    (lambda cols: [dict(c, type="varchar") if c["name"] == "customer" else {k: v for k, v in c.items()} for c in cols if True],
-     "changes the kind", "typeChanges: rewrite"),
-])
+@pytest.mark.parametrize(
+    "edit, reason, allow",
+    [
+        (
+            lambda cols: [c for c in cols if c["name"] != "legacy_flag"],
+            "allowDropColumns is false",
+            "allowDropColumns: true",
+        ),
+        (
+            lambda cols: [dict(c, type="float64") if c["name"] == "amount" else c for c in cols],
+            "not a lossless promotion",
+            "typeChanges: rewrite",
+        ),
+        (
+            lambda cols: [dict(c, type="int16") if c["name"] == "amount" else c for c in cols],
+            "int32 → int16 is not a lossless",
+            "typeChanges: rewrite",
+        ),
+        (
+            lambda cols: [dict(c, nullable=False) if c["name"] == "amount" else c for c in cols],
+            "makes amount NOT NULL",
+            "approvedPlan",
+        ),
+        (
+            lambda cols: [
+                dict(c, type="varchar") if c["name"] == "customer" else {k: v for k, v in c.items()}
+                for c in cols
+                if True
+            ],
+            "changes the kind",
+            "typeChanges: rewrite",
+        ),
+    ],
+)
 def test_blocked_plans_change_nothing(orders: Catalog, edit, reason: str, allow: str) -> None:  # type: ignore[no-untyped-def]
     cols = edit(copy.deepcopy(COLUMNS))
     for c in cols:
@@ -83,18 +118,33 @@ def test_dropped_then_readded_column_gets_a_new_id(orders: Catalog) -> None:
     assert con.execute("SELECT count(*), count(amount) FROM lk.orders").fetchone() == (29, 0)
 
 
-@pytest.mark.parametrize("columns, fragment", [
-    ([{"name": "id", "type": "int65"}], "spec.columns[0].type: 'int65' is not a DuckLake type; did you mean int64?"),
-    ([{"name": "id", "type": "int32"}, {"name": "ID", "type": "int64"}], "spec.columns[1].name: duplicate column name"),
-    ([{"name": "a", "type": "int32", "renamedFrom": ["x"]}, {"name": "b", "type": "int32", "renamedFrom": ["x"]}], "'x' is also claimed by spec.columns[0]"),
-    ([{"name": "a", "type": "int32", "renamedFrom": "a"}], "is the column's own name"),
-    ([{"name": "", "type": "int32"}], "spec.columns[0].name: column name must be a non-empty string"),
-    ([{"name": "a\nb", "type": "int32"}], "control character"),
-    ([{"name": "a", "type": "struct"}], "struct needs fields"),
-    ([{"name": "a", "type": "int32", "default": "abc"}], "default 'abc' is not a valid int32"),
-    ([{"name": "a", "type": "int32", "nulable": False}], "spec.columns[0].nulable: unknown field"),
-    ([{"name": "a", "type": "decimal(40,2)"}], "1 <= P <= 38"),
-])
+@pytest.mark.parametrize(
+    "columns, fragment",
+    [
+        (
+            [{"name": "id", "type": "int65"}],
+            "spec.columns[0].type: 'int65' is not a DuckLake type; did you mean int64?",
+        ),
+        (
+            [{"name": "id", "type": "int32"}, {"name": "ID", "type": "int64"}],
+            "spec.columns[1].name: duplicate column name",
+        ),
+        (
+            [
+                {"name": "a", "type": "int32", "renamedFrom": ["x"]},
+                {"name": "b", "type": "int32", "renamedFrom": ["x"]},
+            ],
+            "'x' is also claimed by spec.columns[0]",
+        ),
+        ([{"name": "a", "type": "int32", "renamedFrom": "a"}], "is the column's own name"),
+        ([{"name": "", "type": "int32"}], "spec.columns[0].name: column name must be a non-empty string"),
+        ([{"name": "a\nb", "type": "int32"}], "control character"),
+        ([{"name": "a", "type": "struct"}], "struct needs fields"),
+        ([{"name": "a", "type": "int32", "default": "abc"}], "default 'abc' is not a valid int32"),
+        ([{"name": "a", "type": "int32", "nulable": False}], "spec.columns[0].nulable: unknown field"),
+        ([{"name": "a", "type": "decimal(40,2)"}], "1 <= P <= 38"),
+    ],
+)
 def test_bad_manifests_get_clear_errors(columns: list[dict[str, Any]], fragment: str) -> None:
     with pytest.raises(SpecError) as err:
         parse_manifest(manifest(columns), source="orders.yaml")
@@ -103,8 +153,13 @@ def test_bad_manifests_get_clear_errors(columns: list[dict[str, Any]], fragment:
 
 def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(SpecError) as err:
-        parse_manifest(manifest([{"name": "a", "type": "int65"}, {"name": "b", "type": "varchr"}],
-                                partitionBy=[{"column": "zz"}], evolution={"typeChanges": "sometimes"}))
+        parse_manifest(
+            manifest(
+                [{"name": "a", "type": "int65"}, {"name": "b", "type": "varchr"}],
+                partitionBy=[{"column": "zz"}],
+                evolution={"typeChanges": "sometimes"},
+            )
+        )
     assert len(err.value.problems) == 4
 
 
@@ -153,9 +208,14 @@ def test_drift_is_reported_after_an_outside_alter(orders: Catalog) -> None:
     con.execute("ALTER TABLE lk.orders RENAME amount TO amt")
     lines = drift(spec, orders.state())
     assert "sneaky is in the catalog but not in the manifest" in lines
-    assert "amount is declared but missing from the catalog" in lines and "amt is in the catalog but not in the manifest" in lines
+    assert (
+        "amount is declared but missing from the catalog" in lines
+        and "amt is in the catalog but not in the manifest" in lines
+    )
     # mode auto keeps columns that ingestion added
-    auto = parse_manifest(manifest([dict(c, name="amt") if c["name"] == "amount" else c for c in COLUMNS], evolution={"mode": "auto"}))
+    auto = parse_manifest(
+        manifest([dict(c, name="amt") if c["name"] == "amount" else c for c in COLUMNS], evolution={"mode": "auto"})
+    )
     plan = plan_for(auto, orders.state())
     assert not plan.changes and any("sneaky" in n for n in plan.notes)
 

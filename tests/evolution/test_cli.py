@@ -15,8 +15,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
 
 def ducklake(*args: str, cwd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ducklake_operator.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "ducklake_operator.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -40,15 +46,32 @@ def test_plan_apply_status_and_exit_codes(workdir: str) -> None:
     again = ducklake("apply", "-f", "examples/", cwd=workdir)
     assert again.returncode == 0 and "committed" not in again.stdout and again.stdout.count("no changes") == 2
 
-    sql = ducklake("sql", "-f", "examples/catalog.yaml", "INSERT INTO lake.sales.orders (id, amount) VALUES (1, 2)",
-                   "SELECT count(*) AS n FROM lake.sales.orders", cwd=workdir)
+    sql = ducklake(
+        "sql",
+        "-f",
+        "examples/catalog.yaml",
+        "INSERT INTO lake.sales.orders (id, amount) VALUES (1, 2)",
+        "SELECT count(*) AS n FROM lake.sales.orders",
+        cwd=workdir,
+    )
     assert sql.returncode == 0, sql.stderr
 
-    evolved = ["-f", "examples/catalog.yaml", "-f", "examples/sales-schema.yaml", "-f", "examples/evolved/orders-table.yaml"]
+    evolved = [
+        "-f",
+        "examples/catalog.yaml",
+        "-f",
+        "examples/sales-schema.yaml",
+        "-f",
+        "examples/evolved/orders-table.yaml",
+    ]
     out = json.loads(ducklake("plan", "-o", "json", *evolved, cwd=workdir).stdout)
     changes = out[0]["plans"][1]["changes"]
-    assert changes == ["~ rename status → state", "~ promote amount int32 → int64", "+ add field customer.email varchar",
-                       "+ add column note varchar default n/a"]
+    assert changes == [
+        "~ rename status → state",
+        "~ promote amount int32 → int64",
+        "+ add field customer.email varchar",
+        "+ add column note varchar default n/a",
+    ]
     assert any("before this promotion fail queries filtering on amount" in n for n in out[0]["plans"][1]["notes"])
     assert ducklake("apply", *evolved, cwd=workdir).returncode == 0
     status = ducklake("status", *evolved, cwd=workdir)
@@ -80,9 +103,22 @@ def test_errors_exit_1_with_field_paths(workdir: str) -> None:
 def test_unreachable_postgres_catalog_is_exit_1_without_secrets(workdir: str) -> None:
     from support.pgserver import free_port
 
-    doc = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "pg"},
-           "spec": {"metadata": {"postgres": {"host": "127.0.0.1", "port": free_port(), "database": "x",
-                                              "credentialsSecretRef": {"name": "lake-pg"}}}, "dataPath": "/tmp/x/"}}
+    doc = {
+        "apiVersion": "ducklake.dev/v1alpha1",
+        "kind": "DuckLakeCatalog",
+        "metadata": {"name": "pg"},
+        "spec": {
+            "metadata": {
+                "postgres": {
+                    "host": "127.0.0.1",
+                    "port": free_port(),
+                    "database": "x",
+                    "credentialsSecretRef": {"name": "lake-pg"},
+                }
+            },
+            "dataPath": "/tmp/x/",
+        },
+    }
     with open(os.path.join(workdir, "pg.yaml"), "w") as fh:
         yaml.safe_dump(doc, fh)
     result = ducklake("apply", "-f", "pg.yaml", cwd=workdir, env={"DUCKLAKE_SECRET_LAKE_PG_PASSWORD": "hunter2"})
@@ -91,16 +127,36 @@ def test_unreachable_postgres_catalog_is_exit_1_without_secrets(workdir: str) ->
 
 def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg_server) -> None:  # type: ignore[no-untyped-def]
     pg_server.create_database("cli_lake")
-    doc = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
-           "spec": {"metadata": {"postgres": {"host": pg_server.host, "port": pg_server.port, "database": "cli_lake",
-                                              "schema": "lakemeta", "credentialsSecretRef": {"name": "lake-pg"}}},
-                    "dataPath": os.path.join(workdir, "pgdata") + "/"}}
+    doc = {
+        "apiVersion": "ducklake.dev/v1alpha1",
+        "kind": "DuckLakeCatalog",
+        "metadata": {"name": "lake"},
+        "spec": {
+            "metadata": {
+                "postgres": {
+                    "host": pg_server.host,
+                    "port": pg_server.port,
+                    "database": "cli_lake",
+                    "schema": "lakemeta",
+                    "credentialsSecretRef": {"name": "lake-pg"},
+                }
+            },
+            "dataPath": os.path.join(workdir, "pgdata") + "/",
+        },
+    }
     with open(os.path.join(workdir, "examples/catalog.yaml"), "w") as fh:
         yaml.safe_dump(doc, fh)
     env = {"DUCKLAKE_SECRET_LAKE_PG_USERNAME": "postgres"}
     assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).returncode == 0
-    sql = ducklake("sql", "-f", "examples/catalog.yaml", "INSERT INTO lake.sales.orders (id) VALUES (7)",
-                   "SELECT id FROM lake.sales.orders", cwd=workdir, env=env)
+    sql = ducklake(
+        "sql",
+        "-f",
+        "examples/catalog.yaml",
+        "INSERT INTO lake.sales.orders (id) VALUES (7)",
+        "SELECT id FROM lake.sales.orders",
+        cwd=workdir,
+        env=env,
+    )
     assert sql.returncode == 0, sql.stderr
     assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).stdout.count("no changes") == 2
 
@@ -108,26 +164,85 @@ def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg
 def test_run_job_housekeeping(workdir: str) -> None:
     assert ducklake("apply", "-f", "examples/", cwd=workdir).returncode == 0
     for i in range(3):
-        ducklake("sql", "-f", "examples/catalog.yaml", f"INSERT INTO lake.sales.orders (id) SELECT i FROM range({i * 50}, {i * 50 + 50}) t(i)", cwd=workdir)
-    dry = ducklake("run-job", "expireSnapshots", "-f", "examples/catalog.yaml", "--older-than", "0s", "--retain-last", "2", "--dry-run", cwd=workdir)
+        ducklake(
+            "sql",
+            "-f",
+            "examples/catalog.yaml",
+            f"INSERT INTO lake.sales.orders (id) SELECT i FROM range({i * 50}, {i * 50 + 50}) t(i)",
+            cwd=workdir,
+        )
+    dry = ducklake(
+        "run-job",
+        "expireSnapshots",
+        "-f",
+        "examples/catalog.yaml",
+        "--older-than",
+        "0s",
+        "--retain-last",
+        "2",
+        "--dry-run",
+        cwd=workdir,
+    )
     assert dry.returncode == 0, dry.stderr
     result = json.loads(dry.stdout)
     assert result["dryRun"] and result["expired"] == [0, 1, 2, 3]
-    done = json.loads(ducklake("run-job", "expireSnapshots", "-f", "examples/catalog.yaml", "--older-than", "0s", "--retain-last", "2", cwd=workdir).stdout)
+    done = json.loads(
+        ducklake(
+            "run-job",
+            "expireSnapshots",
+            "-f",
+            "examples/catalog.yaml",
+            "--older-than",
+            "0s",
+            "--retain-last",
+            "2",
+            cwd=workdir,
+        ).stdout
+    )
     assert done["expired"] == [0, 1, 2, 3]
-    assert json.loads(ducklake("run-job", "cleanupFiles", "-f", "examples/catalog.yaml", cwd=workdir).stdout)["deleted"] == []
+    assert (
+        json.loads(ducklake("run-job", "cleanupFiles", "-f", "examples/catalog.yaml", cwd=workdir).stdout)["deleted"]
+        == []
+    )
     compact = ducklake("run-job", "compact", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir)
     assert compact.returncode == 0, compact.stderr
     assert json.loads(compact.stdout)["filesRead"] == 3  # the three inserts, merged into one
-    bad = ducklake("run-job", "compact", "sales.orders", "-f", "examples/catalog.yaml", "-p", "targetFileSize=huge",
-                   "-p", "minInputFile=3", cwd=workdir)
+    bad = ducklake(
+        "run-job",
+        "compact",
+        "sales.orders",
+        "-f",
+        "examples/catalog.yaml",
+        "-p",
+        "targetFileSize=huge",
+        "-p",
+        "minInputFile=3",
+        cwd=workdir,
+    )
     assert bad.returncode == 1 and "-p.targetFileSize: 'huge' is not a size" in bad.stderr
     assert "-p.minInputFile: not a parameter of compact (did you mean minInputFiles?)" in bad.stderr
-    assert ducklake("run-job", "repartition", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir).returncode == 2
-    ducklake("sql", "-f", "examples/catalog.yaml", "DELETE FROM lake.sales.orders WHERE id >= 20",
-             "INSERT INTO lake.sales.orders (id) VALUES (1000)", cwd=workdir)  # a delete file, an inlined row
-    rewrite = ducklake("run-job", "rewriteDeletes", "sales.orders", "-f", "examples/catalog.yaml", "-p", "deleteThreshold=0.5",
-                       "--no-spark", cwd=workdir)
+    assert (
+        ducklake("run-job", "repartition", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir).returncode == 2
+    )
+    ducklake(
+        "sql",
+        "-f",
+        "examples/catalog.yaml",
+        "DELETE FROM lake.sales.orders WHERE id >= 20",
+        "INSERT INTO lake.sales.orders (id) VALUES (1000)",
+        cwd=workdir,
+    )  # a delete file, an inlined row
+    rewrite = ducklake(
+        "run-job",
+        "rewriteDeletes",
+        "sales.orders",
+        "-f",
+        "examples/catalog.yaml",
+        "-p",
+        "deleteThreshold=0.5",
+        "--no-spark",
+        cwd=workdir,
+    )
     assert rewrite.returncode == 0, rewrite.stderr
     assert json.loads(rewrite.stdout)["rowsWritten"] == 20
     flush = ducklake("run-job", "flushInlinedData", "-f", "examples/catalog.yaml", cwd=workdir)

@@ -9,12 +9,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import duck
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.model.types import to_duckdb_sql
 from ducklake_operator.reconcile import apply_plan
+from support import duck
 
 PROMOTE = {"int8": "int16", "int16": "int32", "int32": "int64", "uint8": "uint16", "float32": "float64"}
 TYPES = ["int8", "int16", "int32", "int64", "uint8", "float32", "varchar", "date", "boolean"]
@@ -22,8 +22,17 @@ OPS = ["add", "add_struct", "drop", "rename", "promote", "add_field", "rename_fi
 
 
 def manifest(columns: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeTable", "metadata": {"name": "t"},
-            "spec": {"catalogRef": {"name": "lake"}, "name": "t", "columns": columns, "evolution": {"allowDropColumns": True}}}
+    return {
+        "apiVersion": "ducklake.dev/v1alpha1",
+        "kind": "DuckLakeTable",
+        "metadata": {"name": "t"},
+        "spec": {
+            "catalogRef": {"name": "lake"},
+            "name": "t",
+            "columns": columns,
+            "evolution": {"allowDropColumns": True},
+        },
+    }
 
 
 def expected_describe(columns: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -31,7 +40,9 @@ def expected_describe(columns: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(f.name, to_duckdb_sql(f.type).replace('"', "")) for f in spec.columns]
 
 
-def apply_op(columns: list[dict[str, Any]], op: str, pick: int, names: itertools.count, type_pick: int) -> list[dict[str, Any]]:
+def apply_op(
+    columns: list[dict[str, Any]], op: str, pick: int, names: itertools.count, type_pick: int
+) -> list[dict[str, Any]]:
     cols = copy.deepcopy(columns)
     for c in cols:  # renamedFrom is a one-step instruction
         c.pop("renamedFrom", None)
@@ -41,7 +52,9 @@ def apply_op(columns: list[dict[str, Any]], op: str, pick: int, names: itertools
     if op == "add":
         cols.append({"name": f"c{next(names)}", "type": TYPES[type_pick % len(TYPES)]})
     elif op == "add_struct":
-        cols.append({"name": f"s{next(names)}", "type": "struct", "fields": [{"name": f"f{next(names)}", "type": "int32"}]})
+        cols.append(
+            {"name": f"s{next(names)}", "type": "struct", "fields": [{"name": f"f{next(names)}", "type": "int32"}]}
+        )
     elif op == "drop" and len(cols) > 1:
         cols.pop(pick % len(cols))
     elif op == "rename":
@@ -54,7 +67,9 @@ def apply_op(columns: list[dict[str, Any]], op: str, pick: int, names: itertools
             c = promotable[pick % len(promotable)]
             c["type"] = PROMOTE[c["type"]]
     elif op == "add_field" and structs:
-        structs[pick % len(structs)]["fields"].append({"name": f"f{next(names)}", "type": TYPES[type_pick % len(TYPES)]})
+        structs[pick % len(structs)]["fields"].append(
+            {"name": f"f{next(names)}", "type": TYPES[type_pick % len(TYPES)]}
+        )
     elif op == "rename_field" and structs:
         f = structs[pick % len(structs)]["fields"][0]
         f["renamedFrom"] = [f["name"]]
@@ -74,13 +89,18 @@ def insert_row(con, columns: list[dict[str, Any]]) -> None:  # type: ignore[no-u
     con.execute(f"INSERT INTO lk.t VALUES ({', '.join(values)})")
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(steps=st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=7))
 def test_random_edit_sequences(tmp_path_factory, steps: list[tuple[str, int, int]]) -> None:  # type: ignore[no-untyped-def]
     tmp = tmp_path_factory.mktemp("prop")
     catalog = Catalog.create(CatalogLocation(kind="sqlite", path=str(tmp / "c.sqlite")), str(tmp / "data") + "/")
     names = itertools.count()
-    columns = [{"name": "id", "type": "int32"}, {"name": "s0", "type": "struct", "fields": [{"name": "f0", "type": "int8"}]}]
+    columns = [
+        {"name": "id", "type": "int32"},
+        {"name": "s0", "type": "struct", "fields": [{"name": "f0", "type": "int8"}]},
+    ]
     next(names)
     apply_plan(catalog, parse_manifest(manifest(columns)))
     con = duck.attach(catalog.location)

@@ -4,23 +4,29 @@ snapshot, same rowids, same count/min/max, and DuckDB keeps working on our outpu
 from __future__ import annotations
 
 import pytest
-from support import duck
-from support.dump import dump
 
-from ducklake_operator.catalog import Catalog
 from ducklake_jobs.compact import compact
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_in_process, run_on_spark
+from ducklake_operator.catalog import Catalog
+from support import duck
+from support.dump import dump
 
 WORKLOAD = [
     "CALL lk.set_option('target_file_size', '1MB')",
     "CREATE TABLE lk.t(id INTEGER, v VARCHAR, f DOUBLE, s STRUCT(a INTEGER, b VARCHAR[]), d DATE)",
-    *[f"INSERT INTO lk.t SELECT i, 'v' || i, i / 3, {{'a': i, 'b': ['x' || i]}}, DATE '2024-01-01' + i::INTEGER "
-      f"FROM range({k * 40}, {k * 40 + 40}) t(i)" for k in range(4)],
-    "UPDATE lk.t SET v = 'upd' WHERE id = 130",       # an update: a file with embedded row ids
-    "ALTER TABLE lk.t ALTER id SET TYPE BIGINT",       # promotion: new schema version
-    *[f"INSERT INTO lk.t SELECT i, 'w' || i, NULL, NULL, NULL FROM range({k * 40}, {k * 40 + 40}) t(i)" for k in range(4, 7)],
-    "DELETE FROM lk.t WHERE id BETWEEN 200 AND 210",   # this file keeps its delete file: not merged
+    *[
+        f"INSERT INTO lk.t SELECT i, 'v' || i, i / 3, {{'a': i, 'b': ['x' || i]}}, DATE '2024-01-01' + i::INTEGER "
+        f"FROM range({k * 40}, {k * 40 + 40}) t(i)"
+        for k in range(4)
+    ],
+    "UPDATE lk.t SET v = 'upd' WHERE id = 130",  # an update: a file with embedded row ids
+    "ALTER TABLE lk.t ALTER id SET TYPE BIGINT",  # promotion: new schema version
+    *[
+        f"INSERT INTO lk.t SELECT i, 'w' || i, NULL, NULL, NULL FROM range({k * 40}, {k * 40 + 40}) t(i)"
+        for k in range(4, 7)
+    ],
+    "DELETE FROM lk.t WHERE id BETWEEN 200 AND 210",  # this file keeps its delete file: not merged
 ]
 
 
@@ -35,15 +41,20 @@ def observe(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
         return {
             "now": con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall(),
             "agg": con.execute("SELECT count(*), min(id), max(id), min(v), max(v), max(d) FROM lk.t").fetchone(),
-            "history": {v: con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {v}) ORDER BY rowid").fetchall()
-                        for v in range(2, latest + 1)},
+            "history": {
+                v: con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {v}) ORDER BY rowid").fetchall()
+                for v in range(2, latest + 1)
+            },
         }
     finally:
         con.close()
 
 
-@pytest.mark.parametrize("kind, runner", [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
-                         ids=["sqlite", "postgres", "sqlite-spark"])
+@pytest.mark.parametrize(
+    "kind, runner",
+    [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
+    ids=["sqlite", "postgres", "sqlite-spark"],
+)
 def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str, runner) -> None:  # type: ignore[no-untyped-def]
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/")
@@ -69,7 +80,9 @@ def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str
     for side, rows in enumerate((a["ducklake_file_column_stats"], b["ducklake_file_column_stats"])):
         begin[side]["stats"] = sorted((begin[side][r[0]],) + r[1:3] + r[4:] for r in rows)  # type: ignore[index]
     assert begin[0]["stats"] == begin[1]["stats"]
-    assert [r[0] for r in a["ducklake_files_scheduled_for_deletion"]] == [r[0] for r in b["ducklake_files_scheduled_for_deletion"]]
+    assert [r[0] for r in a["ducklake_files_scheduled_for_deletion"]] == [
+        r[0] for r in b["ducklake_files_scheduled_for_deletion"]
+    ]
     assert [r[1] for r in a["ducklake_snapshot_changes"]] == [r[1] for r in b["ducklake_snapshot_changes"]]
     assert a["ducklake_snapshot"][-1][2:] == b["ducklake_snapshot"][-1][2:]
 
@@ -82,7 +95,9 @@ def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str
     assert compact(Catalog.open(ours), "main", "t")["groups"] >= 0
 
 
-@pytest.mark.parametrize("where, deleted", [("id = 10", 1), ("id BETWEEN 10 AND 39", 30)], ids=["inlined-delete", "delete-file"])
+@pytest.mark.parametrize(
+    "where, deleted", [("id = 10", 1), ("id BETWEEN 10 AND 39", 30)], ids=["inlined-delete", "delete-file"]
+)
 def test_concurrent_delete_wins(catalog: Catalog, location, where: str, deleted: int) -> None:  # type: ignore[no-untyped-def]
     """A DuckDB delete committed after our plan: the compaction is refused, its files removed,
     and the delete is not lost."""
@@ -117,10 +132,16 @@ PARTITIONED = [
     "CALL lk.set_option('target_file_size', '1MB')",
     "CREATE TABLE lk.p(id INTEGER, cat VARCHAR, ts TIMESTAMP)",
     "ALTER TABLE lk.p SET PARTITIONED BY (cat, year(ts))",
-    *[f"INSERT INTO lk.p SELECT i, ['a', 'b/x', NULL][i % 3 + 1], TIMESTAMP '2023-06-01' + INTERVAL (i * 5) DAY "
-      f"FROM range({k * 60}, {k * 60 + 60}) t(i)" for k in range(4)],
-    "ALTER TABLE lk.p SET PARTITIONED BY (cat)",   # a new spec: never merged with the old one
-    *[f"INSERT INTO lk.p SELECT i, ['a', 'b/x'][i % 2 + 1], NULL FROM range({k * 60}, {k * 60 + 60}) t(i)" for k in range(4, 6)],
+    *[
+        f"INSERT INTO lk.p SELECT i, ['a', 'b/x', NULL][i % 3 + 1], TIMESTAMP '2023-06-01' + INTERVAL (i * 5) DAY "
+        f"FROM range({k * 60}, {k * 60 + 60}) t(i)"
+        for k in range(4)
+    ],
+    "ALTER TABLE lk.p SET PARTITIONED BY (cat)",  # a new spec: never merged with the old one
+    *[
+        f"INSERT INTO lk.p SELECT i, ['a', 'b/x'][i % 2 + 1], NULL FROM range({k * 60}, {k * 60 + 60}) t(i)"
+        for k in range(4, 6)
+    ],
 ]
 
 
@@ -150,7 +171,9 @@ def test_compact_partitioned_table_matches_duckdb(make_location, tmp_path, kind:
         if r[3] is None:
             assert r[5].startswith(("cat=", "ducklake-")) and r[5].count("/") in (1, 2)
     con = duck.attach(ours)
-    assert con.execute("SELECT count(*) FROM lk.p WHERE cat = 'b/x'").fetchone() == (sum(1 for r in before["now"] if r[2] == 'b/x'),)
+    assert con.execute("SELECT count(*) FROM lk.p WHERE cat = 'b/x'").fetchone() == (
+        sum(1 for r in before["now"] if r[2] == "b/x"),
+    )
 
 
 def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
@@ -162,8 +185,10 @@ def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:
     con.execute("CREATE TABLE lk.s(id INTEGER, v VARCHAR)")
     con.execute("ALTER TABLE lk.s SET SORTED BY (v DESC NULLS FIRST, id)")
     for k in range(3):
-        con.execute(f"INSERT INTO lk.s SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i * 7 % 13) END "
-                    f"FROM range({k * 30}, {k * 30 + 30}) t(i)")
+        con.execute(
+            f"INSERT INTO lk.s SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i * 7 % 13) END "
+            f"FROM range({k * 30}, {k * 30 + 30}) t(i)"
+        )
     con.close()
     before = duck.observe_table(location, "s")
     result = compact(catalog, "main", "s")
@@ -224,8 +249,11 @@ def test_sort_key_on_a_renamed_column(catalog: Catalog, location) -> None:  # ty
     assert duck.same_as_before(duck.observe_table(location, "r"), before)
 
 
-@pytest.mark.parametrize("kind, runner", [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
-                         ids=["sqlite", "postgres", "sqlite-spark"])
+@pytest.mark.parametrize(
+    "kind, runner",
+    [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
+    ids=["sqlite", "postgres", "sqlite-spark"],
+)
 def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> None:  # type: ignore[no-untyped-def]
     """Files with deletes are merged too: rows deleted at or before the oldest snapshot are
     dropped, later deletes move to a delete file of the merged file with their snapshots,
@@ -236,9 +264,9 @@ def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> 
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
     for k in range(4):
         con.execute(f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)")  # snapshots 2-5
-    con.execute("DELETE FROM lk.t WHERE id < 10")        # 6: a delete file
-    con.execute("DELETE FROM lk.t WHERE id = 10")        # 7: the same file again: a delete file with snapshots
-    con.execute("DELETE FROM lk.t WHERE id = 150")       # 8: an inlined file deletion
+    con.execute("DELETE FROM lk.t WHERE id < 10")  # 6: a delete file
+    con.execute("DELETE FROM lk.t WHERE id = 10")  # 7: the same file again: a delete file with snapshots
+    con.execute("DELETE FROM lk.t WHERE id = 150")  # 8: an inlined file deletion
     con.execute("UPDATE lk.t SET v = 'u' WHERE id = 250")  # 9: an inlined deletion and an inlined row
     con.execute("CALL ducklake_expire_snapshots('lk', versions => [0, 1, 2, 3, 4, 5, 6])")
     con.close()
@@ -253,7 +281,12 @@ def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> 
     (merged,) = t.data_files
     (deletes,) = t.delete_files
     assert merged.record_count == 389 and merged.row_id_start is None
-    assert (deletes.data_file_id, deletes.delete_count, deletes.begin_snapshot, deletes.partial_max) == (merged.data_file_id, 2, 8, 9)
+    assert (deletes.data_file_id, deletes.delete_count, deletes.begin_snapshot, deletes.partial_max) == (
+        merged.data_file_id,
+        2,
+        8,
+        9,
+    )
 
     con = duck.attach(location)  # DuckDB keeps working: counts, deletes, its own maintenance
     assert con.execute("SELECT count(*), min(id), max(id) FROM lk.t").fetchone() == (389 - 2 + 1, 11, 399)
@@ -271,8 +304,8 @@ def test_update_output_keeps_its_row_ids(catalog: Catalog, location) -> None:  #
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
     con.execute("INSERT INTO lk.t SELECT i, 'v' || i FROM range(50) t(i)")
-    con.execute("INSERT INTO lk.t VALUES (1101, 'x')")                  # inlined: row id 50
-    con.execute("UPDATE lk.t SET v = 'u' || id WHERE id % 4 = 0")       # 13 rows > 10: a file with ids 0, 4, ...
+    con.execute("INSERT INTO lk.t VALUES (1101, 'x')")  # inlined: row id 50
+    con.execute("UPDATE lk.t SET v = 'u' || id WHERE id % 4 = 0")  # 13 rows > 10: a file with ids 0, 4, ...
     flush_rows_then_merge = duck.observe_table(location, "t")
     from ducklake_jobs.flush import flush_inlined_data
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from support import duck
-from support.dump import dump
 
+from ducklake_jobs.housekeeping import cleanup_files, delete_orphan_files, expire
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
-from ducklake_jobs.housekeeping import cleanup_files, delete_orphan_files, expire
+from support import duck
+from support.dump import dump
 
 WORKLOAD = [
     "CREATE TABLE lk.t(id INTEGER, v VARCHAR)",
@@ -84,7 +84,7 @@ def test_dry_run_and_limits(catalog: Catalog, location) -> None:  # type: ignore
 
 
 def test_plan_expiry_is_pure() -> None:
-    now = datetime(2026, 1, 10, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 10, tzinfo=UTC)
     snaps = [(i, now - timedelta(days=10 - i)) for i in range(10)]
     assert plan_expiry(snaps, now=now, older_than=timedelta(days=5)).expire == (0, 1, 2, 3, 4)
     assert plan_expiry(snaps, now=now, older_than=timedelta(days=5), retain_last=7).expire == (0, 1, 2)
@@ -115,8 +115,14 @@ def test_cleanup_deletes_scheduled_files_like_duckdb(make_location, tmp_path, ki
     con = duck.attach(theirs)
     con.execute("CALL ducklake_cleanup_old_files('lk', cleanup_all => true)")
     con.close()
-    assert len(files(dirs["a"])) == len(files(dirs["b"])) and not any(os.path.exists(dirs["b"] + p) for p in result["deleted"])
-    assert dump(ours)["ducklake_files_scheduled_for_deletion"] == [] == dump(theirs)["ducklake_files_scheduled_for_deletion"]
+    assert len(files(dirs["a"])) == len(files(dirs["b"])) and not any(
+        os.path.exists(dirs["b"] + p) for p in result["deleted"]
+    )
+    assert (
+        dump(ours)["ducklake_files_scheduled_for_deletion"]
+        == []
+        == dump(theirs)["ducklake_files_scheduled_for_deletion"]
+    )
     assert rows(ours) == rows(theirs)
 
 
@@ -150,15 +156,25 @@ def test_orphans_match_duckdb(make_location, tmp_path, kind: str) -> None:  # ty
     con.execute("CREATE TABLE lk.t(a INTEGER)")
     for k in range(3):
         con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 100}, {k * 100 + 100}) t(i)")
-    con.execute("DELETE FROM lk.t WHERE a < 50")                  # a delete file
-    con.execute("CALL ducklake_merge_adjacent_files('lk')")       # scheduled files
+    con.execute("DELETE FROM lk.t WHERE a < 50")  # a delete file
+    con.execute("CALL ducklake_merge_adjacent_files('lk')")  # scheduled files
     con.execute("UPDATE lk.t SET a = -a WHERE a BETWEEN 200 AND 240")  # an ended file's successor
-    for rel in ("main/t/ducklake-stray.parquet", "main/other/x.parquet", "y.parquet", "main/t/notes.txt", "main/t/z.puffin"):
+    for rel in (
+        "main/t/ducklake-stray.parquet",
+        "main/other/x.parquet",
+        "y.parquet",
+        "main/t/notes.txt",
+        "main/t/z.puffin",
+    ):
         os.makedirs(os.path.dirname(data + rel), exist_ok=True)
         with open(data + rel, "wb") as fh:
             fh.write(b"PAR1")
-    theirs = {os.path.relpath(r[0], data) for r in con.execute(
-        "SELECT * FROM ducklake_delete_orphaned_files('lk', dry_run => true, cleanup_all => true)").fetchall()}
+    theirs = {
+        os.path.relpath(r[0], data)
+        for r in con.execute(
+            "SELECT * FROM ducklake_delete_orphaned_files('lk', dry_run => true, cleanup_all => true)"
+        ).fetchall()
+    }
     con.close()
     ours = set(delete_orphan_files(Catalog.open(location), older_than="0s", dry_run=True)["deleted"])
     assert ours == theirs == {"main/t/ducklake-stray.parquet", "main/other/x.parquet", "y.parquet"}

@@ -5,25 +5,25 @@ exactly), the same catalog rows but for paths and sizes, and DuckDB keeps workin
 from __future__ import annotations
 
 import pytest
+
+from ducklake_jobs.flush import flush_inlined_data
+from ducklake_operator.catalog import Catalog
 from support import duck
 from support.dump import dump
-
-from ducklake_operator.catalog import Catalog
-from ducklake_jobs.flush import flush_inlined_data
 
 WORKLOAD = [
     "CREATE TABLE lk.t(id INTEGER, v VARCHAR)",
     "INSERT INTO lk.t VALUES (1, 'a'), (2, 'b''q')",
     "INSERT INTO lk.t VALUES (3, NULL)",
-    "DELETE FROM lk.t WHERE id = 2",                       # a deleted inlined row: flushed + delete file
-    "ALTER TABLE lk.t ADD COLUMN x INTEGER",               # a new inlined table for the new layout
+    "DELETE FROM lk.t WHERE id = 2",  # a deleted inlined row: flushed + delete file
+    "ALTER TABLE lk.t ADD COLUMN x INTEGER",  # a new inlined table for the new layout
     "INSERT INTO lk.t VALUES (4, 'd', 40)",
     "INSERT INTO lk.t SELECT i, 'f', i FROM range(100, 200) t(i)",
-    "DELETE FROM lk.t WHERE id BETWEEN 100 AND 130",       # a delete file on a Parquet file
-    "DELETE FROM lk.t WHERE id = 150",                     # inlined file deletions: merged with it
+    "DELETE FROM lk.t WHERE id BETWEEN 100 AND 130",  # a delete file on a Parquet file
+    "DELETE FROM lk.t WHERE id = 150",  # inlined file deletions: merged with it
     "DELETE FROM lk.t WHERE id = 151",
     "INSERT INTO lk.t SELECT i, 'g', i FROM range(300, 400) t(i)",
-    "DELETE FROM lk.t WHERE id IN (310, 320)",             # inlined file deletions, no delete file yet
+    "DELETE FROM lk.t WHERE id IN (310, 320)",  # inlined file deletions, no delete file yet
 ]
 
 TYPES = [
@@ -66,11 +66,18 @@ def observe(location, table: str) -> dict:  # type: ignore[no-untyped-def,type-a
         con.execute("SET TimeZone = 'UTC'")
         latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone()[0]
         q = f"SELECT rowid, * FROM lk.{table}"
-        return {"now": con.execute(f"{q} ORDER BY rowid").fetchall(),
-                "count": con.execute(f"SELECT count(*) FROM lk.{table}").fetchone(),
-                "history": {v: con.execute(f"{q} AT (VERSION => {v}) ORDER BY rowid").fetchall() for v in range(1, latest + 1)
-                            if con.execute(f"SELECT count(*) FROM ducklake_snapshots('lk') WHERE snapshot_id = {v}").fetchone()[0]
-                            and con.execute(f"SELECT count(*) FROM (SELECT * FROM ducklake_table_info('lk') WHERE table_name = '{table}')").fetchone()[0]}}
+        return {
+            "now": con.execute(f"{q} ORDER BY rowid").fetchall(),
+            "count": con.execute(f"SELECT count(*) FROM lk.{table}").fetchone(),
+            "history": {
+                v: con.execute(f"{q} AT (VERSION => {v}) ORDER BY rowid").fetchall()
+                for v in range(1, latest + 1)
+                if con.execute(f"SELECT count(*) FROM ducklake_snapshots('lk') WHERE snapshot_id = {v}").fetchone()[0]
+                and con.execute(
+                    f"SELECT count(*) FROM (SELECT * FROM ducklake_table_info('lk') WHERE table_name = '{table}')"
+                ).fetchone()[0]
+            },
+        }
     finally:
         con.close()
 
@@ -95,7 +102,11 @@ def catalog_rows(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
         "table_stats": [r[:3] for r in d["ducklake_table_stats"]],
         "table_column_stats": d["ducklake_table_column_stats"],
         # DuckDB drops superseded inlined tables it emptied; we keep them (open clients cache them)
-        "inlined": {k: v for k, v in d.items() if k.startswith("ducklake_inlined_d") and k != "ducklake_inlined_data_tables" and v},
+        "inlined": {
+            k: v
+            for k, v in d.items()
+            if k.startswith("ducklake_inlined_d") and k != "ducklake_inlined_data_tables" and v
+        },
         "changes": [r[1] for r in d["ducklake_snapshot_changes"]],
         "scheduled": len(d["ducklake_files_scheduled_for_deletion"]),
         "snapshot": d["ducklake_snapshot"][-1][2:],
@@ -103,8 +114,11 @@ def catalog_rows(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-@pytest.mark.parametrize("workload, table", [(WORKLOAD, "t"), (TYPES, "ty"), (PARTITIONED, "p"), (BUCKETED, "b")],
-                         ids=["rows", "types", "partitioned", "bucketed"])
+@pytest.mark.parametrize(
+    "workload, table",
+    [(WORKLOAD, "t"), (TYPES, "ty"), (PARTITIONED, "p"), (BUCKETED, "b")],
+    ids=["rows", "types", "partitioned", "bucketed"],
+)
 def test_flush_matches_duckdb(make_location, tmp_path, kind: str, workload: list[str], table: str) -> None:  # type: ignore[no-untyped-def]
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/", workload)
@@ -129,7 +143,9 @@ def test_flush_matches_duckdb(make_location, tmp_path, kind: str, workload: list
     con.execute(f"DELETE FROM lk.{table} WHERE rowid = 0")
     con.execute("CALL ducklake_flush_inlined_data('lk')")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
-    assert con.execute(f"SELECT count(*) FROM lk.{table}").fetchone()[0] == before["count"][0] + 1 - (1 if before["now"][0][0] == 0 else 0)
+    assert con.execute(f"SELECT count(*) FROM lk.{table}").fetchone()[0] == before["count"][0] + 1 - (
+        1 if before["now"][0][0] == 0 else 0
+    )
 
 
 def test_open_duckdb_client_keeps_reading_after_flush(location, catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
@@ -139,10 +155,13 @@ def test_open_duckdb_client_keeps_reading_after_flush(location, catalog: Catalog
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER)")
     con.execute("INSERT INTO lk.t VALUES (1), (2)")
-    con.execute("ALTER TABLE lk.t ADD COLUMN x INTEGER")   # the first inlined table is now superseded
+    con.execute("ALTER TABLE lk.t ADD COLUMN x INTEGER")  # the first inlined table is now superseded
     con.execute("INSERT INTO lk.t VALUES (3, 30)")
     snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk')").fetchall()]
-    before = {s: con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {s}) ORDER BY rowid").fetchall() for s in snapshots[2:]}
+    before = {
+        s: con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {s}) ORDER BY rowid").fetchall()
+        for s in snapshots[2:]
+    }
     assert flush_inlined_data(catalog)["rowsFlushed"] == 3
     for s, rows in before.items():  # the same connection, with its caches
         assert con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {s}) ORDER BY rowid").fetchall() == rows

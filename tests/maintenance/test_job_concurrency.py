@@ -4,16 +4,18 @@ commit is never lost (the job refuses and removes its files); an insert is kept.
 from __future__ import annotations
 
 import pytest
-from support import duck
 
-from ducklake_operator.catalog import Catalog
-from ducklake_operator.errors import CommitConflict
 from ducklake_jobs import flush as flush_job
 from ducklake_jobs import rewrite_deletes as rewrite_job
 from ducklake_jobs import storage
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.errors import CommitConflict
+from support import duck
 
 
-@pytest.mark.parametrize("where, deleted", [("id = 5", 1), ("id BETWEEN 0 AND 7", 8)], ids=["inlined-delete", "delete-file"])
+@pytest.mark.parametrize(
+    "where, deleted", [("id = 5", 1), ("id BETWEEN 0 AND 7", 8)], ids=["inlined-delete", "delete-file"]
+)
 def test_delete_during_rewrite_is_kept(catalog: Catalog, location, monkeypatch, where: str, deleted: int) -> None:  # type: ignore[no-untyped-def]
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER)")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from support import duck
 
-from ducklake_operator.catalog import Catalog, CatalogLocation
-from ducklake_operator.errors import JobFailed
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import reason, run_on_spark
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import JobFailed
+from support import duck
 
 
 def parquet_files(root: str) -> set[str]:
@@ -41,8 +41,11 @@ def test_flush_of_a_value_parquet_cannot_hold(lake) -> None:  # type: ignore[no-
 
 def test_spark_task_failure_is_one_line_and_commits_nothing(lake) -> None:  # type: ignore[no-untyped-def]
     location, data = lake
-    duck.run_workload(location, ["CREATE TABLE lk.t(id INTEGER)"] +
-                      [f"INSERT INTO lk.t SELECT i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)])
+    duck.run_workload(
+        location,
+        ["CREATE TABLE lk.t(id INTEGER)"]
+        + [f"INSERT INTO lk.t SELECT i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)],
+    )
     catalog = Catalog.open(location)
     before, files = catalog.snapshot().snapshot_id, parquet_files(data)
     missing = sorted(files)[0]
@@ -55,9 +58,11 @@ def test_spark_task_failure_is_one_line_and_commits_nothing(lake) -> None:  # ty
 
 
 def test_reason_finds_the_innermost_error_line() -> None:
-    spark_text = ("An exception was thrown from the Python worker. Please see the stack trace below.\n"
-                  "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
-                  "pyarrow.lib.ArrowInvalid: bad file\n\tat org.apache.spark.api.python.PythonRunner")
+    spark_text = (
+        "An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1, in f\n'
+        "pyarrow.lib.ArrowInvalid: bad file\n\tat org.apache.spark.api.python.PythonRunner"
+    )
     assert reason(RuntimeError(spark_text)) == "ArrowInvalid: bad file"
     assert reason(ValueError("plain message\nmore")) == "ValueError: plain message"
     assert reason(KeyError()) == "KeyError"

@@ -14,19 +14,25 @@ from dataclasses import replace
 
 import pytest
 import yaml
+
+from ducklake_jobs.housekeeping import delete_orphan_files
+from ducklake_jobs.operations import run_operation
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import CatalogUnavailable
 from support import duck
 from support.pg_fault_proxy import PgFaultProxy
 
-from ducklake_operator.catalog import Catalog, CatalogLocation
-from ducklake_operator.errors import CatalogUnavailable
-from ducklake_jobs.housekeeping import delete_orphan_files
-from ducklake_jobs.operations import run_operation
-
 SETUP = {
     "compact": [f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(4)],
-    "rewriteDeletes": ["INSERT INTO lk.t SELECT i, 'v' || i FROM range(0, 400) t(i)", "DELETE FROM lk.t WHERE id >= 10"],
-    "flushInlinedData": ["INSERT INTO lk.t VALUES (1, 'a'), (2, 'b')", "INSERT INTO lk.t VALUES (3, 'c')",
-                         "DELETE FROM lk.t WHERE id = 2"],
+    "rewriteDeletes": [
+        "INSERT INTO lk.t SELECT i, 'v' || i FROM range(0, 400) t(i)",
+        "DELETE FROM lk.t WHERE id >= 10",
+    ],
+    "flushInlinedData": [
+        "INSERT INTO lk.t VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO lk.t VALUES (3, 'c')",
+        "DELETE FROM lk.t WHERE id = 2",
+    ],
 }
 # files a committed run leaves referenced (live data files), and files an uncommitted run leaves behind
 OUTCOME = {"compact": (1, 1), "rewriteDeletes": (1, 1), "flushInlinedData": (1, 2)}
@@ -46,14 +52,28 @@ def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) 
     files_before = len(Catalog.open(location).state().table("main", "t").data_files)
     con.close()
     manifest = tmp_path / "catalog.yaml"
-    manifest.write_text(yaml.safe_dump({"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
-                                        "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": data}}))
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "ducklake.dev/v1alpha1",
+                "kind": "DuckLakeCatalog",
+                "metadata": {"name": "lake"},
+                "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": data},
+            }
+        )
+    )
     marker = tmp_path / "marker"
-    args = [operation] + (["main.t", "--no-spark"] if operation != "flushInlinedData" else []) + \
-        (["-p", "deleteThreshold=0.5"] if operation == "rewriteDeletes" else [])
-    proc = subprocess.Popen([sys.executable, "-m", "ducklake_operator.cli", "run-job", *args, "-f", str(manifest)],
-                            env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    args = (
+        [operation]
+        + (["main.t", "--no-spark"] if operation != "flushInlinedData" else [])
+        + (["-p", "deleteThreshold=0.5"] if operation == "rewriteDeletes" else [])
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ducklake_operator.cli", "run-job", *args, "-f", str(manifest)],
+        env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 120
     while not marker.exists():
         assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
@@ -118,14 +138,18 @@ def test_expiry_whose_commit_is_lost(pg_server, pg_location, tmp_path) -> None: 
     """Housekeeping is not a snapshot commit: a lost COMMIT is a clear, retryable error, and
     running it again finishes the work."""
     Catalog.create(pg_location, str(tmp_path / "data") + "/")
-    duck.run_workload(pg_location, ["CREATE TABLE lk.t(id INTEGER)"] + [f"INSERT INTO lk.t VALUES ({i})" for i in range(4)])
+    duck.run_workload(
+        pg_location, ["CREATE TABLE lk.t(id INTEGER)"] + [f"INSERT INTO lk.t VALUES ({i})" for i in range(4)]
+    )
     direct = Catalog.open(pg_location)
     snapshots = len(direct.snapshots())
     proxy = PgFaultProxy(pg_server.host, pg_server.port)
     proxied = Catalog.open(replace(pg_location, host="127.0.0.1", port=proxy.port))
     try:
         proxy.arm("before", marker=b"DELETE FROM ducklake_snapshot ")
-        with pytest.raises(CatalogUnavailable, match="expireSnapshots: the catalog database failed: .*running it again is safe"):
+        with pytest.raises(
+            CatalogUnavailable, match="expireSnapshots: the catalog database failed: .*running it again is safe"
+        ):
             run_operation(proxied, "expireSnapshots", None, {"retainLast": 1})
         assert proxy.fired.is_set() and len(direct.snapshots()) == snapshots  # nothing expired
         assert len(run_operation(proxied, "expireSnapshots", None, {"retainLast": 1})["expired"]) == snapshots - 1

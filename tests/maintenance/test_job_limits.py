@@ -4,13 +4,13 @@ ids to keep) and encrypted lakes (the jobs write plain Parquet)."""
 from __future__ import annotations
 
 import pytest
-from support import duck
 
-from ducklake_operator.catalog import Catalog, CatalogLocation
-from ducklake_operator.errors import DuckLakeError
 from ducklake_jobs.compact import compact
 from ducklake_jobs.flush import flush_inlined_data
 from ducklake_jobs.rewrite_deletes import rewrite_deletes
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import DuckLakeError
+from support import duck
 
 
 def test_name_mapped_files_are_not_merged(catalog: Catalog, location, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -18,7 +18,9 @@ def test_name_mapped_files_are_not_merged(catalog: Catalog, location, tmp_path) 
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
     for k in range(2):
         external = str(tmp_path / f"ext{k}.parquet")
-        con.execute(f"COPY (SELECT i::INTEGER AS id, 'e' || i AS v FROM range({k * 50}, {k * 50 + 50}) t(i)) TO '{external}'")
+        con.execute(
+            f"COPY (SELECT i::INTEGER AS id, 'e' || i AS v FROM range({k * 50}, {k * 50 + 50}) t(i)) TO '{external}'"
+        )
         con.execute(f"CALL ducklake_add_data_files('lk', 't', '{external}')")
     for k in range(2, 4):
         con.execute(f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 50}, {k * 50 + 50}) t(i)")
@@ -38,7 +40,10 @@ def test_encrypted_lake_is_refused(tmp_path) -> None:  # type: ignore[no-untyped
     con.execute("INSERT INTO lk.t VALUES (1)")
     con.close()
     catalog = Catalog.open(location)
-    for job in (lambda: compact(catalog, "main", "t"), lambda: rewrite_deletes(catalog, "main", "t"),
-                lambda: flush_inlined_data(catalog)):
+    for job in (
+        lambda: compact(catalog, "main", "t"),
+        lambda: rewrite_deletes(catalog, "main", "t"),
+        lambda: flush_inlined_data(catalog),
+    ):
         with pytest.raises(DuckLakeError, match="encrypted"):
             job()

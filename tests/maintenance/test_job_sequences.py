@@ -11,21 +11,21 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from ducklake_jobs.operations import run_operation
+from ducklake_operator.catalog import Catalog
 from support import duck
 
-from ducklake_operator.catalog import Catalog, CatalogLocation
-from ducklake_jobs.operations import run_operation
-
 STEP = st.one_of(
-    st.tuples(st.just("insert"), st.integers(1, 40)),        # <= 10 rows are inlined
-    st.tuples(st.just("delete"), st.integers(0, 6)),          # WHERE id % 7 = k
+    st.tuples(st.just("insert"), st.integers(1, 40)),  # <= 10 rows are inlined
+    st.tuples(st.just("delete"), st.integers(0, 6)),  # WHERE id % 7 = k
     st.tuples(st.just("update"), st.integers(0, 6)),
     st.tuples(st.just("add_column"), st.just(0)),
     st.tuples(st.just("drop_column"), st.just(0)),
     st.tuples(st.just("rename"), st.just(0)),
     st.tuples(st.just("promote"), st.just(0)),
-    st.tuples(st.just("expire"), st.integers(1, 4)),          # keep the last k snapshots
-    st.tuples(st.just("compact"), st.booleans()),             # applyDeletes
+    st.tuples(st.just("expire"), st.integers(1, 4)),  # keep the last k snapshots
+    st.tuples(st.just("compact"), st.booleans()),  # applyDeletes
     st.tuples(st.just("rewrite"), st.sampled_from([0.01, 0.3, 0.95])),
     st.tuples(st.just("flush"), st.just(0)),
 )
@@ -43,7 +43,9 @@ def view(con) -> dict:  # type: ignore[no-untyped-def,type-arg]
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(steps=st.lists(STEP, min_size=4, max_size=14))
 def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, make_location, kind: str, steps) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("seq")
@@ -84,7 +86,12 @@ def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, make_location, ki
                 con = duck.attach(location)
             elif op == "expire":
                 latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone()[0]
-                old = [r[0] for r in con.execute(f"SELECT snapshot_id FROM ducklake_snapshots('lk') WHERE snapshot_id <= {latest - arg}").fetchall()]
+                old = [
+                    r[0]
+                    for r in con.execute(
+                        f"SELECT snapshot_id FROM ducklake_snapshots('lk') WHERE snapshot_id <= {latest - arg}"
+                    ).fetchall()
+                ]
                 if old:
                     con.execute(f"CALL ducklake_expire_snapshots('lk', versions => {old})")
             elif op in ("compact", "rewrite", "flush"):

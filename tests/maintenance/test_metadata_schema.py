@@ -7,22 +7,26 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from support import duck
-
-from ducklake_operator.catalog import Catalog
 from ducklake_jobs.operations import run_operation
+from ducklake_operator.catalog import Catalog
+from support import duck
 
 
 def test_every_job_on_a_catalog_in_its_own_schema(pg_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
     location = replace(pg_location, schema="lake_meta")
     data = str(tmp_path / "data") + "/"
     Catalog.create(location, data)
-    duck.run_workload(location, ["CREATE TABLE lk.t(id INTEGER, v VARCHAR)"] +
-                      [f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)] +
-                      ["DELETE FROM lk.t WHERE id BETWEEN 100 AND 190",     # a delete file
-                       "DELETE FROM lk.t WHERE id = 5",                     # an inlined file deletion
-                       "INSERT INTO lk.t VALUES (1000, 'inlined'), (1001, 'gone')",
-                       "DELETE FROM lk.t WHERE id = 1001"])                 # an inlined row deleted
+    duck.run_workload(
+        location,
+        ["CREATE TABLE lk.t(id INTEGER, v VARCHAR)"]
+        + [f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)]
+        + [
+            "DELETE FROM lk.t WHERE id BETWEEN 100 AND 190",  # a delete file
+            "DELETE FROM lk.t WHERE id = 5",  # an inlined file deletion
+            "INSERT INTO lk.t VALUES (1000, 'inlined'), (1001, 'gone')",
+            "DELETE FROM lk.t WHERE id = 1001",
+        ],
+    )  # an inlined row deleted
     catalog = Catalog.open(location)
     before = duck.observe_table(location, "t")
     assert len(before["now"]) == 300 - 91 - 1 + 1

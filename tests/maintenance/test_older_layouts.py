@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
-from support import duck
 
-from ducklake_operator.catalog import Catalog
 from ducklake_jobs.layout_projection import projection, same_layout
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.parquet_writer import FieldIds, field_ids_from_arrow
+from ducklake_operator.catalog import Catalog
+from support import duck
 
 WORKLOAD = [
     "CREATE TABLE lk.t(id INTEGER, v VARCHAR, s STRUCT(a INTEGER, b VARCHAR), gone INTEGER, "
@@ -44,7 +44,8 @@ def live_stats(location) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg
     try:
         return con.execute(
             "SELECT column_id, min_value, max_value, null_count, value_count FROM __ducklake_metadata_lk.ducklake_file_column_stats "
-            "JOIN __ducklake_metadata_lk.ducklake_data_file USING (data_file_id) WHERE end_snapshot IS NULL ORDER BY ALL").fetchall()
+            "JOIN __ducklake_metadata_lk.ducklake_data_file USING (data_file_id) WHERE end_snapshot IS NULL ORDER BY ALL"
+        ).fetchall()
     finally:
         con.close()
 
@@ -69,8 +70,10 @@ def test_merge_of_older_layouts_matches_duckdb(make_location, tmp_path, kind: st
         con.close()
     # the rewritten first file kept its own (first) layout but begins in the latest version
     t = catalog.state().table("main", "t")
-    layouts = {tuple(f.name for f in field_ids_from_arrow(pq.read_schema(f"{catalog.state().data_path}main/t/{d.path}")))
-               for d in t.data_files}
+    layouts = {
+        tuple(f.name for f in field_ids_from_arrow(pq.read_schema(f"{catalog.state().data_path}main/t/{d.path}")))
+        for d in t.data_files
+    }
     assert len(layouts) > 1
     before = duck.observe_table(ours, "t")
     result = run_operation(catalog, "compact", "main.t", {})
@@ -81,7 +84,15 @@ def test_merge_of_older_layouts_matches_duckdb(make_location, tmp_path, kind: st
     assert live_stats(ours) == live_stats(theirs)
     (merged,) = catalog.state().table("main", "t").data_files
     schema = pq.read_schema(f"{catalog.state().data_path}main/t/{merged.path}")
-    assert [f.name for f in field_ids_from_arrow(schema)][:7] == ["id", "w", "s", "l", "m", "x", "_ducklake_internal_row_id"]
+    assert [f.name for f in field_ids_from_arrow(schema)][:7] == [
+        "id",
+        "w",
+        "s",
+        "l",
+        "m",
+        "x",
+        "_ducklake_internal_row_id",
+    ]
     catalog.close()
 
     con = duck.attach(ours)  # DuckDB keeps working on the output
@@ -102,4 +113,6 @@ def test_projection_is_only_used_for_other_layouts() -> None:
     assert same_layout((FieldIds("id", 1), FieldIds("x", 3)), target)
     assert not same_layout((FieldIds("old_id", 1),), target)
     assert projection((FieldIds("old_id", 1), FieldIds("gone", 2)), target) == [
-        'CAST(p."old_id" AS BIGINT) AS "id"', "CAST('it''s' AS VARCHAR) AS \"x\""]
+        'CAST(p."old_id" AS BIGINT) AS "id"',
+        "CAST('it''s' AS VARCHAR) AS \"x\"",
+    ]

@@ -5,29 +5,33 @@ keeps working on our output."""
 from __future__ import annotations
 
 import pytest
+
+from ducklake_jobs.rewrite_deletes import rewrite_deletes
+from ducklake_jobs.runtime import run_in_process, run_on_spark
+from ducklake_operator.catalog import Catalog
 from support import duck
 from support.dump import dump
 
-from ducklake_operator.catalog import Catalog
-from ducklake_jobs.rewrite_deletes import rewrite_deletes
-from ducklake_jobs.runtime import run_in_process, run_on_spark
-
 WORKLOAD = [
     "CREATE TABLE lk.t(id INTEGER, v VARCHAR, d DECIMAL(10, 2), s STRUCT(a INTEGER, b VARCHAR[]))",
-    *[f"INSERT INTO lk.t SELECT i, 'v' || i, i / 4, {{'a': i, 'b': ['x' || i]}} FROM range({k * 100}, {k * 100 + 100}) t(i)"
-      for k in range(4)],
-    "DELETE FROM lk.t WHERE id BETWEEN 0 AND 95",          # file 1: 96% deleted, one delete file
-    "DELETE FROM lk.t WHERE id BETWEEN 100 AND 150",       # file 2: two deletes -> delete file with snapshots
+    *[
+        f"INSERT INTO lk.t SELECT i, 'v' || i, i / 4, {{'a': i, 'b': ['x' || i]}} FROM range({k * 100}, {k * 100 + 100}) t(i)"
+        for k in range(4)
+    ],
+    "DELETE FROM lk.t WHERE id BETWEEN 0 AND 95",  # file 1: 96% deleted, one delete file
+    "DELETE FROM lk.t WHERE id BETWEEN 100 AND 150",  # file 2: two deletes -> delete file with snapshots
     "DELETE FROM lk.t WHERE id BETWEEN 151 AND 198",
-    "UPDATE lk.t SET v = 'upd' WHERE id = 250",            # file 3: one inlined deletion + an update file
-    "DELETE FROM lk.t WHERE id BETWEEN 300 AND 399",       # file 4: all rows gone -> file ended, no delete file
+    "UPDATE lk.t SET v = 'upd' WHERE id = 250",  # file 3: one inlined deletion + an update file
+    "DELETE FROM lk.t WHERE id BETWEEN 300 AND 399",  # file 4: all rows gone -> file ended, no delete file
     "ALTER TABLE lk.t ADD COLUMN extra INTEGER DEFAULT 7",
     "INSERT INTO lk.t SELECT i, 'n' || i, 0, NULL, i FROM range(1000, 1100) t(i)",
-    "DELETE FROM lk.t WHERE id BETWEEN 1000 AND 1098",     # a file of the new schema version
+    "DELETE FROM lk.t WHERE id BETWEEN 1000 AND 1098",  # a file of the new schema version
 ]
 
 
-def build(location, data_path: str, extra: list[str] = []) -> None:  # type: ignore[no-untyped-def]
+def build(location, data_path: str, extra: list[str] = None) -> None:  # type: ignore[no-untyped-def]
+    if extra is None:
+        extra = []
     duck.run_workload(location, WORKLOAD + extra, data_path)
 
 
@@ -38,8 +42,10 @@ def observe(location, table: str = "t") -> dict:  # type: ignore[no-untyped-def,
         return {
             "now": con.execute(f"SELECT rowid, * FROM lk.{table} ORDER BY rowid").fetchall(),
             "agg": con.execute(f"SELECT count(*), min(id), max(id), min(v), max(v) FROM lk.{table}").fetchone(),
-            "history": {v: con.execute(f"SELECT rowid, * FROM lk.{table} AT (VERSION => {v}) ORDER BY rowid").fetchall()
-                        for v in range(2, latest + 1)},
+            "history": {
+                v: con.execute(f"SELECT rowid, * FROM lk.{table} AT (VERSION => {v}) ORDER BY rowid").fetchall()
+                for v in range(2, latest + 1)
+            },
         }
     finally:
         con.close()
@@ -57,16 +63,25 @@ def stats_rows(dumped: dict) -> list[tuple]:  # type: ignore[type-arg]
     return sorted((files[r[0]],) + r[1:3] + r[4:] for r in dumped["ducklake_file_column_stats"])
 
 
-@pytest.mark.parametrize("kind, runner, threshold", [
-    ("sqlite", run_in_process, None), ("postgres", run_in_process, None), ("postgres", run_in_process, 0.005),
-    ("sqlite", run_on_spark, 0.005)], ids=["sqlite", "postgres", "postgres-low-threshold", "sqlite-spark"])
+@pytest.mark.parametrize(
+    "kind, runner, threshold",
+    [
+        ("sqlite", run_in_process, None),
+        ("postgres", run_in_process, None),
+        ("postgres", run_in_process, 0.005),
+        ("sqlite", run_on_spark, 0.005),
+    ],
+    ids=["sqlite", "postgres", "postgres-low-threshold", "sqlite-spark"],
+)
 def test_rewrite_matches_rewrite_data_files(make_location, tmp_path, kind: str, runner, threshold) -> None:  # type: ignore[no-untyped-def]
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/")
     build(ours, str(tmp_path / "b") + "/")
     before = observe(ours)
     con = duck.attach(theirs)
-    con.execute("CALL ducklake_rewrite_data_files('lk', 't'" + (f", delete_threshold => {threshold})" if threshold else ")"))
+    con.execute(
+        "CALL ducklake_rewrite_data_files('lk', 't'" + (f", delete_threshold => {threshold})" if threshold else ")")
+    )
     con.close()
     result = rewrite_deletes(Catalog.open(ours), "main", "t", delete_threshold=threshold, runner=runner)
     assert result["committedSnapshot"] is not None
@@ -79,21 +94,30 @@ def test_rewrite_matches_rewrite_data_files(make_location, tmp_path, kind: str, 
         assert after_ours["history"][v] == rows == after_theirs["history"][v], v
     a, b = dump(theirs), dump(ours)
     assert file_rows(a["ducklake_data_file"]) == file_rows(b["ducklake_data_file"])
-    assert sorted(r[:5] + r[8:9] for r in a["ducklake_delete_file"]) == sorted(r[:5] + r[8:9] for r in b["ducklake_delete_file"])
+    assert sorted(r[:5] + r[8:9] for r in a["ducklake_delete_file"]) == sorted(
+        r[:5] + r[8:9] for r in b["ducklake_delete_file"]
+    )
     assert stats_rows(a) == stats_rows(b)
     ts = lambda rows: [r[:3] for r in rows]  # noqa: E731  (file_size_bytes differs with the files)
     assert ts(a["ducklake_table_stats"]) == ts(b["ducklake_table_stats"])
     assert a["ducklake_table_column_stats"] == b["ducklake_table_column_stats"]
-    assert a["ducklake_snapshot_changes"][-1][1:] == b["ducklake_snapshot_changes"][-1][1:] or \
-        a["ducklake_snapshot_changes"][-1][1] == b["ducklake_snapshot_changes"][-1][1]
-    assert a["ducklake_files_scheduled_for_deletion"] == b["ducklake_files_scheduled_for_deletion"]  # nothing new scheduled
+    assert (
+        a["ducklake_snapshot_changes"][-1][1:] == b["ducklake_snapshot_changes"][-1][1:]
+        or a["ducklake_snapshot_changes"][-1][1] == b["ducklake_snapshot_changes"][-1][1]
+    )
+    assert (
+        a["ducklake_files_scheduled_for_deletion"] == b["ducklake_files_scheduled_for_deletion"]
+    )  # nothing new scheduled
 
     con = duck.attach(ours)  # DuckDB keeps working on our output
     con.execute("DELETE FROM lk.t WHERE id = 99")
     con.execute("INSERT INTO lk.t (id, v) VALUES (5000, 'late')")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
     con.execute("CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => 0.0001)")
-    assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 99) FROM lk.t").fetchone() == (len(before["now"]), 0)
+    assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 99) FROM lk.t").fetchone() == (
+        len(before["now"]),
+        0,
+    )
 
 
 def test_nothing_to_rewrite_commits_nothing(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
@@ -114,8 +138,12 @@ def test_nothing_to_rewrite_commits_nothing(catalog: Catalog, location) -> None:
 @pytest.mark.parametrize("inlined_row", [False, True])
 def test_table_stats_recomputed_when_delete_free(make_location, tmp_path, inlined_row: bool) -> None:  # type: ignore[no-untyped-def]
     """DuckDB recomputes the gross counters once no delete is left; live inlined rows count."""
-    extra = ["INSERT INTO lk.t SELECT * FROM range(100)", "INSERT INTO lk.t SELECT * FROM range(100, 200)",
-             *(["INSERT INTO lk.t VALUES (1000)"] if inlined_row else []), "DELETE FROM lk.t WHERE id < 97"]
+    extra = [
+        "INSERT INTO lk.t SELECT * FROM range(100)",
+        "INSERT INTO lk.t SELECT * FROM range(100, 200)",
+        *(["INSERT INTO lk.t VALUES (1000)"] if inlined_row else []),
+        "DELETE FROM lk.t WHERE id < 97",
+    ]
     stats = []
     for side in ("theirs", "ours"):
         location = make_location("sqlite")

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pyarrow.fs as pafs
 import pytest
-from support import duck
 
-from ducklake_operator.catalog import Catalog
-from ducklake_operator.duckdb_client import configure_s3
 from ducklake_jobs import storage
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_on_spark
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.duckdb_client import configure_s3
+from support import duck
 
 
 def duckdb_on(location, data_path: str | None = None):  # type: ignore[no-untyped-def]
@@ -31,7 +31,7 @@ def rows(location) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg]
 
 
 def bucket_files(root: str) -> set[str]:
-    return {f.path[len(root):] for f in storage.list_files(root)}
+    return {f.path[len(root) :] for f in storage.list_files(root)}
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -41,8 +41,8 @@ def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: 
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
     for k in range(4):
         con.execute(f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)")
-    con.execute("DELETE FROM lk.t WHERE id BETWEEN 300 AND 390")     # a delete file on S3
-    con.execute("DELETE FROM lk.t WHERE id = 250")                   # an inlined file deletion
+    con.execute("DELETE FROM lk.t WHERE id BETWEEN 300 AND 390")  # a delete file on S3
+    con.execute("DELETE FROM lk.t WHERE id = 250")  # an inlined file deletion
     con.execute("INSERT INTO lk.t VALUES (1000, 'inlined')")
     con.close()
     expected = rows(location)
@@ -53,7 +53,7 @@ def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: 
     assert flushed["rowsFlushed"] == 1 and flushed["deletionsFlushed"] == 1 and rows(location) == expected
     rewritten = run_operation(catalog, "rewriteDeletes", "main.t", {"deleteThreshold": 0.5})
     assert rewritten["filesRead"] == 1 and rewritten["rowsWritten"] == 9 and rows(location) == expected
-    compacted = run_operation(catalog, "compact", "main.t", {}, runner=run_on_spark)   # Spark tasks writing to S3
+    compacted = run_operation(catalog, "compact", "main.t", {}, runner=run_on_spark)  # Spark tasks writing to S3
     assert compacted["filesWritten"] == 1 and compacted["filesRead"] >= 3 and rows(location) == expected
     live = {f.path for f in catalog.state().table("main", "t").data_files}
     assert all(p in {x.rsplit("/", 1)[-1] for x in bucket_files(root)} for p in live)
@@ -73,7 +73,9 @@ def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: 
         out.write(b"PAR1")
     dry = run_operation(catalog, "deleteOrphanFiles", None, {"olderThan": "0s", "dryRun": True})
     assert dry["deleted"] == ["main/t/ducklake-stray.parquet"]
-    assert run_operation(catalog, "deleteOrphanFiles", None, {"olderThan": "0s"})["deleted"] == ["main/t/ducklake-stray.parquet"]
+    assert run_operation(catalog, "deleteOrphanFiles", None, {"olderThan": "0s"})["deleted"] == [
+        "main/t/ducklake-stray.parquet"
+    ]
     assert "main/t/ducklake-stray.parquet" not in bucket_files(root)
     assert fs.get_file_info(s3_bucket[5:] + "outside.parquet").type == pafs.FileType.File
     assert rows(location) == expected
@@ -84,7 +86,9 @@ def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: 
     assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (len(expected) + 100,)
 
 
-def test_cli_takes_the_s3_settings_of_the_catalog_manifest(tmp_path, s3_server, s3_bucket: str, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_takes_the_s3_settings_of_the_catalog_manifest(
+    tmp_path, s3_server, s3_bucket: str, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
     """``spec.storage.s3`` of the DuckLakeCatalog (endpoint, region) reaches the jobs, their
     Spark tasks and ``ducklake sql``: the environment names no endpoint here."""
     import json
@@ -103,10 +107,20 @@ def test_cli_takes_the_s3_settings_of_the_catalog_manifest(tmp_path, s3_server, 
     monkeypatch.delenv("AWS_ENDPOINT_URL")
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     manifest = tmp_path / "catalog.yaml"
-    manifest.write_text(yaml.safe_dump({
-        "apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
-        "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": root,
-                 "storage": {"s3": {"endpoint": s3_server.endpoint, "region": "us-east-1", "urlStyle": "path"}}}}))
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "ducklake.dev/v1alpha1",
+                "kind": "DuckLakeCatalog",
+                "metadata": {"name": "lake"},
+                "spec": {
+                    "metadata": {"sqlite": {"path": location.path}},
+                    "dataPath": root,
+                    "storage": {"s3": {"endpoint": s3_server.endpoint, "region": "us-east-1", "urlStyle": "path"}},
+                },
+            }
+        )
+    )
     capsys.readouterr()
     assert main(["run-job", "compact", "main.t", "-f", str(manifest)]) == 0  # Spark tasks
     report = json.loads(capsys.readouterr().out)

@@ -33,8 +33,10 @@ def test_a_memory_limited_task_spills_instead_of_failing(tmp_path) -> None:  # t
         assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "61.0 MiB"
         assert con.execute("SELECT current_setting('temp_directory')").fetchone()[0] == str(spill)
         # ~250 MB of strings sorted within 64 MB
-        con.execute(f"COPY (SELECT md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS s FROM range(4000000) t(i) ORDER BY s) "
-                    f"TO '{tmp_path / 'out.parquet'}'")
+        con.execute(
+            f"COPY (SELECT md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS s FROM range(4000000) t(i) ORDER BY s) "
+            f"TO '{tmp_path / 'out.parquet'}'"
+        )
         assert con.execute(f"SELECT count(*) FROM '{tmp_path / 'out.parquet'}'").fetchone()[0] == 4_000_000
     finally:
         con.close()

@@ -6,9 +6,9 @@ these are the test-side helpers around it.
 
 from __future__ import annotations
 
-import duckdb
-
 from collections.abc import Iterable
+
+import duckdb
 
 from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.duckdb_client import attach, connect, extension_path
@@ -39,9 +39,16 @@ def observe_table(location: CatalogLocation, table: str) -> dict:  # type: ignor
     """What DuckDB (a fresh session) reads of ``lk.<table>`` now and at every snapshot from 2 on."""
     con = attach(location, con=connect())
     try:
-        snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk') WHERE snapshot_id >= 2").fetchall()]
-        return {"now": con.execute(f"SELECT rowid, * FROM lk.{table} ORDER BY rowid").fetchall(),
-                "history": {v: con.execute(f"SELECT rowid, * FROM lk.{table} AT (VERSION => {v}) ORDER BY rowid").fetchall()
-                            for v in snapshots}}
+        snapshots = [
+            r[0]
+            for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk') WHERE snapshot_id >= 2").fetchall()
+        ]
+        return {
+            "now": con.execute(f"SELECT rowid, * FROM lk.{table} ORDER BY rowid").fetchall(),
+            "history": {
+                v: con.execute(f"SELECT rowid, * FROM lk.{table} AT (VERSION => {v}) ORDER BY rowid").fetchall()
+                for v in snapshots
+            },
+        }
     finally:
         con.close()

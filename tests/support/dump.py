@@ -23,7 +23,9 @@ def _mask(column: str, value: object) -> object:
     return value
 
 
-def dump(location: CatalogLocation, tables: list[str] | None = None, ignore: set[str] = frozenset()) -> dict[str, list[tuple]]:
+def dump(
+    location: CatalogLocation, tables: list[str] | None = None, ignore: set[str] = frozenset()
+) -> dict[str, list[tuple]]:
     engine = create_engine(location)
     out: dict[str, list[tuple]] = {}
     try:
@@ -37,9 +39,7 @@ def dump(location: CatalogLocation, tables: list[str] | None = None, ignore: set
                 table = sa.Table(name, sa.MetaData(), autoload_with=conn, schema=location.schema)
                 cols = [c.name for c in table.columns if c.name not in ignore]
                 rows = conn.execute(sa.select(*[table.c[c] for c in cols])).all()
-                out[name] = sorted(
-                    (tuple(_mask(c, v) for c, v in zip(cols, r)) for r in rows), key=repr
-                )
+                out[name] = sorted((tuple(_mask(c, v) for c, v in zip(cols, r, strict=False)) for r in rows), key=repr)
     finally:
         engine.dispose()
     return out
@@ -53,7 +53,8 @@ def inlined_columns(location: CatalogLocation) -> dict[str, list[tuple[str, str]
             insp = sa.inspect(conn)
             return {
                 n: [(c["name"], str(c["type"])) for c in insp.get_columns(n, schema=location.schema)]
-                for n in insp.get_table_names(schema=location.schema) if DYNAMIC.match(n)
+                for n in insp.get_table_names(schema=location.schema)
+                if DYNAMIC.match(n)
             }
     finally:
         engine.dispose()

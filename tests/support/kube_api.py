@@ -23,7 +23,7 @@ import json
 import re
 import threading
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -34,7 +34,7 @@ CORE = {"events": ("Event", True), "secrets": ("Secret", True), "namespaces": ("
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -53,7 +53,9 @@ def json_patch(target: Any, ops: list[dict[str, Any]]) -> Any:
     """RFC 6902 (add, remove, replace, test), which kopf uses for finalizers."""
     doc = copy.deepcopy(target)
     for op in ops:
-        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].lstrip("/").split("/")] if op["path"] else []
+        parts = (
+            [p.replace("~1", "/").replace("~0", "~") for p in op["path"].lstrip("/").split("/")] if op["path"] else []
+        )
         parent = doc
         for part in parts[:-1]:
             parent = parent[int(part)] if isinstance(parent, list) else parent.setdefault(part, {})
@@ -61,8 +63,10 @@ def json_patch(target: Any, ops: list[dict[str, Any]]) -> Any:
         if op["op"] == "test":
             current = parent[int(last)] if isinstance(parent, list) else parent.get(last)
             if current != op.get("value"):
-                raise web.HTTPUnprocessableEntity(text=json.dumps({"kind": "Status", "code": 422, "message": f"test failed at {op['path']}"}),
-                                                  content_type="application/json")
+                raise web.HTTPUnprocessableEntity(
+                    text=json.dumps({"kind": "Status", "code": 422, "message": f"test failed at {op['path']}"}),
+                    content_type="application/json",
+                )
         elif op["op"] in ("add", "replace"):
             if isinstance(parent, list):
                 if last == "-":
@@ -124,7 +128,7 @@ class KubeApi:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> "KubeApi":
+    def start(self) -> KubeApi:
         ready = threading.Event()
 
         def run() -> None:
@@ -148,6 +152,7 @@ class KubeApi:
 
     def stop(self) -> None:
         if self.loop and self._runner:
+
             async def shutdown() -> None:
                 current = asyncio.current_task()
                 tasks = [t for t in asyncio.all_tasks() if t is not current]
@@ -167,10 +172,17 @@ class KubeApi:
 
     def kubeconfig(self, path: str) -> str:
         with open(path, "w") as fh:
-            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "emu",
-                       "clusters": [{"name": "emu", "cluster": {"server": self.url}}],
-                       "users": [{"name": "emu", "user": {"token": "test"}}],
-                       "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "emu", "namespace": "default"}}]}, fh)
+            json.dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "emu",
+                    "clusters": [{"name": "emu", "cluster": {"server": self.url}}],
+                    "users": [{"name": "emu", "user": {"token": "test"}}],
+                    "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "emu", "namespace": "default"}}],
+                },
+                fh,
+            )
         return path
 
     # ------------------------------------------------------------------ thread-safe helpers for tests
@@ -182,7 +194,11 @@ class KubeApi:
         return copy.deepcopy(self.objects.get((plural, namespace, name)))
 
     def events_for(self, name: str) -> list[dict[str, Any]]:
-        return [copy.deepcopy(o) for (p, _, _), o in self.objects.items() if p == "events" and o.get("involvedObject", {}).get("name") == name]
+        return [
+            copy.deepcopy(o)
+            for (p, _, _), o in self.objects.items()
+            if p == "events" and o.get("involvedObject", {}).get("name") == name
+        ]
 
     # ------------------------------------------------------------------ storage
 
@@ -207,8 +223,10 @@ class KubeApi:
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         meta["namespace"] = namespace
         if (plural, namespace, meta["name"]) in self.objects:
-            raise web.HTTPConflict(text=json.dumps(self._status(409, "AlreadyExists", f"{plural} {meta['name']!r} already exists")),
-                                   content_type="application/json")
+            raise web.HTTPConflict(
+                text=json.dumps(self._status(409, "AlreadyExists", f"{plural} {meta['name']!r} already exists")),
+                content_type="application/json",
+            )
         kind, api_version = self._kind(plural)
         self._default(plural, obj)
         obj.setdefault("kind", kind)
@@ -217,10 +235,15 @@ class KubeApi:
         self.objects[(plural, namespace, meta["name"])] = obj
         return copy.deepcopy(await self._record(plural, "ADDED", obj))
 
-    async def update(self, plural: str, namespace: str, name: str, new: dict[str, Any], *, status_only: bool) -> dict[str, Any]:
+    async def update(
+        self, plural: str, namespace: str, name: str, new: dict[str, Any], *, status_only: bool
+    ) -> dict[str, Any]:
         old = self.objects.get((plural, namespace, name))
         if old is None:
-            raise web.HTTPNotFound(text=json.dumps(self._status(404, "NotFound", f"{plural} {name!r} not found")), content_type="application/json")
+            raise web.HTTPNotFound(
+                text=json.dumps(self._status(404, "NotFound", f"{plural} {name!r} not found")),
+                content_type="application/json",
+            )
         if status_only:
             obj = dict(old)
             obj["status"] = new.get("status")
@@ -246,7 +269,9 @@ class KubeApi:
     async def delete(self, plural: str, namespace: str, name: str) -> dict[str, Any]:
         obj = self.objects.get((plural, namespace, name))
         if obj is None:
-            raise web.HTTPNotFound(text=json.dumps(self._status(404, "NotFound", f"{name!r} not found")), content_type="application/json")
+            raise web.HTTPNotFound(
+                text=json.dumps(self._status(404, "NotFound", f"{name!r} not found")), content_type="application/json"
+            )
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
                 obj = copy.deepcopy(obj)
@@ -263,7 +288,14 @@ class KubeApi:
 
     @staticmethod
     def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-        return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": message}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "code": code,
+            "reason": reason,
+            "message": message,
+        }
 
     # ------------------------------------------------------------------ HTTP
 
@@ -273,23 +305,62 @@ class KubeApi:
         if path == "/api":
             return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
         if path == "/apis":
-            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [{"name": "ducklake.dev", "versions": [
-                {"groupVersion": "ducklake.dev/v1alpha1", "version": "v1alpha1"}],
-                "preferredVersion": {"groupVersion": "ducklake.dev/v1alpha1", "version": "v1alpha1"}}]}
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": "ducklake.dev",
+                        "versions": [{"groupVersion": "ducklake.dev/v1alpha1", "version": "v1alpha1"}],
+                        "preferredVersion": {"groupVersion": "ducklake.dev/v1alpha1", "version": "v1alpha1"},
+                    }
+                ],
+            }
         if path == "/api/v1":
-            return {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
-                {"name": p, "singularName": k.lower(), "namespaced": ns, "kind": k, "verbs": ["create", "get", "list", "watch", "patch", "delete"]}
-                for p, (k, ns) in CORE.items()]}
+            return {
+                "kind": "APIResourceList",
+                "groupVersion": "v1",
+                "resources": [
+                    {
+                        "name": p,
+                        "singularName": k.lower(),
+                        "namespaced": ns,
+                        "kind": k,
+                        "verbs": ["create", "get", "list", "watch", "patch", "delete"],
+                    }
+                    for p, (k, ns) in CORE.items()
+                ],
+            }
         if path == "/apis/ducklake.dev/v1alpha1":
             resources = []
             for plural, e in self.kinds.items():
                 names = self.crds[plural]["spec"]["names"]
-                resources.append({"name": plural, "singularName": names["singular"], "namespaced": True, "kind": e["kind"],
-                                  "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
-                                  "shortNames": names["shortNames"], "categories": names["categories"]})
-                resources.append({"name": f"{plural}/status", "singularName": "", "namespaced": True, "kind": e["kind"],
-                                  "verbs": ["get", "patch", "update"]})
-            return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "ducklake.dev/v1alpha1", "resources": resources}
+                resources.append(
+                    {
+                        "name": plural,
+                        "singularName": names["singular"],
+                        "namespaced": True,
+                        "kind": e["kind"],
+                        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+                        "shortNames": names["shortNames"],
+                        "categories": names["categories"],
+                    }
+                )
+                resources.append(
+                    {
+                        "name": f"{plural}/status",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": e["kind"],
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+            return {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": "ducklake.dev/v1alpha1",
+                "resources": resources,
+            }
         return None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -298,7 +369,9 @@ class KubeApi:
         found = self._discovery(path)
         if found is not None:
             return web.json_response(found)
-        m = re.fullmatch(r"/(?:api/v1|apis/ducklake\.dev/v1alpha1)(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?(?:/(status))?", path)
+        m = re.fullmatch(
+            r"/(?:api/v1|apis/ducklake\.dev/v1alpha1)(?:/namespaces/([^/]+))?/([a-z]+)(?:/([^/]+))?(?:/(status))?", path
+        )
         if not m or (m.group(2) not in self.kinds and m.group(2) not in CORE):
             return web.json_response(self._status(404, "NotFound", f"no route {path}"), status=404)
         namespace, plural, name, sub = m.groups()
@@ -313,16 +386,22 @@ class KubeApi:
                     return web.json_response(self._status(404, "NotFound", f"{plural} {name!r} not found"), status=404)
                 return web.json_response(obj)
             if request.method == "POST":
-                return web.json_response(await self.create(plural, namespace or "default", await request.json()), status=201)
+                return web.json_response(
+                    await self.create(plural, namespace or "default", await request.json()), status=201
+                )
             if request.method == "PATCH":
                 current = self.objects.get((plural, namespace or "", name))
                 if current is None:
                     return web.json_response(self._status(404, "NotFound", f"{plural} {name!r} not found"), status=404)
                 payload = await request.json()
                 patched = json_patch(current, payload) if isinstance(payload, list) else merge_patch(current, payload)
-                return web.json_response(await self.update(plural, namespace or "", name, patched, status_only=sub == "status"))
+                return web.json_response(
+                    await self.update(plural, namespace or "", name, patched, status_only=sub == "status")
+                )
             if request.method == "PUT":
-                return web.json_response(await self.update(plural, namespace or "", name, await request.json(), status_only=sub == "status"))
+                return web.json_response(
+                    await self.update(plural, namespace or "", name, await request.json(), status_only=sub == "status")
+                )
             if request.method == "DELETE":
                 return web.json_response(await self.delete(plural, namespace or "", name))
         except web.HTTPException as exc:
@@ -330,24 +409,46 @@ class KubeApi:
         return web.json_response(self._status(405, "MethodNotAllowed", request.method), status=405)
 
     def _items(self, plural: str, namespace: str | None) -> list[dict[str, Any]]:
-        return [copy.deepcopy(o) for (p, ns, _), o in sorted(self.objects.items()) if p == plural and namespace in (None, ns)]
+        return [
+            copy.deepcopy(o)
+            for (p, ns, _), o in sorted(self.objects.items())
+            if p == plural and namespace in (None, ns)
+        ]
 
     def _list(self, request: web.Request, plural: str, namespace: str | None) -> web.Response:
         kind, api_version = self._kind(plural)
         items = self._items(plural, namespace)
         if "as=Table" in request.headers.get("Accept", "") and plural in self.kinds:
             return web.json_response(self._table(plural, items))
-        return web.json_response({"kind": kind + "List", "apiVersion": api_version,
-                                  "metadata": {"resourceVersion": str(self.rv)}, "items": items})
+        return web.json_response(
+            {
+                "kind": kind + "List",
+                "apiVersion": api_version,
+                "metadata": {"resourceVersion": str(self.rv)},
+                "items": items,
+            }
+        )
 
     def _table(self, plural: str, items: list[dict[str, Any]]) -> dict[str, Any]:
         columns = self.crds[plural]["spec"]["versions"][0]["additionalPrinterColumns"]
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(self.rv)},
-                "columnDefinitions": [{"name": "Name", "type": "string", "format": "name"}] +
-                [{"name": c["name"], "type": c["type"], "format": ""} for c in columns],
-                "rows": [{"cells": [o["metadata"]["name"]] + [jsonpath(o, c["jsonPath"]) for c in columns],
-                          "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}}
-                         for o in items]}
+        return {
+            "kind": "Table",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": str(self.rv)},
+            "columnDefinitions": [{"name": "Name", "type": "string", "format": "name"}]
+            + [{"name": c["name"], "type": c["type"], "format": ""} for c in columns],
+            "rows": [
+                {
+                    "cells": [o["metadata"]["name"]] + [jsonpath(o, c["jsonPath"]) for c in columns],
+                    "object": {
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": o["metadata"],
+                    },
+                }
+                for o in items
+            ],
+        }
 
     async def _watch(self, request: web.Request, plural: str, namespace: str | None) -> web.StreamResponse:
         since = int(request.query.get("resourceVersion") or 0)
@@ -369,8 +470,10 @@ class KubeApi:
                     if self.rv > sent:
                         continue
                     try:
-                        await asyncio.wait_for(self._changed.wait(), timeout=max(0.1, deadline - asyncio.get_running_loop().time()))
-                    except asyncio.TimeoutError:
+                        await asyncio.wait_for(
+                            self._changed.wait(), timeout=max(0.1, deadline - asyncio.get_running_loop().time())
+                        )
+                    except TimeoutError:
                         pass
         except (ConnectionResetError, asyncio.CancelledError):
             pass

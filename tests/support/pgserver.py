@@ -47,7 +47,7 @@ class PgServer:
         return subprocess.run(cmd, check=True, capture_output=True, text=True)
 
     @classmethod
-    def start(cls) -> "PgServer":
+    def start(cls) -> PgServer:
         directory = tempfile.mkdtemp(prefix="ducklake-pg-")
         os.chmod(directory, 0o755)
         if os.geteuid() == 0:
@@ -56,7 +56,13 @@ class PgServer:
         data = os.path.join(directory, "data")
         server._run(_binary("initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
         server._run(
-            _binary("pg_ctl"), "-D", data, "-w", "-l", os.path.join(directory, "log"), "-o",
+            _binary("pg_ctl"),
+            "-D",
+            data,
+            "-w",
+            "-l",
+            os.path.join(directory, "log"),
+            "-o",
             f"-p {server.port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c max_connections=200 -c synchronous_commit=off",
             "start",

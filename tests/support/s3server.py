@@ -28,16 +28,24 @@ class S3Server:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"AWS_ACCESS_KEY_ID": "test-key", "AWS_SECRET_ACCESS_KEY": "test-secret", "AWS_REGION": "us-east-1",
-                "AWS_ENDPOINT_URL": self.endpoint}
+        return {
+            "AWS_ACCESS_KEY_ID": "test-key",
+            "AWS_SECRET_ACCESS_KEY": "test-secret",
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
 
     @classmethod
-    def start(cls) -> "S3Server":
-        binary = os.environ.get("DUCKLAKE_MOTO_SERVER") or os.path.join(ROOT, ".tools", "moto-5.2.5", "bin", "moto_server")
+    def start(cls) -> S3Server:
+        binary = os.environ.get("DUCKLAKE_MOTO_SERVER") or os.path.join(
+            ROOT, ".tools", "moto-5.2.5", "bin", "moto_server"
+        )
         if not os.path.exists(binary):
             raise RuntimeError(f"moto_server not found at {binary}: run scripts/setup")
         port = _free_port()
-        process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         endpoint = f"http://127.0.0.1:{port}"
         deadline = time.time() + 30
         while True:
@@ -47,7 +55,9 @@ class S3Server:
             except OSError:
                 if process.poll() is not None or time.time() > deadline:
                     process.kill()
-                    raise RuntimeError(f"moto_server did not start: {process.stderr.read() if process.stderr else ''}")
+                    raise RuntimeError(
+                        f"moto_server did not start: {process.stderr.read() if process.stderr else ''}"
+                    ) from None
                 time.sleep(0.1)
 
     def stop(self) -> None:

@@ -9,18 +9,31 @@ from ducklake_operator.catalog.conflicts import find_conflict
 
 
 def test_render_orders_like_duckdb_and_quotes_names() -> None:
-    changes = [Change("altered_table", id=2), Change("inserted_into_table", id=2), Change("created_table", schema="main", name="b"),
-               Change("altered_table", id=1), Change("inlined_insert", id=1)]
-    assert render_changes(changes) == 'created_table:"main"."b",inserted_into_table:2,altered_table:2,altered_table:1,inlined_insert:1'
-    assert render_changes([Change("created_table", schema="weird name", name='tab,le "q"')]) == 'created_table:"weird name"."tab,le ""q"""'
+    changes = [
+        Change("altered_table", id=2),
+        Change("inserted_into_table", id=2),
+        Change("created_table", schema="main", name="b"),
+        Change("altered_table", id=1),
+        Change("inlined_insert", id=1),
+    ]
+    assert (
+        render_changes(changes)
+        == 'created_table:"main"."b",inserted_into_table:2,altered_table:2,altered_table:1,inlined_insert:1'
+    )
+    assert (
+        render_changes([Change("created_table", schema="weird name", name='tab,le "q"')])
+        == 'created_table:"weird name"."tab,le ""q"""'
+    )
     assert render_changes([]) is None
 
 
 def test_parse_duckdb_strings() -> None:
     text = 'created_table:"main"."b",inserted_into_table:2,altered_table:1,created_schema:"s,""x"""'
     assert parse_changes(text) == [
-        Change("created_table", schema="main", name="b"), Change("inserted_into_table", id=2),
-        Change("altered_table", id=1), Change("created_schema", schema='s,"x"'),
+        Change("created_table", schema="main", name="b"),
+        Change("inserted_into_table", id=2),
+        Change("altered_table", id=1),
+        Change("created_schema", schema='s,"x"'),
     ]
     assert parse_changes(None) == [] and parse_changes("") == []
     assert parse_changes("compacted_table:3") == [Change("compacted_table", id=3)]  # legacy, parsed only
@@ -38,7 +51,7 @@ def test_unknown_tokens_cannot_be_constructed() -> None:
 
 
 token = st.sampled_from([name for name, _ in TOKEN_ORDER])
-text = st.text(alphabet="ab,.:\" x_", min_size=0, max_size=6)
+text = st.text(alphabet='ab,.:" x_', min_size=0, max_size=6)
 
 
 @st.composite
@@ -60,31 +73,34 @@ def test_render_parse_round_trip(cs: list[Change]) -> None:
 C = Change
 
 
-@pytest.mark.parametrize("mine, theirs, conflicts", [
-    # verified pairs from the memo (second committer = mine)
-    (C("inserted_into_table", id=1), C("inserted_into_table", id=1), False),
-    (C("inlined_insert", id=1), C("inlined_insert", id=1), False),
-    (C("inserted_into_table", id=1), C("deleted_from_table", id=1), True),
-    (C("deleted_from_table", id=1), C("inserted_into_table", id=1), True),
-    (C("inserted_into_table", id=1), C("altered_table", id=1), True),
-    (C("altered_table", id=1), C("inserted_into_table", id=1), False),
-    (C("altered_table", id=1), C("altered_table", id=1), True),
-    (C("inserted_into_table", id=1), C("dropped_table", id=1), True),
-    (C("inserted_into_table", id=1), C("merge_adjacent", id=1), False),
-    (C("merge_adjacent", id=1), C("inserted_into_table", id=1), False),
-    (C("deleted_from_table", id=1), C("merge_adjacent", id=1), True),
-    (C("inlined_insert", id=1), C("inline_flush", id=1), False),
-    (C("inlined_delete", id=1), C("inlined_delete", id=1), True),
-    (C("created_table", schema="main", name="n"), C("created_table", schema="main", name="n"), True),
-    (C("created_table", schema="main", name="n"), C("created_table", schema="main", name="m"), False),
-    (C("created_table", schema="main", name="n"), C("created_view", schema="main", name="n"), True),
-    (C("created_table", schema="s", name="n"), C("dropped_schema", id=5), True),
-    (C("dropped_schema", id=5), C("created_table", schema="s", name="x"), True),
-    (C("created_schema", schema="s"), C("created_schema", schema="s"), True),
-    (C("dropped_table", id=1), C("dropped_table", id=1), True),
-    (C("altered_table", id=1), C("altered_table", id=2), False),
-    (C("merge_adjacent", id=1), C("rewrite_delete", id=1), True),
-])
+@pytest.mark.parametrize(
+    "mine, theirs, conflicts",
+    [
+        # verified pairs from the memo (second committer = mine)
+        (C("inserted_into_table", id=1), C("inserted_into_table", id=1), False),
+        (C("inlined_insert", id=1), C("inlined_insert", id=1), False),
+        (C("inserted_into_table", id=1), C("deleted_from_table", id=1), True),
+        (C("deleted_from_table", id=1), C("inserted_into_table", id=1), True),
+        (C("inserted_into_table", id=1), C("altered_table", id=1), True),
+        (C("altered_table", id=1), C("inserted_into_table", id=1), False),
+        (C("altered_table", id=1), C("altered_table", id=1), True),
+        (C("inserted_into_table", id=1), C("dropped_table", id=1), True),
+        (C("inserted_into_table", id=1), C("merge_adjacent", id=1), False),
+        (C("merge_adjacent", id=1), C("inserted_into_table", id=1), False),
+        (C("deleted_from_table", id=1), C("merge_adjacent", id=1), True),
+        (C("inlined_insert", id=1), C("inline_flush", id=1), False),
+        (C("inlined_delete", id=1), C("inlined_delete", id=1), True),
+        (C("created_table", schema="main", name="n"), C("created_table", schema="main", name="n"), True),
+        (C("created_table", schema="main", name="n"), C("created_table", schema="main", name="m"), False),
+        (C("created_table", schema="main", name="n"), C("created_view", schema="main", name="n"), True),
+        (C("created_table", schema="s", name="n"), C("dropped_schema", id=5), True),
+        (C("dropped_schema", id=5), C("created_table", schema="s", name="x"), True),
+        (C("created_schema", schema="s"), C("created_schema", schema="s"), True),
+        (C("dropped_table", id=1), C("dropped_table", id=1), True),
+        (C("altered_table", id=1), C("altered_table", id=2), False),
+        (C("merge_adjacent", id=1), C("rewrite_delete", id=1), True),
+    ],
+)
 def test_conflict_matrix(mine: Change, theirs: Change, conflicts: bool) -> None:
     found = find_conflict([mine], [(7, theirs)], schema_names={5: "s"})
     assert (found is not None) == conflicts

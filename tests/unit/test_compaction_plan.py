@@ -11,15 +11,55 @@ from ducklake_operator.model.state import DataFile, DeleteFile, TableState
 MB = 1_000_000
 
 
-def df(i: int, size: int, *, begin: int = 1, rows: int = 100, row_start: int | None = None, partition: int | None = None,
-       values: tuple = (), end: int | None = None, partial_max: int | None = None) -> DataFile:
-    return DataFile(i, 1, begin, end, f"f{i}.parquet", True, "parquet", rows, size, None,
-                    i * rows if row_start is None else row_start, partition, None, None, partial_max, values)
+def df(
+    i: int,
+    size: int,
+    *,
+    begin: int = 1,
+    rows: int = 100,
+    row_start: int | None = None,
+    partition: int | None = None,
+    values: tuple = (),
+    end: int | None = None,
+    partial_max: int | None = None,
+) -> DataFile:
+    return DataFile(
+        i,
+        1,
+        begin,
+        end,
+        f"f{i}.parquet",
+        True,
+        "parquet",
+        rows,
+        size,
+        None,
+        i * rows if row_start is None else row_start,
+        partition,
+        None,
+        None,
+        partial_max,
+        values,
+    )
 
 
 def table(files: list[DataFile], deletes: list[int] = ()) -> TableState:  # type: ignore[assignment]
-    return TableState(1, "u", 0, "main", "t", "t/", True, 1, (), 2, data_files=tuple(files),
-                      delete_files=tuple(DeleteFile(100 + d, 1, 1, None, d, "x", True, "parquet", 1, 1, None, None, None) for d in deletes))
+    return TableState(
+        1,
+        "u",
+        0,
+        "main",
+        "t",
+        "t/",
+        True,
+        1,
+        (),
+        2,
+        data_files=tuple(files),
+        delete_files=tuple(
+            DeleteFile(100 + d, 1, 1, None, d, "x", True, "parquet", 1, 1, None, None, None) for d in deletes
+        ),
+    )
 
 
 def test_small_files_are_grouped_up_to_the_target() -> None:
@@ -32,15 +72,26 @@ def test_small_files_are_grouped_up_to_the_target() -> None:
 
 def test_excluded_files() -> None:
     files = [df(0, 1 * MB), df(1, 20 * MB), df(2, 1 * MB), df(3, 1 * MB, end=5), df(4, 1 * MB), df(5, 1 * MB)]
-    plan = plan_compaction(table(files, deletes=[2]), 10, [(1, 1)], CompactionOptions(target_file_size=10 * MB),
-                           files_with_inlined_deletes={4})
+    plan = plan_compaction(
+        table(files, deletes=[2]),
+        10,
+        [(1, 1)],
+        CompactionOptions(target_file_size=10 * MB),
+        files_with_inlined_deletes={4},
+    )
     assert [g.files for g in plan.groups] == [(0, 5)]  # big, deleted-from, ended and inlined-deleted files stay
     assert plan.groups[0].row_id_start is None  # 0 and 5 are not contiguous: row ids are embedded
 
 
 def test_never_across_schema_versions_or_partitions() -> None:
-    files = [df(0, MB, begin=1), df(1, MB, begin=2), df(2, MB, begin=5), df(3, MB, begin=6),
-             df(4, MB, begin=7, partition=9, values=((0, "a"),)), df(5, MB, begin=7, partition=9, values=((0, "b"),))]
+    files = [
+        df(0, MB, begin=1),
+        df(1, MB, begin=2),
+        df(2, MB, begin=5),
+        df(3, MB, begin=6),
+        df(4, MB, begin=7, partition=9, values=((0, "a"),)),
+        df(5, MB, begin=7, partition=9, values=((0, "b"),)),
+    ]
     plan = plan_compaction(table(files), 10, [(1, 1), (4, 2)], CompactionOptions(target_file_size=10 * MB))
     assert sorted(g.files for g in plan.groups) == [(0, 1), (2, 3)]
     assert {g.schema_version for g in plan.groups} == {1, 2}
@@ -61,7 +112,9 @@ def test_schema_version_at() -> None:
 def test_invariants(specs: list[tuple[int, int, bool]], target_mb: int) -> None:
     files = [df(i, size * MB, begin=begin) for i, (size, begin, _) in enumerate(specs)]
     deleted = [i for i, (_, _, d) in enumerate(specs) if d]
-    plan = plan_compaction(table(files, deletes=deleted), 10, [(1, 1), (3, 2)], CompactionOptions(target_file_size=target_mb * MB))
+    plan = plan_compaction(
+        table(files, deletes=deleted), 10, [(1, 1), (3, 2)], CompactionOptions(target_file_size=target_mb * MB)
+    )
     seen = [f for g in plan.groups for f in g.files]
     assert len(seen) == len(set(seen))  # no file in two groups
     assert not set(seen) & set(deleted)
@@ -75,7 +128,12 @@ def test_invariants(specs: list[tuple[int, int, bool]], target_mb: int) -> None:
 def test_name_mapped_and_encrypted_files_are_left_alone() -> None:
     import dataclasses
 
-    files = [df(0, 1 * MB), dataclasses.replace(df(1, 1 * MB), mapping_id=3), df(2, 1 * MB),
-             dataclasses.replace(df(3, 1 * MB), encryption_key="k"), df(4, 1 * MB)]
+    files = [
+        df(0, 1 * MB),
+        dataclasses.replace(df(1, 1 * MB), mapping_id=3),
+        df(2, 1 * MB),
+        dataclasses.replace(df(3, 1 * MB), encryption_key="k"),
+        df(4, 1 * MB),
+    ]
     plan = plan_compaction(table(files), 10, [(1, 1)], CompactionOptions(target_file_size=10 * MB))
     assert [g.files for g in plan.groups] == [(0, 2, 4)]  # no field ids to keep / no key to read with

@@ -11,8 +11,22 @@ from ducklake_operator.model.state import ColumnState, DeleteFile, PartitionFiel
 
 
 def table(files, deletes: dict[int, int]) -> TableState:  # type: ignore[no-untyped-def]
-    return TableState(1, "u", 0, "main", "t", "t/", True, 1, (), 2, data_files=tuple(files), delete_files=tuple(
-        DeleteFile(100 + f, 1, 1, None, f, "x", True, "parquet", n, 1, None, None, None) for f, n in deletes.items()))
+    return TableState(
+        1,
+        "u",
+        0,
+        "main",
+        "t",
+        "t/",
+        True,
+        1,
+        (),
+        2,
+        data_files=tuple(files),
+        delete_files=tuple(
+            DeleteFile(100 + f, 1, 1, None, f, "x", True, "parquet", n, 1, None, None, None) for f, n in deletes.items()
+        ),
+    )
 
 
 def test_threshold_counts_delete_files_and_inlined_deletions() -> None:
@@ -27,8 +41,12 @@ def test_threshold_counts_delete_files_and_inlined_deletions() -> None:
 
 
 def test_groups_by_schema_version_and_partition() -> None:
-    files = [df(0, 10, begin=1), df(1, 10, begin=5), df(2, 10, begin=5, partition=7, values=((0, "a"),)),
-             df(3, 10, begin=5, partition=7, values=((0, "b"),))]
+    files = [
+        df(0, 10, begin=1),
+        df(1, 10, begin=5),
+        df(2, 10, begin=5, partition=7, values=((0, "a"),)),
+        df(3, 10, begin=5, partition=7, values=((0, "b"),)),
+    ]
     plan = plan_delete_rewrite(table(files, {i: 99 for i in range(4)}), 9, [(1, 1), (4, 2)])
     assert sorted(g.files for g in plan.groups) == [(0,), (1,), (2,), (3,)]
     with pytest.raises(ValueError, match="not a fraction"):
@@ -40,8 +58,15 @@ def col(i: int, name: str) -> ColumnState:
 
 
 def test_partition_names_and_values() -> None:
-    spec = PartitionSpec(3, (PartitionField(0, 1, "identity"), PartitionField(1, 2, "year"), PartitionField(2, 3, "year"),
-                             PartitionField(3, 1, "bucket(4)")))
+    spec = PartitionSpec(
+        3,
+        (
+            PartitionField(0, 1, "identity"),
+            PartitionField(1, 2, "year"),
+            PartitionField(2, 3, "year"),
+            PartitionField(3, 1, "bucket(4)"),
+        ),
+    )
     assert key_names(spec, (col(1, "cat"), col(2, "ts"), col(3, "d"))) == ["cat", "year", "year_d", "bucket"]
     assert hive_directory(["cat", "year"], ("b/x y", None)) == "cat=b%2Fx%20y/year=__HIVE_DEFAULT_PARTITION__"
     assert transform_sql("month", '"ts"') == 'CAST(month("ts") AS VARCHAR)'

@@ -18,14 +18,36 @@ from croniter import croniter
 
 from ..errors import SpecError
 from ..model.defaults import encode_default
-from ..model.names import fold, identifier_problem
 from ..model.durations import parse_duration
 from ..model.job_params import OPERATIONS, job_keywords
+from ..model.names import fold, identifier_problem
 from ..model.options import normalize_option, parse_size
 from ..model.spec import (
-    API_VERSION, JOB_OPERATIONS, KINDS, TRANSFORMS, CatalogSpec, CleanupSettings, CompactionSettings, DeleteRewriteSettings,
-    EvolutionPolicy, ExpirySettings, JobSpec, MaintenancePolicySpec, Manifest, ObjectRef, PartitionKey, PostgresSpec, S3Spec,
-    Schedule, SchemaSpec, SecretRef, SortKey, SparkSettings, SqliteSpec, TableSpec, Window,
+    API_VERSION,
+    JOB_OPERATIONS,
+    KINDS,
+    TRANSFORMS,
+    CatalogSpec,
+    CleanupSettings,
+    CompactionSettings,
+    DeleteRewriteSettings,
+    EvolutionPolicy,
+    ExpirySettings,
+    JobSpec,
+    MaintenancePolicySpec,
+    Manifest,
+    ObjectRef,
+    PartitionKey,
+    PostgresSpec,
+    S3Spec,
+    Schedule,
+    SchemaSpec,
+    SecretRef,
+    SortKey,
+    SparkSettings,
+    SqliteSpec,
+    TableSpec,
+    Window,
 )
 from ..model.types import Field, ListOf, MapOf, Struct, parse_type
 
@@ -47,7 +69,9 @@ class _Problems:
             if key not in allowed:
                 self.add(f"{path}.{key}", f"unknown field; allowed: {', '.join(allowed)}")
 
-    def get(self, obj: Any, key: str, path: str, kind: type | tuple[type, ...], required: bool = False, default: Any = None) -> Any:
+    def get(
+        self, obj: Any, key: str, path: str, kind: type | tuple[type, ...], required: bool = False, default: Any = None
+    ) -> Any:
         if not isinstance(obj, Mapping):
             return default
         if key not in obj or obj[key] is None:
@@ -70,10 +94,13 @@ class _Problems:
 
 
 def _article(name: str) -> str:
-    return {"dict": "a mapping", "list": "a list", "str": "a string", "int": "an integer", "bool": "true or false"}.get(name, name)
+    return {"dict": "a mapping", "list": "a list", "str": "a string", "int": "an integer", "bool": "true or false"}.get(
+        name, name
+    )
 
 
 # ------------------------------------------------------------------ entry points
+
 
 def parse_manifest(doc: Mapping[str, Any], source: str | None = None, base_dir: str | None = None) -> Manifest:
     """One manifest dict -> spec; SpecError lists every problem found."""
@@ -83,9 +110,14 @@ def parse_manifest(doc: Mapping[str, Any], source: str | None = None, base_dir: 
     kind = doc.get("kind")
     meta = doc.get("metadata") or {}
     name = meta.get("name") if isinstance(meta, Mapping) else None
-    ref = ObjectRef(kind=str(kind), name=str(name), namespace=meta.get("namespace") if isinstance(meta, Mapping) else None,
-                    source=source, generation=meta.get("generation") if isinstance(meta, Mapping) else None,
-                    labels=tuple(sorted((meta.get("labels") or {}).items())) if isinstance(meta, Mapping) else ())
+    ref = ObjectRef(
+        kind=str(kind),
+        name=str(name),
+        namespace=meta.get("namespace") if isinstance(meta, Mapping) else None,
+        source=source,
+        generation=meta.get("generation") if isinstance(meta, Mapping) else None,
+        labels=tuple(sorted((meta.get("labels") or {}).items())) if isinstance(meta, Mapping) else (),
+    )
     if kind not in KINDS:
         raise SpecError(f"kind {kind!r} is not one of {', '.join(KINDS)}", source=source)
     if doc.get("apiVersion") not in (None, API_VERSION):
@@ -96,8 +128,13 @@ def parse_manifest(doc: Mapping[str, Any], source: str | None = None, base_dir: 
     if not isinstance(spec, Mapping):
         problems.add("spec", "is required and must be a mapping")
         raise SpecError(problems.items, source=str(ref))
-    parser = {"DuckLakeCatalog": _catalog, "DuckLakeSchema": _schema, "DuckLakeTable": _table,
-              "DuckLakeMaintenancePolicy": _policy, "DuckLakeJob": _job}[kind]
+    parser = {
+        "DuckLakeCatalog": _catalog,
+        "DuckLakeSchema": _schema,
+        "DuckLakeTable": _table,
+        "DuckLakeMaintenancePolicy": _policy,
+        "DuckLakeJob": _job,
+    }[kind]
     result = parser(ref, spec, problems, base_dir)
     if problems.items:
         raise SpecError(problems.items, source=str(ref))
@@ -164,6 +201,7 @@ def _check_unique(manifests: list[Manifest]) -> None:
 
 # ------------------------------------------------------------------ kinds
 
+
 def _catalog(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> CatalogSpec:
     p.keys(spec, "spec", ("metadata", "dataPath", "storage", "options", "deletionPolicy"))
     meta = p.get(spec, "metadata", "spec", dict, required=True, default={})
@@ -175,15 +213,20 @@ def _catalog(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: st
     elif backends[0] == "sqlite":
         sq = p.get(meta, "sqlite", "spec.metadata", dict, default={})
         p.keys(sq, "spec.metadata.sqlite", ("path",))
-        backend = SqliteSpec(_local(p.get(sq, "path", "spec.metadata.sqlite", str, required=True, default=""), base_dir))
+        backend = SqliteSpec(
+            _local(p.get(sq, "path", "spec.metadata.sqlite", str, required=True, default=""), base_dir)
+        )
     else:
         pg = p.get(meta, "postgres", "spec.metadata", dict, default={})
         path = "spec.metadata.postgres"
         p.keys(pg, path, ("host", "port", "database", "schema", "sslMode", "credentialsSecretRef"))
         backend = PostgresSpec(
-            host=p.get(pg, "host", path, str, required=True, default=""), database=p.get(pg, "database", path, str, required=True, default=""),
-            port=p.get(pg, "port", path, int, default=5432), schema=p.get(pg, "schema", path, str),
-            ssl_mode=p.get(pg, "sslMode", path, str), credentials=_secret(pg, path, p),
+            host=p.get(pg, "host", path, str, required=True, default=""),
+            database=p.get(pg, "database", path, str, required=True, default=""),
+            port=p.get(pg, "port", path, int, default=5432),
+            schema=p.get(pg, "schema", path, str),
+            ssl_mode=p.get(pg, "sslMode", path, str),
+            credentials=_secret(pg, path, p),
         )
     data_path = p.get(spec, "dataPath", "spec", str, required=True, default="")
     if data_path and not data_path.endswith("/"):
@@ -197,22 +240,53 @@ def _catalog(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: st
     if "s3" in storage:
         raw = p.get(storage, "s3", "spec.storage", dict, default={})
         p.keys(raw, "spec.storage.s3", ("endpoint", "region", "urlStyle", "credentialsSecretRef"))
-        s3 = S3Spec(p.get(raw, "endpoint", "spec.storage.s3", str), p.get(raw, "region", "spec.storage.s3", str),
-                    p.get(raw, "urlStyle", "spec.storage.s3", str), _secret(raw, "spec.storage.s3", p))
-    return CatalogSpec(ref, backend, data_path, _options(spec, p, "global"), s3,
-                       p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"))
+        s3 = S3Spec(
+            p.get(raw, "endpoint", "spec.storage.s3", str),
+            p.get(raw, "region", "spec.storage.s3", str),
+            p.get(raw, "urlStyle", "spec.storage.s3", str),
+            _secret(raw, "spec.storage.s3", p),
+        )
+    return CatalogSpec(
+        ref,
+        backend,
+        data_path,
+        _options(spec, p, "global"),
+        s3,
+        p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"),
+    )
 
 
 def _schema(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> SchemaSpec:
     p.keys(spec, "spec", ("catalogRef", "name", "comment", "tags", "deletionPolicy"))
     name = _identifier(spec, "name", "spec", p, "schema")
-    return SchemaSpec(ref, _catalog_ref(spec, p), name, _tags(spec, "spec", p),
-                      p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"))
+    return SchemaSpec(
+        ref,
+        _catalog_ref(spec, p),
+        name,
+        _tags(spec, "spec", p),
+        p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"),
+    )
 
 
 def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> TableSpec:
-    p.keys(spec, "spec", ("catalogRef", "schema", "name", "comment", "tags", "columns", "partitionBy", "sortBy",
-                          "options", "evolution", "deletionPolicy", "renamedFrom"))
+    p.keys(
+        spec,
+        "spec",
+        (
+            "catalogRef",
+            "schema",
+            "name",
+            "comment",
+            "tags",
+            "columns",
+            "partitionBy",
+            "sortBy",
+            "options",
+            "evolution",
+            "deletionPolicy",
+            "renamedFrom",
+        ),
+    )
     name = _identifier(spec, "name", "spec", p, "table")
     schema = p.get(spec, "schema", "spec", str, default="main")
     problem = identifier_problem(schema, "schema")
@@ -243,7 +317,13 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
         column = p.get(raw, "column", path, str, required=True, default="")
         if column and fold(column) not in top:
             p.add(f"{path}.column", f"{column!r} is not a top-level column of the table")
-        sort.append(SortKey(column, p.enum(raw, "direction", path, ("asc", "desc"), "asc"), p.enum(raw, "nulls", path, ("first", "last"), "last")))
+        sort.append(
+            SortKey(
+                column,
+                p.enum(raw, "direction", path, ("asc", "desc"), "asc"),
+                p.enum(raw, "nulls", path, ("first", "last"), "last"),
+            )
+        )
 
     evo = p.get(spec, "evolution", "spec", dict, default={})
     p.keys(evo, "spec.evolution", ("allowDropColumns", "typeChanges", "mode", "onDrift", "approvedPlan"))
@@ -255,16 +335,41 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
         approved_plan=p.get(evo, "approvedPlan", "spec.evolution", str) or None,
     )
     return TableSpec(
-        ref=ref, catalog=_catalog_ref(spec, p), schema=schema, name=name, columns=columns, tags=_tags(spec, "spec", p),
-        partition_by=tuple(partition), sort_by=tuple(sort), options=_options(spec, p, "table"), evolution=evolution,
+        ref=ref,
+        catalog=_catalog_ref(spec, p),
+        schema=schema,
+        name=name,
+        columns=columns,
+        tags=_tags(spec, "spec", p),
+        partition_by=tuple(partition),
+        sort_by=tuple(sort),
+        options=_options(spec, p, "table"),
+        evolution=evolution,
         deletion_policy=p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"),
         renamed_from=_renamed_from(spec, "spec", p),
     )
 
 
 def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> MaintenancePolicySpec:
-    p.keys(spec, "spec", ("catalogRef", "tableSelector", "tables", "compaction", "deleteRewrite", "inlinedDataFlush",
-                          "partitionRewrite", "snapshotExpiry", "fileCleanup", "window", "suspend", "concurrency", "spark"))
+    p.keys(
+        spec,
+        "spec",
+        (
+            "catalogRef",
+            "tableSelector",
+            "tables",
+            "compaction",
+            "deleteRewrite",
+            "inlinedDataFlush",
+            "partitionRewrite",
+            "snapshotExpiry",
+            "fileCleanup",
+            "window",
+            "suspend",
+            "concurrency",
+            "spark",
+        ),
+    )
     if "tableSelector" in spec and "tables" in spec:
         p.add("spec", "give tableSelector or tables, not both")
     tables = tuple(p.get(spec, "tables", "spec", list, default=[]))
@@ -298,10 +403,18 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
             return None
 
     compaction = delete_rewrite = expiry = cleanup = None
-    if (raw := section("compaction", ("targetFileSize", "minInputFiles", "smallFileThreshold", "sort", "whenSmallFilesAbove"))) is not None:
-        compaction = CompactionSettings(schedule(raw, "compaction"), size(raw, "targetFileSize", "spec.compaction"),
-                                        p.get(raw, "minInputFiles", "spec.compaction", int, default=2),
-                                        size(raw, "smallFileThreshold", "spec.compaction"), p.get(raw, "sort", "spec.compaction", bool, default=True))
+    if (
+        raw := section(
+            "compaction", ("targetFileSize", "minInputFiles", "smallFileThreshold", "sort", "whenSmallFilesAbove")
+        )
+    ) is not None:
+        compaction = CompactionSettings(
+            schedule(raw, "compaction"),
+            size(raw, "targetFileSize", "spec.compaction"),
+            p.get(raw, "minInputFiles", "spec.compaction", int, default=2),
+            size(raw, "smallFileThreshold", "spec.compaction"),
+            p.get(raw, "sort", "spec.compaction", bool, default=True),
+        )
     if (raw := section("deleteRewrite", ("deleteRatioThreshold",))) is not None:
         ratio = p.get(raw, "deleteRatioThreshold", "spec.deleteRewrite", (int, float), default=0.95)
         if not 0 < ratio <= 1:
@@ -319,8 +432,12 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
     if (raw := section("fileCleanup", ("olderThan", "orphanFiles", "dryRun"))) is not None:
         older = p.get(raw, "olderThan", "spec.fileCleanup", str, default="3d")
         _duration(older, "spec.fileCleanup.olderThan", p)
-        cleanup = CleanupSettings(schedule(raw, "fileCleanup"), older, p.get(raw, "orphanFiles", "spec.fileCleanup", bool, default=False),
-                                  p.get(raw, "dryRun", "spec.fileCleanup", bool, default=False))
+        cleanup = CleanupSettings(
+            schedule(raw, "fileCleanup"),
+            older,
+            p.get(raw, "orphanFiles", "spec.fileCleanup", bool, default=False),
+            p.get(raw, "dryRun", "spec.fileCleanup", bool, default=False),
+        )
     window = None
     if (raw := p.get(spec, "window", "spec", dict)) is not None:
         p.keys(raw, "spec.window", ("start", "end", "timezone"))
@@ -330,7 +447,7 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         except (ZoneInfoNotFoundError, ValueError):
             p.add("spec.window.timezone", f"{tz!r} is not an IANA time zone")
         times = [p.get(raw, k, "spec.window", str, required=True, default="00:00") for k in ("start", "end")]
-        for k, t in zip(("start", "end"), times):
+        for k, t in zip(("start", "end"), times, strict=False):
             if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", t):
                 p.add(f"spec.window.{k}", f"{t!r} is not HH:MM")
         window = Window(times[0], times[1], tz)
@@ -340,16 +457,31 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
     p.keys(raw_spark, "spec.spark", ("launcher", "image", "serviceAccount", "driver", "executor", "conf"))
     spark = SparkSettings(
         launcher=p.enum(raw_spark, "launcher", "spec.spark", ("SparkApplication", "Job", "Local"), "Job"),
-        image=p.get(raw_spark, "image", "spec.spark", str), service_account=p.get(raw_spark, "serviceAccount", "spec.spark", str),
-        driver=tuple(sorted((k, str(v)) for k, v in p.get(raw_spark, "driver", "spec.spark", dict, default={}).items())),
-        executor=tuple(sorted((k, str(v)) for k, v in p.get(raw_spark, "executor", "spec.spark", dict, default={}).items())),
+        image=p.get(raw_spark, "image", "spec.spark", str),
+        service_account=p.get(raw_spark, "serviceAccount", "spec.spark", str),
+        driver=tuple(
+            sorted((k, str(v)) for k, v in p.get(raw_spark, "driver", "spec.spark", dict, default={}).items())
+        ),
+        executor=tuple(
+            sorted((k, str(v)) for k, v in p.get(raw_spark, "executor", "spec.spark", dict, default={}).items())
+        ),
         conf=tuple(sorted((k, str(v)) for k, v in p.get(raw_spark, "conf", "spec.spark", dict, default={}).items())),
     )
     return MaintenancePolicySpec(
-        ref, _catalog_ref(spec, p), tables=tables, table_selector=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-        compaction=compaction, delete_rewrite=delete_rewrite, inlined_data_flush=flush, partition_rewrite=repartition,
-        snapshot_expiry=expiry, file_cleanup=cleanup, window=window, suspend=p.get(spec, "suspend", "spec", bool, default=False),
-        max_jobs_per_catalog=p.get(concurrency, "maxJobsPerCatalog", "spec.concurrency", int), spark=spark,
+        ref,
+        _catalog_ref(spec, p),
+        tables=tables,
+        table_selector=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        compaction=compaction,
+        delete_rewrite=delete_rewrite,
+        inlined_data_flush=flush,
+        partition_rewrite=repartition,
+        snapshot_expiry=expiry,
+        file_cleanup=cleanup,
+        window=window,
+        suspend=p.get(spec, "suspend", "spec", bool, default=False),
+        max_jobs_per_catalog=p.get(concurrency, "maxJobsPerCatalog", "spec.concurrency", int),
+        spark=spark,
     )
 
 
@@ -379,11 +511,19 @@ def _job(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | 
     except SpecError as exc:
         p.items.extend(exc.problems)
     timeout = p.get(spec, "timeout", "spec", (int, str))
-    return JobSpec(ref, _catalog_ref(spec, p), table, operation, params,
-                   _seconds(timeout, p) if timeout is not None else None, p.get(spec, "retries", "spec", int, default=0))
+    return JobSpec(
+        ref,
+        _catalog_ref(spec, p),
+        table,
+        operation,
+        params,
+        _seconds(timeout, p) if timeout is not None else None,
+        p.get(spec, "retries", "spec", int, default=0),
+    )
 
 
 # ------------------------------------------------------------------ pieces
+
 
 def _fields(raw: list[Any], path: str, p: _Problems) -> tuple[Field, ...]:
     out: list[Field] = []
@@ -398,7 +538,10 @@ def _fields(raw: list[Any], path: str, p: _Problems) -> tuple[Field, ...]:
         if f is None:
             continue
         if fold(f.name) in seen:
-            p.add(f"{item_path}.name", f"duplicate column name {f.name!r} (also {seen[fold(f.name)]}; names are case-insensitive)")
+            p.add(
+                f"{item_path}.name",
+                f"duplicate column name {f.name!r} (also {seen[fold(f.name)]}; names are case-insensitive)",
+            )
         seen[fold(f.name)] = item_path
         for old in f.renamed_from:
             if fold(old) == fold(f.name):
@@ -409,12 +552,19 @@ def _fields(raw: list[Any], path: str, p: _Problems) -> tuple[Field, ...]:
         out.append(f)
     for old, claimer in claimed.items():
         if old in seen and seen[old] != claimer:
-            p.add(f"{claimer}.renamedFrom", f"{old!r} is still declared as a column ({seen[old]}); a renamed column must not stay")
+            p.add(
+                f"{claimer}.renamedFrom",
+                f"{old!r} is still declared as a column ({seen[old]}); a renamed column must not stay",
+            )
     return tuple(out)
 
 
 def _field(item: Mapping[str, Any], path: str, p: _Problems) -> Field | None:
-    p.keys(item, path, ("name", "type", "nullable", "default", "comment", "tags", "renamedFrom", "fields", "element", "key", "value"))
+    p.keys(
+        item,
+        path,
+        ("name", "type", "nullable", "default", "comment", "tags", "renamedFrom", "fields", "element", "key", "value"),
+    )
     name = _identifier(item, "name", path, p, "column")
     type_ = _type(item, path, p)
     if type_ is None or not name:
@@ -427,9 +577,15 @@ def _field(item: Mapping[str, Any], path: str, p: _Problems) -> Field | None:
         except SpecError as exc:
             p.items.extend(exc.problems)
     comment = p.get(item, "comment", path, str)
-    return Field(name=name, type=type_, nullable=p.get(item, "nullable", path, bool, default=True), default=default,
-                 comment=comment, tags=tuple((k, v) for k, v in _tags(item, path, p, with_comment=False)),
-                 renamed_from=_renamed_from(item, path, p))
+    return Field(
+        name=name,
+        type=type_,
+        nullable=p.get(item, "nullable", path, bool, default=True),
+        default=default,
+        comment=comment,
+        tags=tuple((k, v) for k, v in _tags(item, path, p, with_comment=False)),
+        renamed_from=_renamed_from(item, path, p),
+    )
 
 
 def _type(item: Mapping[str, Any], path: str, p: _Problems):  # type: ignore[no-untyped-def]
@@ -542,8 +698,11 @@ def _secret(obj: Mapping[str, Any], path: str, p: _Problems) -> SecretRef | None
         return None
     sp = f"{path}.credentialsSecretRef"
     p.keys(raw, sp, ("name", "usernameKey", "passwordKey"))
-    return SecretRef(p.get(raw, "name", sp, str, required=True, default=""), p.get(raw, "usernameKey", sp, str, default="username"),
-                     p.get(raw, "passwordKey", sp, str, default="password"))
+    return SecretRef(
+        p.get(raw, "name", sp, str, required=True, default=""),
+        p.get(raw, "usernameKey", sp, str, default="username"),
+        p.get(raw, "passwordKey", sp, str, default="password"),
+    )
 
 
 def _local(path: str, base_dir: str | None) -> str:

@@ -32,7 +32,11 @@ def normalize_data_path(data_path: str) -> str:
 
 
 def initialize_catalog(
-    conn: sa.Connection, *, dialect: str, pg_schema: str | None, data_path: str,
+    conn: sa.Connection,
+    *,
+    dialect: str,
+    pg_schema: str | None,
+    data_path: str,
     options: Mapping[str, object] | None = None,
 ) -> None:
     """Create a new catalog in the current transaction (the caller commits)."""
@@ -41,18 +45,41 @@ def initialize_catalog(
         conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{pg_schema.replace(chr(34), chr(34) * 2)}"')
     for ddl in create_catalog_ddl(dialect, pg_schema):
         conn.exec_driver_sql(ddl)
-    now: object = sa.func.now() if dialect == "postgresql" else sa.text("strftime('%Y-%m-%d %H:%M:%f', 'now') || '000+00'")
-    conn.execute(T["ducklake_snapshot"].insert().values(snapshot_id=0, snapshot_time=now, schema_version=0, next_catalog_id=1, next_file_id=0))
+    now: object = (
+        sa.func.now() if dialect == "postgresql" else sa.text("strftime('%Y-%m-%d %H:%M:%f', 'now') || '000+00'")
+    )
+    conn.execute(
+        T["ducklake_snapshot"]
+        .insert()
+        .values(snapshot_id=0, snapshot_time=now, schema_version=0, next_catalog_id=1, next_file_id=0)
+    )
     conn.execute(T["ducklake_snapshot_changes"].insert().values(snapshot_id=0, changes_made='created_schema:"main"'))
-    conn.execute(T["ducklake_metadata"].insert().values([
-        dict(key="version", value="1.0", scope=None, scope_id=None),
-        dict(key="created_by", value=CREATED_BY, scope=None, scope_id=None),
-        dict(key="data_path", value=normalize_data_path(data_path), scope=None, scope_id=None),
-        dict(key="encrypted", value="false", scope=None, scope_id=None),
-    ] + [dict(key=k, value=v, scope=None, scope_id=None) for k, v in settings]))
-    conn.execute(T["ducklake_schema"].insert().values(
-        schema_id=0, schema_uuid=str(uuid7()), begin_snapshot=0, end_snapshot=None, schema_name="main", path="main/", path_is_relative=True,
-    ))
+    conn.execute(
+        T["ducklake_metadata"]
+        .insert()
+        .values(
+            [
+                dict(key="version", value="1.0", scope=None, scope_id=None),
+                dict(key="created_by", value=CREATED_BY, scope=None, scope_id=None),
+                dict(key="data_path", value=normalize_data_path(data_path), scope=None, scope_id=None),
+                dict(key="encrypted", value="false", scope=None, scope_id=None),
+            ]
+            + [dict(key=k, value=v, scope=None, scope_id=None) for k, v in settings]
+        )
+    )
+    conn.execute(
+        T["ducklake_schema"]
+        .insert()
+        .values(
+            schema_id=0,
+            schema_uuid=str(uuid7()),
+            begin_snapshot=0,
+            end_snapshot=None,
+            schema_name="main",
+            path="main/",
+            path_is_relative=True,
+        )
+    )
 
 
 def adopt_catalog(conn: sa.Connection, where: str, expected_data_path: str | None = None) -> str:

@@ -30,7 +30,7 @@ class Catalog:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    def create(cls, location: CatalogLocation, data_path: str, options: Mapping[str, object] | None = None) -> "Catalog":
+    def create(cls, location: CatalogLocation, data_path: str, options: Mapping[str, object] | None = None) -> Catalog:
         """Initialise a new catalog; fails if one already exists there."""
         if location.kind == "sqlite":
             os.makedirs(os.path.dirname(os.path.abspath(location.path or "")), exist_ok=True)
@@ -40,11 +40,13 @@ class Catalog:
                 from ..errors import AlreadyExists
 
                 raise AlreadyExists(f"{location.describe()} already holds a DuckLake catalog")
-            initialize_catalog(conn, dialect=location.dialect, pg_schema=location.schema, data_path=data_path, options=options)
+            initialize_catalog(
+                conn, dialect=location.dialect, pg_schema=location.schema, data_path=data_path, options=options
+            )
         return catalog
 
     @classmethod
-    def open(cls, location: CatalogLocation, *, expected_data_path: str | None = None) -> "Catalog":
+    def open(cls, location: CatalogLocation, *, expected_data_path: str | None = None) -> Catalog:
         """Adopt an existing catalog after checking its format version."""
         if location.kind == "sqlite" and not os.path.exists(location.path or ""):
             raise CatalogNotFound(f"{location.describe()} does not exist")  # and do not create an empty file
@@ -57,8 +59,11 @@ class Catalog:
 
     @classmethod
     def open_or_create(
-        cls, location: CatalogLocation, data_path: str, options: Mapping[str, object] | None = None,
-    ) -> tuple["Catalog", bool]:
+        cls,
+        location: CatalogLocation,
+        data_path: str,
+        options: Mapping[str, object] | None = None,
+    ) -> tuple[Catalog, bool]:
         """Adopt the catalog at ``location`` or create it; returns (catalog, created)."""
         if location.kind == "sqlite" and not os.path.exists(location.path or ""):
             return cls.create(location, data_path, options), True
@@ -101,13 +106,26 @@ class Catalog:
     # ------------------------------------------------------------------ writes
 
     def commit(
-        self, changes: Sequence[Change], *, author: str = DEFAULT_AUTHOR, message: str | None = None,
-        extra_info: str | None = None, base_snapshot: int | None = None, **kwargs: Any,
+        self,
+        changes: Sequence[Change],
+        *,
+        author: str = DEFAULT_AUTHOR,
+        message: str | None = None,
+        extra_info: str | None = None,
+        base_snapshot: int | None = None,
+        **kwargs: Any,
     ) -> CommitResult:
         """Commit ``changes`` as one snapshot (see ``catalog.commit``)."""
         return commit_changes(
-            self.engine, changes, dialect=self.location.dialect, pg_schema=self.location.schema,
-            author=author, message=message, extra_info=extra_info, base_snapshot=base_snapshot, **kwargs,
+            self.engine,
+            changes,
+            dialect=self.location.dialect,
+            pg_schema=self.location.schema,
+            author=author,
+            message=message,
+            extra_info=extra_info,
+            base_snapshot=base_snapshot,
+            **kwargs,
         )
 
     # ------------------------------------------------------------------ plumbing
@@ -117,11 +135,12 @@ class Catalog:
         try:
             conn = self.engine.connect()
         except sa.exc.DBAPIError as exc:
-            raise CatalogUnavailable(f"cannot reach the catalog at {self.location.describe()}: {describe_db_error(exc)}") from None
+            raise CatalogUnavailable(
+                f"cannot reach the catalog at {self.location.describe()}: {describe_db_error(exc)}"
+            ) from None
         try:
             yield conn
         except sa.exc.DBAPIError as exc:
             raise CatalogUnavailable(f"catalog at {self.location.describe()}: {describe_db_error(exc)}") from None
         finally:
             conn.close()
-

@@ -118,7 +118,7 @@ def parse_changes(text: str | None) -> list[Change]:
             out.append(Change(token, schema=names[0]))
         else:
             if len(names) != 2:
-                raise ChangesParseError(f"{token} needs \"schema\".\"name\"")
+                raise ChangesParseError(f'{token} needs "schema"."name"')
             out.append(Change(token, schema=names[0], name=names[1]))
     return out
 

@@ -23,18 +23,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import (
+    RetryCallState,
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_random_exponential,
+)
 
 from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted, CommitStateUnknown
 from ..model.changes import Change, SetOption
 from ..model.state import SnapshotInfo
-from .changes_made import Change as Token, parse_changes, render_changes
+from . import write_columns  # noqa: F401  (registers the column writers)
+from .changes_made import Change as Token
+from .changes_made import parse_changes, render_changes
 from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_committed
 from .conflicts import find_conflict
 from .connect import describe_db_error
 from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
 from .tables import T, catalog_now
-from . import write_columns  # noqa: F401  (registers the column writers)
 from .write import CommitContext, finish_commit, write_change
 
 log = logging.getLogger(__name__)
@@ -100,8 +108,19 @@ def commit_changes(
     def attempt() -> CommitResult:
         nonlocal attempts
         attempts += 1
-        return _attempt(engine, changes, dialect, pg_schema, author, message, extra_info, base, attempts,
-                        same_files_deleted, extra_writer)
+        return _attempt(
+            engine,
+            changes,
+            dialect,
+            pg_schema,
+            author,
+            message,
+            extra_info,
+            base,
+            attempts,
+            same_files_deleted,
+            extra_writer,
+        )
 
     retrying = Retrying(
         stop=stop_after_attempt(max_attempts),
@@ -118,8 +137,15 @@ def commit_changes(
 
 
 def _attempt(
-    engine: sa.Engine, changes: Sequence[Change], dialect: str, pg_schema: str | None, author: str,
-    message: str | None, extra_info: str | None, base: list[int], attempt_no: int,
+    engine: sa.Engine,
+    changes: Sequence[Change],
+    dialect: str,
+    pg_schema: str | None,
+    author: str,
+    message: str | None,
+    extra_info: str | None,
+    base: list[int],
+    attempt_no: int,
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
     extra_writer: Callable[[CommitContext], None] | None,
 ) -> CommitResult:
@@ -156,17 +182,37 @@ def _attempt(
             if ctx.needs_snapshot:
                 if not reserved:
                     snapshot_time = _insert_snapshot(conn, latest, dialect)
-                conn.execute(snap.update().where(snap.c.snapshot_id == ctx.snapshot_id).values(
-                    schema_version=ctx.schema_version, next_catalog_id=ctx.next_catalog_id, next_file_id=ctx.next_file_id))
+                conn.execute(
+                    snap.update()
+                    .where(snap.c.snapshot_id == ctx.snapshot_id)
+                    .values(
+                        schema_version=ctx.schema_version,
+                        next_catalog_id=ctx.next_catalog_id,
+                        next_file_id=ctx.next_file_id,
+                    )
+                )
                 if ctx.versioned_tables:
-                    conn.execute(T["ducklake_schema_versions"].insert().values([
-                        dict(begin_snapshot=ctx.snapshot_id, schema_version=ctx.schema_version, table_id=tid)
-                        for tid in dict.fromkeys(ctx.versioned_tables)
-                    ]))
-                conn.execute(T["ducklake_snapshot_changes"].insert().values(
-                    snapshot_id=ctx.snapshot_id, changes_made=changes_made, author=author,
-                    commit_message=message, commit_extra_info=extra_info,
-                ))
+                    conn.execute(
+                        T["ducklake_schema_versions"]
+                        .insert()
+                        .values(
+                            [
+                                dict(begin_snapshot=ctx.snapshot_id, schema_version=ctx.schema_version, table_id=tid)
+                                for tid in dict.fromkeys(ctx.versioned_tables)
+                            ]
+                        )
+                    )
+                conn.execute(
+                    T["ducklake_snapshot_changes"]
+                    .insert()
+                    .values(
+                        snapshot_id=ctx.snapshot_id,
+                        changes_made=changes_made,
+                        author=author,
+                        commit_message=message,
+                        commit_extra_info=extra_info,
+                    )
+                )
             elif reserved:  # nothing to record after all (e.g. tags already as asked)
                 conn.execute(snap.delete().where(snap.c.snapshot_id == ctx.snapshot_id))
         except sa.exc.DBAPIError as exc:
@@ -174,7 +220,9 @@ def _attempt(
             if is_collision(exc):
                 raise _Collision() from exc
             if exc.connection_invalidated or isinstance(exc, sa.exc.OperationalError):
-                raise CatalogUnavailable(f"lost the catalog database during the commit: {describe_db_error(exc)}; nothing was committed") from None
+                raise CatalogUnavailable(
+                    f"lost the catalog database during the commit: {describe_db_error(exc)}; nothing was committed"
+                ) from None
             raise
         except BaseException:
             trans.rollback()
@@ -193,15 +241,20 @@ def _attempt(
         conn.close()
     return CommitResult(
         snapshot_id=ctx.snapshot_id if ctx.needs_snapshot else None,
-        schema_version=ctx.schema_version, attempts=attempt_no, changes_made=changes_made,
+        schema_version=ctx.schema_version,
+        attempts=attempt_no,
+        changes_made=changes_made,
         created_table_ids=dict(ctx.created_table_ids),
     )
 
 
 def _log_retry(state: RetryCallState) -> None:
     lost = state.outcome is not None and isinstance(state.outcome.exception(), _Rewrite)
-    log.info("commit attempt %d %s", state.attempt_number,
-             "lost its COMMIT; writing the options again" if lost else "collided with a concurrent writer; retrying")
+    log.info(
+        "commit attempt %d %s",
+        state.attempt_number,
+        "lost its COMMIT; writing the options again" if lost else "collided with a concurrent writer; retrying",
+    )
 
 
 def _settle_lost_commit(engine: sa.Engine, witness: CommitWitness | None, error: str) -> None:
@@ -210,12 +263,16 @@ def _settle_lost_commit(engine: sa.Engine, witness: CommitWitness | None, error:
     be found out."""
     outcome = was_committed(engine, witness) if witness is not None else None
     if outcome is True:
-        log.warning("the connection failed while committing snapshot %d (%s); it was committed", witness.snapshot_id, error)  # type: ignore[union-attr]
+        log.warning(
+            "the connection failed while committing snapshot %d (%s); it was committed", witness.snapshot_id, error
+        )  # type: ignore[union-attr]
         return
     what = f"snapshot {witness.snapshot_id}" if witness is not None else "the options"
     if outcome is False:
-        raise CatalogUnavailable(f"the connection failed while committing {what}: {error}; it was not committed "
-                                 "(checked once the server had ended the transaction)")
+        raise CatalogUnavailable(
+            f"the connection failed while committing {what}: {error}; it was not committed "
+            "(checked once the server had ended the transaction)"
+        )
     raise CommitStateUnknown(
         f"the connection failed while committing {what}: {error}. It may or may not have been committed, "
         "and the catalog could not tell; re-read the catalog before acting."
@@ -226,20 +283,31 @@ def _insert_snapshot(conn: sa.Connection, latest: SnapshotInfo, dialect: str) ->
     """Insert snapshot latest+1 with the counters unchanged (finalised before COMMIT);
     returns its time as stored."""
     snap = T["ducklake_snapshot"]
-    return conn.execute(snap.insert().values(
-        snapshot_id=latest.snapshot_id + 1, snapshot_time=catalog_now(dialect), schema_version=latest.schema_version,
-        next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
-    ).returning(snap.c.snapshot_time)).scalar_one()
+    return conn.execute(
+        snap.insert()
+        .values(
+            snapshot_id=latest.snapshot_id + 1,
+            snapshot_time=catalog_now(dialect),
+            schema_version=latest.schema_version,
+            next_catalog_id=latest.next_catalog_id,
+            next_file_id=latest.next_file_id,
+        )
+        .returning(snap.c.snapshot_time)
+    ).scalar_one()
 
 
 def _check_conflicts(
-    conn: sa.Connection, mine: list[Token], base: int,
+    conn: sa.Connection,
+    mine: list[Token],
+    base: int,
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
 ) -> None:
     theirs = [(s.snapshot_id, c) for s in load_snapshots(conn, after=base) for c in parse_changes(s.changes_made)]
     sc = T["ducklake_schema"]
     schema_names = dict(conn.execute(sa.select(sc.c.schema_id, sc.c.schema_name)).all())
-    checker = (lambda table_id, snapshot_id: same_files_deleted(conn, table_id, snapshot_id)) if same_files_deleted else None
+    checker = (
+        (lambda table_id, snapshot_id: same_files_deleted(conn, table_id, snapshot_id)) if same_files_deleted else None
+    )
     conflict = find_conflict(mine, theirs, schema_names=schema_names, same_files_deleted=checker)
     if conflict is not None:
         raise CommitConflict(

@@ -53,7 +53,9 @@ def transaction_ended(engine: sa.Engine, pid: int | None, *, timeout: float = TI
     return bool(_once_ended(engine, pid, lambda conn: True, timeout))
 
 
-def _once_ended(engine: sa.Engine, pid: int | None, check: Callable[[sa.Connection], bool], timeout: float) -> bool | None:
+def _once_ended(
+    engine: sa.Engine, pid: int | None, check: Callable[[sa.Connection], bool], timeout: float
+) -> bool | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

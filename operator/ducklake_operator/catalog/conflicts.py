@@ -19,8 +19,12 @@ _TABLE_RULES: dict[str, frozenset[str]] = {
     "dropped_table": frozenset({"dropped_table"}),
     "inserted_into_table": frozenset({"dropped_table", "altered_table", "deleted_from_table", "inlined_delete"}),
     "inlined_insert": frozenset({"dropped_table", "altered_table", "deleted_from_table", "inlined_delete"}),
-    "deleted_from_table": frozenset({"dropped_table", "altered_table", "merge_adjacent", "rewrite_delete", "inserted_into_table", "inlined_insert"}),
-    "inlined_delete": frozenset({"dropped_table", "altered_table", "inlined_delete", "inline_flush", "inserted_into_table", "inlined_insert"}),
+    "deleted_from_table": frozenset(
+        {"dropped_table", "altered_table", "merge_adjacent", "rewrite_delete", "inserted_into_table", "inlined_insert"}
+    ),
+    "inlined_delete": frozenset(
+        {"dropped_table", "altered_table", "inlined_delete", "inline_flush", "inserted_into_table", "inlined_insert"}
+    ),
     "inline_flush": frozenset({"dropped_table", "inlined_delete", "inline_flush"}),
     "merge_adjacent": frozenset({"dropped_table", "deleted_from_table", "merge_adjacent", "rewrite_delete"}),
     "rewrite_delete": frozenset({"dropped_table", "deleted_from_table", "merge_adjacent", "rewrite_delete"}),
@@ -37,10 +41,15 @@ _RELATION_CREATES = frozenset({"created_table", "created_view"})
 _MACRO_CREATES = frozenset({"created_scalar_macro", "created_table_macro"})
 
 _VERBS = {
-    "dropped_table": "dropped it", "altered_table": "altered it", "deleted_from_table": "deleted from it",
-    "inserted_into_table": "inserted into it", "inlined_insert": "inserted into it",
-    "inlined_delete": "deleted from it", "inline_flush": "flushed its inlined data",
-    "merge_adjacent": "compacted it", "rewrite_delete": "rewrote its files",
+    "dropped_table": "dropped it",
+    "altered_table": "altered it",
+    "deleted_from_table": "deleted from it",
+    "inserted_into_table": "inserted into it",
+    "inlined_insert": "inserted into it",
+    "inlined_delete": "deleted from it",
+    "inline_flush": "flushed its inlined data",
+    "merge_adjacent": "compacted it",
+    "rewrite_delete": "rewrote its files",
 }
 
 
@@ -77,8 +86,11 @@ def find_conflict(
 
 
 def _conflict_reason(
-    m: Change, t: Change, snapshot_id: int,
-    schema_names: Mapping[int, str], same_files: Callable[[int, int], bool] | None,
+    m: Change,
+    t: Change,
+    snapshot_id: int,
+    schema_names: Mapping[int, str],
+    same_files: Callable[[int, int], bool] | None,
 ) -> str | None:
     if m.token in _TABLE_RULES and t.id == m.id and t.token in _TABLE_RULES[m.token]:
         return f"table {m.id}: snapshot {snapshot_id} {_VERBS.get(t.token, t.token)}"

@@ -47,14 +47,25 @@ class CatalogLocation:
             return sa.URL.create("sqlite+pysqlite", database=os.path.abspath(self.path or ""))
         query = {"sslmode": self.sslmode} if self.sslmode else {}
         return sa.URL.create(
-            "postgresql+psycopg2", username=self.user, password=self.password,
-            host=self.host, port=self.port, database=self.database, query=query,
+            "postgresql+psycopg2",
+            username=self.user,
+            password=self.password,
+            host=self.host,
+            port=self.port,
+            database=self.database,
+            query=query,
         )
 
     def libpq_dsn(self) -> str:
         """libpq key=value string, as DuckDB's ``ducklake:postgres:`` attach expects."""
-        parts = {"host": self.host, "port": str(self.port), "dbname": self.database,
-                 "user": self.user, "password": self.password, "sslmode": self.sslmode}
+        parts = {
+            "host": self.host,
+            "port": str(self.port),
+            "dbname": self.database,
+            "user": self.user,
+            "password": self.password,
+            "sslmode": self.sslmode,
+        }
         return " ".join(f"{k}={_libpq_quote(v)}" for k, v in parts.items() if v)
 
     def duckdb_attach_target(self) -> str:

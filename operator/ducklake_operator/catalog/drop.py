@@ -16,7 +16,9 @@ from .tables import qualified
 LOCK_TIMEOUT = "10s"
 
 
-def drop_catalog(engine: sa.Engine, location: CatalogLocation, before_drop: Callable[[sa.Connection], int]) -> tuple[int, list[str]]:
+def drop_catalog(
+    engine: sa.Engine, location: CatalogLocation, before_drop: Callable[[sa.Connection], int]
+) -> tuple[int, list[str]]:
     """Hold the catalog's tables, run ``before_drop`` (it deletes the files; returns how many),
     drop the tables. Returns (``before_drop``'s result, the tables dropped). A SQLite file left
     with no table is removed as well. Raises ``sa.exc.OperationalError`` if the tables cannot
@@ -26,7 +28,9 @@ def drop_catalog(engine: sa.Engine, location: CatalogLocation, before_drop: Call
         names = sorted(n for n in sa.inspect(conn).get_table_names(schema=schema) if n.startswith("ducklake_"))
         if location.kind == "postgres" and names:
             conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-            conn.exec_driver_sql("LOCK TABLE " + ", ".join(qualified(n, schema) for n in names) + " IN ACCESS EXCLUSIVE MODE")
+            conn.exec_driver_sql(
+                "LOCK TABLE " + ", ".join(qualified(n, schema) for n in names) + " IN ACCESS EXCLUSIVE MODE"
+            )
         result = before_drop(conn)
         for name in names:
             conn.exec_driver_sql(f"DROP TABLE {qualified(name, schema)}")

@@ -12,15 +12,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
 import sqlalchemy as sa
 
 from .read import table_path_prefixes
 from .tables import T, catalog_now, inlined_delete_table_name, qualified
 
 # rows removed with a purged table (DeleteSnapshots, step 4)
-_PER_TABLE = ("ducklake_table_stats", "ducklake_table_column_stats", "ducklake_partition_info", "ducklake_partition_column",
-              "ducklake_column", "ducklake_column_tag", "ducklake_sort_info", "ducklake_sort_expression",
-              "ducklake_schema_versions", "ducklake_column_mapping", "ducklake_table")
+_PER_TABLE = (
+    "ducklake_table_stats",
+    "ducklake_table_column_stats",
+    "ducklake_partition_info",
+    "ducklake_partition_column",
+    "ducklake_column",
+    "ducklake_column_tag",
+    "ducklake_sort_info",
+    "ducklake_sort_expression",
+    "ducklake_schema_versions",
+    "ducklake_column_mapping",
+    "ducklake_table",
+)
 
 
 @dataclass(frozen=True)
@@ -33,8 +44,10 @@ class ExpiryResult:
 def _unseen(table: sa.Table) -> sa.ColumnElement[bool]:
     """Ended, and no remaining snapshot lies in [begin_snapshot, end_snapshot)."""
     s = T["ducklake_snapshot"]
-    return sa.and_(table.c.end_snapshot.is_not(None), ~sa.exists().where(
-        s.c.snapshot_id >= table.c.begin_snapshot, s.c.snapshot_id < table.c.end_snapshot))
+    return sa.and_(
+        table.c.end_snapshot.is_not(None),
+        ~sa.exists().where(s.c.snapshot_id >= table.c.begin_snapshot, s.c.snapshot_id < table.c.end_snapshot),
+    )
 
 
 def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, pg_schema: str | None) -> ExpiryResult:
@@ -56,12 +69,22 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
 
     scheduled: list[str] = []
     now = catalog_now(dialect)
-    for files, id_col, extra in (("ducklake_data_file", "data_file_id", ("ducklake_file_column_stats", "ducklake_file_variant_stats",
-                                                                          "ducklake_file_partition_value")),
-                                 ("ducklake_delete_file", "delete_file_id", ())):
+    for files, id_col, extra in (
+        (
+            "ducklake_data_file",
+            "data_file_id",
+            ("ducklake_file_column_stats", "ducklake_file_variant_stats", "ducklake_file_partition_value"),
+        ),
+        ("ducklake_delete_file", "delete_file_id", ()),
+    ):
         f = T[files]
-        gone = list(conn.execute(sa.select(f.c[id_col], f.c.table_id, f.c.path, f.c.path_is_relative).where(
-            sa.or_(f.c.table_id.in_(purged), _unseen(f)))))
+        gone = list(
+            conn.execute(
+                sa.select(f.c[id_col], f.c.table_id, f.c.path, f.c.path_is_relative).where(
+                    sa.or_(f.c.table_id.in_(purged), _unseen(f))
+                )
+            )
+        )
         if not gone:
             continue
         gone_ids = [r[0] for r in gone]
@@ -83,8 +106,16 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {qualified(name, pg_schema)}")
     for name in ("ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro"):
         conn.execute(T[name].delete().where(_unseen(T[name])))
-    mac, impl, params, cm, nm = (T[n] for n in ("ducklake_macro", "ducklake_macro_impl", "ducklake_macro_parameters",
-                                                "ducklake_column_mapping", "ducklake_name_mapping"))
+    mac, impl, params, cm, nm = (
+        T[n]
+        for n in (
+            "ducklake_macro",
+            "ducklake_macro_impl",
+            "ducklake_macro_parameters",
+            "ducklake_column_mapping",
+            "ducklake_name_mapping",
+        )
+    )
     conn.execute(impl.delete().where(impl.c.macro_id.not_in(sa.select(mac.c.macro_id))))
     conn.execute(params.delete().where(params.c.macro_id.not_in(sa.select(mac.c.macro_id))))
     conn.execute(nm.delete().where(nm.c.mapping_id.not_in(sa.select(cm.c.mapping_id))))

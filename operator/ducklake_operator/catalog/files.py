@@ -15,7 +15,14 @@ from .tables import T, catalog_now
 from .write import CommitContext
 
 # changes by another writer that can invalidate a job's input files
-_FILE_CHANGES = ("deleted_from_table", "inlined_delete", "merge_adjacent", "rewrite_delete", "inline_flush", "dropped_table")
+_FILE_CHANGES = (
+    "deleted_from_table",
+    "inlined_delete",
+    "merge_adjacent",
+    "rewrite_delete",
+    "inline_flush",
+    "dropped_table",
+)
 
 
 def inputs_changed(ctx: CommitContext, table_id: int, job: str, base: int) -> CommitConflict:
@@ -24,8 +31,11 @@ def inputs_changed(ctx: CommitContext, table_id: int, job: str, base: int) -> Co
     for s in load_snapshots(ctx.conn, after=base):
         for change in parse_changes(s.changes_made):
             if change.token in _FILE_CHANGES and change.id == table_id:
-                return CommitConflict(f"{job}: snapshot {s.snapshot_id} ({change.render()}) changed its input files after "
-                                      f"snapshot {base}; nothing was committed", snapshot_id=s.snapshot_id)
+                return CommitConflict(
+                    f"{job}: snapshot {s.snapshot_id} ({change.render()}) changed its input files after "
+                    f"snapshot {base}; nothing was committed",
+                    snapshot_id=s.snapshot_id,
+                )
     return CommitConflict(f"{job}: its input files changed after snapshot {base}; nothing was committed")
 
 
@@ -73,43 +83,104 @@ def add_data_file(ctx: CommitContext, f: NewDataFile) -> int:
     df, st, pv = T["ducklake_data_file"], T["ducklake_file_column_stats"], T["ducklake_file_partition_value"]
     file_id = ctx.next_file_id
     ctx.next_file_id += 1
-    ctx.emit(df.insert().values(
-        data_file_id=file_id, table_id=f.table_id, begin_snapshot=f.begin_snapshot, end_snapshot=None, file_order=None,
-        path=f.path, path_is_relative=True, file_format="parquet", record_count=f.record_count,
-        file_size_bytes=f.file_size_bytes, footer_size=f.footer_size, row_id_start=f.row_id_start,
-        partition_id=f.partition_id, encryption_key=None, mapping_id=None, partial_max=f.partial_max))
+    ctx.emit(
+        df.insert().values(
+            data_file_id=file_id,
+            table_id=f.table_id,
+            begin_snapshot=f.begin_snapshot,
+            end_snapshot=None,
+            file_order=None,
+            path=f.path,
+            path_is_relative=True,
+            file_format="parquet",
+            record_count=f.record_count,
+            file_size_bytes=f.file_size_bytes,
+            footer_size=f.footer_size,
+            row_id_start=f.row_id_start,
+            partition_id=f.partition_id,
+            encryption_key=None,
+            mapping_id=None,
+            partial_max=f.partial_max,
+        )
+    )
     if f.column_stats:
-        ctx.emit(st.insert().values([dict(
-            data_file_id=file_id, table_id=f.table_id, column_id=s.column_id, column_size_bytes=s.column_size_bytes,
-            value_count=s.value_count, null_count=s.null_count, min_value=s.min_value, max_value=s.max_value,
-            contains_nan=s.contains_nan, extra_stats=None) for s in f.column_stats]))
+        ctx.emit(
+            st.insert().values(
+                [
+                    dict(
+                        data_file_id=file_id,
+                        table_id=f.table_id,
+                        column_id=s.column_id,
+                        column_size_bytes=s.column_size_bytes,
+                        value_count=s.value_count,
+                        null_count=s.null_count,
+                        min_value=s.min_value,
+                        max_value=s.max_value,
+                        contains_nan=s.contains_nan,
+                        extra_stats=None,
+                    )
+                    for s in f.column_stats
+                ]
+            )
+        )
     if f.partition_values:
-        ctx.emit(pv.insert().values([dict(data_file_id=file_id, table_id=f.table_id, partition_key_index=k,
-                                          partition_value=v) for k, v in f.partition_values]))
+        ctx.emit(
+            pv.insert().values(
+                [
+                    dict(data_file_id=file_id, table_id=f.table_id, partition_key_index=k, partition_value=v)
+                    for k, v in f.partition_values
+                ]
+            )
+        )
     return file_id
 
 
 def add_delete_file(ctx: CommitContext, f: NewDeleteFile) -> int:
     file_id = ctx.next_file_id
     ctx.next_file_id += 1
-    ctx.emit(T["ducklake_delete_file"].insert().values(
-        delete_file_id=file_id, table_id=f.table_id, begin_snapshot=f.begin_snapshot, end_snapshot=None,
-        data_file_id=f.data_file_id, path=f.path, path_is_relative=True, format="parquet", delete_count=f.delete_count,
-        file_size_bytes=f.file_size_bytes, footer_size=f.footer_size, encryption_key=None, partial_max=f.partial_max))
+    ctx.emit(
+        T["ducklake_delete_file"]
+        .insert()
+        .values(
+            delete_file_id=file_id,
+            table_id=f.table_id,
+            begin_snapshot=f.begin_snapshot,
+            end_snapshot=None,
+            data_file_id=f.data_file_id,
+            path=f.path,
+            path_is_relative=True,
+            format="parquet",
+            delete_count=f.delete_count,
+            file_size_bytes=f.file_size_bytes,
+            footer_size=f.footer_size,
+            encryption_key=None,
+            partial_max=f.partial_max,
+        )
+    )
     return file_id
 
 
 def schedule_deletion(ctx: CommitContext, file_id: int, path: str, path_is_relative: bool) -> None:
     """``path`` relative to the data path when ``path_is_relative`` (memo §4.2)."""
-    ctx.emit(T["ducklake_files_scheduled_for_deletion"].insert().values(
-        data_file_id=file_id, path=path, path_is_relative=path_is_relative, schedule_start=catalog_now(ctx.dialect)))
+    ctx.emit(
+        T["ducklake_files_scheduled_for_deletion"]
+        .insert()
+        .values(
+            data_file_id=file_id, path=path, path_is_relative=path_is_relative, schedule_start=catalog_now(ctx.dialect)
+        )
+    )
 
 
 def remove_data_files(ctx: CommitContext, data_file_ids: Iterable[int]) -> None:
     """Delete the rows of replaced data files (a merge keeps history in the merged file)."""
     ids = list(data_file_ids)
-    for name in ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_file_partition_value",
-                 "ducklake_file_variant_stats", "ducklake_delete_file"):
+    for name in (
+        "ducklake_data_file",
+        "ducklake_file_column_stats",
+        "ducklake_file_partition_value",
+        "ducklake_file_variant_stats",
+        "ducklake_delete_file",
+    ):
         t = T[name]
         ctx.emit(t.delete().where(t.c.data_file_id.in_(ids)))
 
@@ -117,20 +188,33 @@ def remove_data_files(ctx: CommitContext, data_file_ids: Iterable[int]) -> None:
 def live_inputs(ctx: CommitContext, data_file_ids: Sequence[int]) -> set[int]:
     """Which of these data files are still live (not ended, not removed)."""
     df = T["ducklake_data_file"]
-    return set(ctx.conn.execute(sa.select(df.c.data_file_id).where(
-        df.c.data_file_id.in_(list(data_file_ids)), df.c.end_snapshot.is_(None))).scalars())
+    return set(
+        ctx.conn.execute(
+            sa.select(df.c.data_file_id).where(df.c.data_file_id.in_(list(data_file_ids)), df.c.end_snapshot.is_(None))
+        ).scalars()
+    )
 
 
 def live_delete_files(ctx: CommitContext, data_file_ids: Sequence[int]) -> dict[int, int]:
     """data file id -> its live delete file id, for these data files."""
     dl = T["ducklake_delete_file"]
-    return {r.data_file_id: r.delete_file_id for r in ctx.conn.execute(sa.select(dl.c.data_file_id, dl.c.delete_file_id).where(
-        dl.c.data_file_id.in_(list(data_file_ids)), dl.c.end_snapshot.is_(None)))}
+    return {
+        r.data_file_id: r.delete_file_id
+        for r in ctx.conn.execute(
+            sa.select(dl.c.data_file_id, dl.c.delete_file_id).where(
+                dl.c.data_file_id.in_(list(data_file_ids)), dl.c.end_snapshot.is_(None)
+            )
+        )
+    }
 
 
-def inlined_file_deletions(conn: sa.Connection, pg_schema: str | None, table_id: int,
-                           data_file_ids: Sequence[int] | None = None,
-                           at_most: int | None = None) -> dict[int, list[tuple[int, int]]]:
+def inlined_file_deletions(
+    conn: sa.Connection,
+    pg_schema: str | None,
+    table_id: int,
+    data_file_ids: Sequence[int] | None = None,
+    at_most: int | None = None,
+) -> dict[int, list[tuple[int, int]]]:
     """data file id -> [(position, snapshot)] from ``ducklake_inlined_delete_<table>``
     (created on demand by DuckDB, so it may not exist); ``at_most``: snapshots up to it."""
     name = f"ducklake_inlined_delete_{table_id}"
@@ -148,11 +232,18 @@ def inlined_file_deletions(conn: sa.Connection, pg_schema: str | None, table_id:
     return out
 
 
-def remove_inlined_file_deletions(ctx: CommitContext, table_id: int, data_file_ids: Sequence[int], at_most: int) -> None:
+def remove_inlined_file_deletions(
+    ctx: CommitContext, table_id: int, data_file_ids: Sequence[int], at_most: int
+) -> None:
     """Delete the inlined file deletions of these data files up to a snapshot (they moved
     into a delete file, or their file is gone)."""
-    t = sa.Table(f"ducklake_inlined_delete_{table_id}", sa.MetaData(), sa.Column("file_id", sa.BigInteger),
-                 sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
+    t = sa.Table(
+        f"ducklake_inlined_delete_{table_id}",
+        sa.MetaData(),
+        sa.Column("file_id", sa.BigInteger),
+        sa.Column("begin_snapshot", sa.BigInteger),
+        schema=ctx.pg_schema,
+    )
     ctx.emit(t.delete().where(t.c.file_id.in_(list(data_file_ids)), t.c.begin_snapshot <= at_most))
 
 

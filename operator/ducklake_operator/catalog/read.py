@@ -14,8 +14,21 @@ import sqlalchemy as sa
 
 from ..errors import DuckLakeError, NotFound
 from ..model.state import (
-    CatalogState, ColumnState, ColumnStats, DataFile, DeleteFile, InlinedTable, PartitionField,
-    PartitionSpec, SchemaState, SnapshotInfo, SnapshotRecord, SortField, SortSpec, TableState, TableStats,
+    CatalogState,
+    ColumnState,
+    ColumnStats,
+    DataFile,
+    DeleteFile,
+    InlinedTable,
+    PartitionField,
+    PartitionSpec,
+    SchemaState,
+    SnapshotInfo,
+    SnapshotRecord,
+    SortField,
+    SortSpec,
+    TableState,
+    TableStats,
 )
 from .tables import T
 
@@ -38,20 +51,32 @@ def load_snapshot(conn: sa.Connection, snapshot_id: int | None = None) -> Snapsh
         query = query.where(s.c.snapshot_id == snapshot_id)
     row = conn.execute(query).one_or_none()
     if row is None:
-        raise NotFound(f"snapshot {snapshot_id} does not exist" if snapshot_id is not None else "the catalog has no snapshot")
+        raise NotFound(
+            f"snapshot {snapshot_id} does not exist" if snapshot_id is not None else "the catalog has no snapshot"
+        )
     return SnapshotInfo(row.snapshot_id, row.snapshot_time, row.schema_version, row.next_catalog_id, row.next_file_id)
 
 
 def load_snapshots(conn: sa.Connection, after: int | None = None) -> list[SnapshotRecord]:
     """Snapshots with their change sets, oldest first (``after``: only later ones)."""
     s, c = T["ducklake_snapshot"], T["ducklake_snapshot_changes"]
-    query = sa.select(s, c.c.changes_made, c.c.author, c.c.commit_message, c.c.commit_extra_info).select_from(
-        s.outerjoin(c, c.c.snapshot_id == s.c.snapshot_id)
-    ).order_by(s.c.snapshot_id)
+    query = (
+        sa.select(s, c.c.changes_made, c.c.author, c.c.commit_message, c.c.commit_extra_info)
+        .select_from(s.outerjoin(c, c.c.snapshot_id == s.c.snapshot_id))
+        .order_by(s.c.snapshot_id)
+    )
     if after is not None:
         query = query.where(s.c.snapshot_id > after)
     return [
-        SnapshotRecord(r.snapshot_id, r.snapshot_time, r.schema_version, r.changes_made, r.author, r.commit_message, r.commit_extra_info)
+        SnapshotRecord(
+            r.snapshot_id,
+            r.snapshot_time,
+            r.schema_version,
+            r.changes_made,
+            r.author,
+            r.commit_message,
+            r.commit_extra_info,
+        )
         for r in conn.execute(query)
     ]
 
@@ -69,9 +94,11 @@ def check_format_version(metadata: list[tuple[str, str, str | None, int | None]]
         raise UnsupportedCatalog(
             f"{where} is a DuckLake catalog at format version {version!r}; this operator reads and writes "
             f"version {FORMAT_VERSION} only. "
-            + ("Migrate it first by attaching it once from DuckDB 1.5.5 with "
-               "ATTACH '...' (AUTOMATIC_MIGRATION TRUE)." if version and version < FORMAT_VERSION
-               else "It was written by a newer DuckLake; upgrade the operator.")
+            + (
+                "Migrate it first by attaching it once from DuckDB 1.5.5 with ATTACH '...' (AUTOMATIC_MIGRATION TRUE)."
+                if version and version < FORMAT_VERSION
+                else "It was written by a newer DuckLake; upgrade the operator."
+            )
         )
     return version
 
@@ -112,28 +139,52 @@ def load_catalog_state(
     schemas: dict[int, SchemaState] = {}
     for r in conn.execute(sa.select(sc).where(valid_at(sc, S))):
         schemas[r.schema_id] = SchemaState(
-            r.schema_id, str(r.schema_uuid), r.schema_name, r.path, bool(r.path_is_relative), r.begin_snapshot,
-            tags=dict(tags.get(r.schema_id, {})), options=scoped.get(("schema", r.schema_id), {}),
+            r.schema_id,
+            str(r.schema_uuid),
+            r.schema_name,
+            r.path,
+            bool(r.path_is_relative),
+            r.begin_snapshot,
+            tags=dict(tags.get(r.schema_id, {})),
+            options=scoped.get(("schema", r.schema_id), {}),
         )
 
     tb = T["ducklake_table"]
-    table_rows = list(conn.execute((sa.select(tb) if table_names is not None else only_tables(tb, sa.select(tb))).where(valid_at(tb, S))))
+    table_rows = list(
+        conn.execute(
+            (sa.select(tb) if table_names is not None else only_tables(tb, sa.select(tb))).where(valid_at(tb, S))
+        )
+    )
     if table_names is not None:  # by name, or by id when both are given
         wanted = {(s.casefold(), t.casefold()) for s, t in table_names}
         ids = set(table_ids or ())
-        table_rows = [r for r in table_rows if r.table_id in ids or (
-            r.schema_id in schemas and (schemas[r.schema_id].name.casefold(), r.table_name.casefold()) in wanted)]
+        table_rows = [
+            r
+            for r in table_rows
+            if r.table_id in ids
+            or (r.schema_id in schemas and (schemas[r.schema_id].name.casefold(), r.table_name.casefold()) in wanted)
+        ]
         table_ids = [r.table_id for r in table_rows]
 
     col = T["ducklake_column"]
     ctag = T["ducklake_column_tag"]
     column_tags: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
-    for r in conn.execute(only_tables(ctag, sa.select(ctag.c.table_id, ctag.c.column_id, ctag.c.key, ctag.c.value).where(valid_at(ctag, S)))):
+    for r in conn.execute(
+        only_tables(
+            ctag, sa.select(ctag.c.table_id, ctag.c.column_id, ctag.c.key, ctag.c.value).where(valid_at(ctag, S))
+        )
+    ):
         column_tags[(r.table_id, r.column_id)][r.key] = r.value
     columns_by_table: dict[int, list[sa.Row]] = defaultdict(list)  # type: ignore[type-arg]
-    for r in conn.execute(only_tables(col, sa.select(col).where(valid_at(col, S)).order_by(col.c.table_id, col.c.column_order))):
+    for r in conn.execute(
+        only_tables(col, sa.select(col).where(valid_at(col, S)).order_by(col.c.table_id, col.c.column_order))
+    ):
         columns_by_table[r.table_id].append(r)
-    next_ids = dict(conn.execute(only_tables(col, sa.select(col.c.table_id, sa.func.max(col.c.column_id) + 1).group_by(col.c.table_id))).all())
+    next_ids = dict(
+        conn.execute(
+            only_tables(col, sa.select(col.c.table_id, sa.func.max(col.c.column_id) + 1).group_by(col.c.table_id))
+        ).all()
+    )
 
     partitions = _load_partitions(conn, S, only_tables)
     sorts = _load_sorts(conn, S, only_tables)
@@ -142,39 +193,64 @@ def load_catalog_state(
     inlined: dict[int, list[InlinedTable]] = defaultdict(list)
     for r in conn.execute(only_tables(it, sa.select(it).order_by(it.c.schema_version))):
         inlined[r.table_id].append(InlinedTable(r.table_name, r.schema_version))
-    data_files, delete_files = (_load_files(conn, S, only_tables) if include_files else ({}, {}))
+    data_files, delete_files = _load_files(conn, S, only_tables) if include_files else ({}, {})
 
     tables: dict[tuple[str, str], TableState] = {}
     for r in table_rows:
         schema = schemas.get(r.schema_id)
         if schema is None:
-            raise DuckLakeError(f"table {r.table_id} refers to schema {r.schema_id}, which does not exist at snapshot {S}")
+            raise DuckLakeError(
+                f"table {r.table_id} refers to schema {r.schema_id}, which does not exist at snapshot {S}"
+            )
         tables[(schema.name, r.table_name)] = TableState(
-            table_id=r.table_id, table_uuid=str(r.table_uuid), schema_id=r.schema_id, schema_name=schema.name,
-            name=r.table_name, path=r.path, path_is_relative=bool(r.path_is_relative), begin_snapshot=r.begin_snapshot,
+            table_id=r.table_id,
+            table_uuid=str(r.table_uuid),
+            schema_id=r.schema_id,
+            schema_name=schema.name,
+            name=r.table_name,
+            path=r.path,
+            path_is_relative=bool(r.path_is_relative),
+            begin_snapshot=r.begin_snapshot,
             columns=_column_tree(columns_by_table.get(r.table_id, []), column_tags, r.table_id),
             next_column_id=next_ids.get(r.table_id, 1),
-            partition=partitions.get(r.table_id), sort=sorts.get(r.table_id),
-            tags=dict(tags.get(r.table_id, {})), options=scoped.get(("table", r.table_id), {}),
-            data_files=tuple(data_files.get(r.table_id, ())), delete_files=tuple(delete_files.get(r.table_id, ())),
-            stats=stats.get(r.table_id), inlined_tables=tuple(inlined.get(r.table_id, ())),
+            partition=partitions.get(r.table_id),
+            sort=sorts.get(r.table_id),
+            tags=dict(tags.get(r.table_id, {})),
+            options=scoped.get(("table", r.table_id), {}),
+            data_files=tuple(data_files.get(r.table_id, ())),
+            delete_files=tuple(delete_files.get(r.table_id, ())),
+            stats=stats.get(r.table_id),
+            inlined_tables=tuple(inlined.get(r.table_id, ())),
         )
     return CatalogState(
-        snapshot=snap, version=version, data_path=global_opts.get("data_path", ""), options=global_opts,
-        schemas={s.name: s for s in schemas.values()}, tables=tables,
+        snapshot=snap,
+        version=version,
+        data_path=global_opts.get("data_path", ""),
+        options=global_opts,
+        schemas={s.name: s for s in schemas.values()},
+        tables=tables,
     )
 
 
-def _column_tree(rows: list[sa.Row], tags: dict[tuple[int, int], dict[str, str]], table_id: int) -> tuple[ColumnState, ...]:  # type: ignore[type-arg]
+def _column_tree(
+    rows: list[sa.Row], tags: dict[tuple[int, int], dict[str, str]], table_id: int
+) -> tuple[ColumnState, ...]:  # type: ignore[type-arg]
     children: dict[int | None, list[sa.Row]] = defaultdict(list)  # type: ignore[type-arg]
     for r in rows:
         children[r.parent_column].append(r)
 
     def build(r: sa.Row) -> ColumnState:  # type: ignore[type-arg]
         return ColumnState(
-            column_id=r.column_id, name=r.column_name, type_name=r.column_type, nullable=bool(r.nulls_allowed),
-            initial_default=r.initial_default, default_value=r.default_value, default_value_type=r.default_value_type,
-            parent_id=r.parent_column, order=r.column_order, begin_snapshot=r.begin_snapshot,
+            column_id=r.column_id,
+            name=r.column_name,
+            type_name=r.column_type,
+            nullable=bool(r.nulls_allowed),
+            initial_default=r.initial_default,
+            default_value=r.default_value,
+            default_value_type=r.default_value_type,
+            parent_id=r.parent_column,
+            order=r.column_order,
+            begin_snapshot=r.begin_snapshot,
             children=tuple(build(c) for c in sorted(children.get(r.column_id, []), key=lambda x: x.column_order)),
             tags=dict(tags.get((table_id, r.column_id), {})),
         )
@@ -184,9 +260,12 @@ def _column_tree(rows: list[sa.Row], tags: dict[tuple[int, int], dict[str, str]]
 
 def _load_partitions(conn: sa.Connection, S: int, only_tables) -> dict[int, PartitionSpec]:  # type: ignore[no-untyped-def]
     pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
-    query = sa.select(pi.c.table_id, pi.c.partition_id, pc.c.partition_key_index, pc.c.column_id, pc.c.transform).select_from(
-        pi.outerjoin(pc, sa.and_(pc.c.partition_id == pi.c.partition_id, pc.c.table_id == pi.c.table_id))
-    ).where(valid_at(pi, S)).order_by(pi.c.table_id, pc.c.partition_key_index)
+    query = (
+        sa.select(pi.c.table_id, pi.c.partition_id, pc.c.partition_key_index, pc.c.column_id, pc.c.transform)
+        .select_from(pi.outerjoin(pc, sa.and_(pc.c.partition_id == pi.c.partition_id, pc.c.table_id == pi.c.table_id)))
+        .where(valid_at(pi, S))
+        .order_by(pi.c.table_id, pc.c.partition_key_index)
+    )
     fields: dict[int, list[PartitionField]] = defaultdict(list)
     ids: dict[int, int] = {}
     for r in conn.execute(only_tables(pi, query)):
@@ -198,15 +277,28 @@ def _load_partitions(conn: sa.Connection, S: int, only_tables) -> dict[int, Part
 
 def _load_sorts(conn: sa.Connection, S: int, only_tables) -> dict[int, SortSpec]:  # type: ignore[no-untyped-def]
     si, se = T["ducklake_sort_info"], T["ducklake_sort_expression"]
-    query = sa.select(si.c.table_id, si.c.sort_id, se.c.sort_key_index, se.c.expression, se.c.dialect, se.c.sort_direction, se.c.null_order).select_from(
-        si.outerjoin(se, sa.and_(se.c.sort_id == si.c.sort_id, se.c.table_id == si.c.table_id))
-    ).where(valid_at(si, S)).order_by(si.c.table_id, se.c.sort_key_index)
+    query = (
+        sa.select(
+            si.c.table_id,
+            si.c.sort_id,
+            se.c.sort_key_index,
+            se.c.expression,
+            se.c.dialect,
+            se.c.sort_direction,
+            se.c.null_order,
+        )
+        .select_from(si.outerjoin(se, sa.and_(se.c.sort_id == si.c.sort_id, se.c.table_id == si.c.table_id)))
+        .where(valid_at(si, S))
+        .order_by(si.c.table_id, se.c.sort_key_index)
+    )
     fields: dict[int, list[SortField]] = defaultdict(list)
     ids: dict[int, int] = {}
     for r in conn.execute(only_tables(si, query)):
         ids[r.table_id] = r.sort_id
         if r.sort_key_index is not None:
-            fields[r.table_id].append(SortField(r.sort_key_index, r.expression, r.dialect, r.sort_direction, r.null_order))
+            fields[r.table_id].append(
+                SortField(r.sort_key_index, r.expression, r.dialect, r.sort_direction, r.null_order)
+            )
     return {t: SortSpec(sid, tuple(fields.get(t, ()))) for t, sid in ids.items()}
 
 
@@ -214,9 +306,13 @@ def _load_stats(conn: sa.Connection, only_tables) -> dict[int, TableStats]:  # t
     ts, tcs = T["ducklake_table_stats"], T["ducklake_table_column_stats"]
     per_column: dict[int, dict[int, ColumnStats]] = defaultdict(dict)
     for r in conn.execute(only_tables(tcs, sa.select(tcs))):
-        per_column[r.table_id][r.column_id] = ColumnStats(r.column_id, r.contains_null, r.contains_nan, r.min_value, r.max_value, r.extra_stats)
+        per_column[r.table_id][r.column_id] = ColumnStats(
+            r.column_id, r.contains_null, r.contains_nan, r.min_value, r.max_value, r.extra_stats
+        )
     return {
-        r.table_id: TableStats(r.record_count or 0, r.next_row_id or 0, r.file_size_bytes or 0, per_column.get(r.table_id, {}))
+        r.table_id: TableStats(
+            r.record_count or 0, r.next_row_id or 0, r.file_size_bytes or 0, per_column.get(r.table_id, {})
+        )
         for r in conn.execute(only_tables(ts, sa.select(ts)))
     }
 
@@ -225,21 +321,58 @@ def _load_files(conn: sa.Connection, S: int, only_tables):  # type: ignore[no-un
     df, dl, pv = T["ducklake_data_file"], T["ducklake_delete_file"], T["ducklake_file_partition_value"]
     values: dict[int, list[tuple[int, str | None]]] = defaultdict(list)
     live_ids = sa.select(df.c.data_file_id).where(valid_at(df, S))
-    for r in conn.execute(only_tables(pv, sa.select(pv).where(pv.c.data_file_id.in_(live_ids)).order_by(pv.c.data_file_id, pv.c.partition_key_index))):
+    for r in conn.execute(
+        only_tables(
+            pv,
+            sa.select(pv).where(pv.c.data_file_id.in_(live_ids)).order_by(pv.c.data_file_id, pv.c.partition_key_index),
+        )
+    ):
         values[r.data_file_id].append((r.partition_key_index, r.partition_value))
     data: dict[int, list[DataFile]] = defaultdict(list)
-    for r in conn.execute(only_tables(df, sa.select(df).where(valid_at(df, S)).order_by(df.c.table_id, df.c.data_file_id))):
-        data[r.table_id].append(DataFile(
-            r.data_file_id, r.table_id, r.begin_snapshot, r.end_snapshot, r.path, bool(r.path_is_relative), r.file_format,
-            r.record_count or 0, r.file_size_bytes or 0, r.footer_size, r.row_id_start, r.partition_id, r.encryption_key,
-            r.mapping_id, r.partial_max, tuple(values.get(r.data_file_id, ())),
-        ))
+    for r in conn.execute(
+        only_tables(df, sa.select(df).where(valid_at(df, S)).order_by(df.c.table_id, df.c.data_file_id))
+    ):
+        data[r.table_id].append(
+            DataFile(
+                r.data_file_id,
+                r.table_id,
+                r.begin_snapshot,
+                r.end_snapshot,
+                r.path,
+                bool(r.path_is_relative),
+                r.file_format,
+                r.record_count or 0,
+                r.file_size_bytes or 0,
+                r.footer_size,
+                r.row_id_start,
+                r.partition_id,
+                r.encryption_key,
+                r.mapping_id,
+                r.partial_max,
+                tuple(values.get(r.data_file_id, ())),
+            )
+        )
     deletes: dict[int, list[DeleteFile]] = defaultdict(list)
-    for r in conn.execute(only_tables(dl, sa.select(dl).where(valid_at(dl, S)).order_by(dl.c.table_id, dl.c.delete_file_id))):
-        deletes[r.table_id].append(DeleteFile(
-            r.delete_file_id, r.table_id, r.begin_snapshot, r.end_snapshot, r.data_file_id, r.path, bool(r.path_is_relative),
-            r.format, r.delete_count or 0, r.file_size_bytes or 0, r.footer_size, r.encryption_key, r.partial_max,
-        ))
+    for r in conn.execute(
+        only_tables(dl, sa.select(dl).where(valid_at(dl, S)).order_by(dl.c.table_id, dl.c.delete_file_id))
+    ):
+        deletes[r.table_id].append(
+            DeleteFile(
+                r.delete_file_id,
+                r.table_id,
+                r.begin_snapshot,
+                r.end_snapshot,
+                r.data_file_id,
+                r.path,
+                bool(r.path_is_relative),
+                r.format,
+                r.delete_count or 0,
+                r.file_size_bytes or 0,
+                r.footer_size,
+                r.encryption_key,
+                r.partial_max,
+            )
+        )
     return data, deletes
 
 
@@ -255,10 +388,14 @@ def load_inlined_rows(conn: sa.Connection, table: TableState, snapshot_id: int) 
     schema = metadata_schema(conn)
     for inlined_table in table.inlined_tables:
         reflected = sa.Table(inlined_table.name, sa.MetaData(), autoload_with=conn, schema=schema)
-        query = sa.select(reflected).where(
-            reflected.c.begin_snapshot <= snapshot_id,
-            sa.or_(reflected.c.end_snapshot.is_(None), reflected.c.end_snapshot > snapshot_id),
-        ).order_by(reflected.c.row_id)
+        query = (
+            sa.select(reflected)
+            .where(
+                reflected.c.begin_snapshot <= snapshot_id,
+                sa.or_(reflected.c.end_snapshot.is_(None), reflected.c.end_snapshot > snapshot_id),
+            )
+            .order_by(reflected.c.row_id)
+        )
         out.extend(dict(r._mapping) for r in conn.execute(query))
     return out
 
@@ -266,17 +403,28 @@ def load_inlined_rows(conn: sa.Connection, table: TableState, snapshot_id: int) 
 def load_schema_versions(conn: sa.Connection, table_id: int) -> list[tuple[int, int]]:
     """(begin_snapshot, schema_version) rows of one table, oldest first (for compaction)."""
     sv = T["ducklake_schema_versions"]
-    return [(r.begin_snapshot, r.schema_version) for r in conn.execute(
-        sa.select(sv.c.begin_snapshot, sv.c.schema_version).where(sv.c.table_id == table_id).order_by(sv.c.begin_snapshot))]
+    return [
+        (r.begin_snapshot, r.schema_version)
+        for r in conn.execute(
+            sa.select(sv.c.begin_snapshot, sv.c.schema_version)
+            .where(sv.c.table_id == table_id)
+            .order_by(sv.c.begin_snapshot)
+        )
+    ]
 
 
 def table_path_prefixes(conn: sa.Connection) -> dict[int, str]:
     """``schema path + table path`` of every table ever (relative to the data path): the
     prefix of its files' relative paths."""
     tb, sc = T["ducklake_table"], T["ducklake_schema"]
-    return {r.table_id: (r.schema_path or "") + (r.table_path or "") for r in conn.execute(
-        sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path"))
-        .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)))}
+    return {
+        r.table_id: (r.schema_path or "") + (r.table_path or "")
+        for r in conn.execute(
+            sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path")).select_from(
+                tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)
+            )
+        )
+    }
 
 
 def referenced_files(conn: sa.Connection) -> set[str]:
@@ -299,7 +447,9 @@ def data_path(conn: sa.Connection) -> str:
     return path if path.endswith("/") else path + "/"
 
 
-def load_layout_at(conn: sa.Connection, table_id: int, snapshot_id: int) -> tuple[tuple[ColumnState, ...], PartitionSpec | None]:
+def load_layout_at(
+    conn: sa.Connection, table_id: int, snapshot_id: int
+) -> tuple[tuple[ColumnState, ...], PartitionSpec | None]:
     """A table's columns and partition spec as of ``snapshot_id``, read from the versioned
     rows alone (the snapshot itself may have been expired): for flushing an older inlined
     table in the layout its rows were written with."""

@@ -18,7 +18,15 @@ from uuid6 import uuid7
 
 from ..errors import AlreadyExists, CommitConflict, SchemaNotFound, SpecError, TableNotFound
 from ..model.changes import (
-    CreateSchema, CreateTable, DropSchema, DropTable, PartitionColumn, RenameTable, SetOption, SetTags, SortExpression,
+    CreateSchema,
+    CreateTable,
+    DropSchema,
+    DropTable,
+    PartitionColumn,
+    RenameTable,
+    SetOption,
+    SetTags,
+    SortExpression,
 )
 from ..model.names import check_identifier, column_reference_sql, fold, path_for
 from ..model.options import DEFAULT_INLINING_ROW_LIMIT, catalog_key, normalize_option
@@ -92,7 +100,9 @@ class CommitContext:
 
     def end_live(self, table: sa.Table, *conditions: sa.ColumnElement[bool]) -> None:
         """End the live version of rows (never update them in place)."""
-        self.emit(table.update().where(*conditions, table.c.end_snapshot.is_(None)).values(end_snapshot=self.snapshot_id))
+        self.emit(
+            table.update().where(*conditions, table.c.end_snapshot.is_(None)).values(end_snapshot=self.snapshot_id)
+        )
 
     def option(self, key: str, scopes: list[tuple[str | None, int | None]]) -> str | None:
         """Resolve an option by scope precedence (first match in ``scopes``)."""
@@ -109,6 +119,7 @@ def write_change(change: object, ctx: CommitContext) -> None:
 
 
 # --------------------------------------------------------------------------- lookups
+
 
 def live_schemas(ctx: CommitContext) -> dict[str, tuple[int, str]]:
     """Live schemas by folded name, including those created earlier in this commit."""
@@ -129,10 +140,20 @@ def schema_id_for(ctx: CommitContext, name: str) -> int:
 def live_relations(ctx: CommitContext, schema_id: int) -> dict[str, int]:
     """Live tables and views of a schema by folded name (they share one namespace)."""
     t, v = T["ducklake_table"], T["ducklake_view"]
-    out = {fold(r.table_name): r.table_id for r in ctx.conn.execute(
-        sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == schema_id, t.c.end_snapshot.is_(None)))}
-    out.update({fold(r.view_name): r.view_id for r in ctx.conn.execute(
-        sa.select(v.c.view_id, v.c.view_name).where(v.c.schema_id == schema_id, v.c.end_snapshot.is_(None)))})
+    out = {
+        fold(r.table_name): r.table_id
+        for r in ctx.conn.execute(
+            sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == schema_id, t.c.end_snapshot.is_(None))
+        )
+    }
+    out.update(
+        {
+            fold(r.view_name): r.view_id
+            for r in ctx.conn.execute(
+                sa.select(v.c.view_id, v.c.view_name).where(v.c.schema_id == schema_id, v.c.end_snapshot.is_(None))
+            )
+        }
+    )
     out.update({name: tid for (sid, name), tid in ctx.new_tables.items() if sid == schema_id})
     return out
 
@@ -152,6 +173,7 @@ def inlining_limit(ctx: CommitContext, schema_id: int, table_id: int | None) -> 
 
 # --------------------------------------------------------------------------- columns
 
+
 def validate_fields(fields: tuple[Field, ...], where: str) -> None:
     """Names valid and unique (case-insensitively) at every level of the tree."""
     problems: list[str] = []
@@ -159,7 +181,11 @@ def validate_fields(fields: tuple[Field, ...], where: str) -> None:
     def visit(fs: tuple[Field, ...], path: str) -> None:
         seen: dict[str, str] = {}
         if not fs:
-            problems.append(f"{path or where}: needs at least one column" if not path else f"{path}: a struct needs at least one field")
+            problems.append(
+                f"{path or where}: needs at least one column"
+                if not path
+                else f"{path}: a struct needs at least one field"
+            )
         for f in fs:
             label = f"{path}.{f.name}" if path else str(f.name)
             try:
@@ -168,7 +194,9 @@ def validate_fields(fields: tuple[Field, ...], where: str) -> None:
                 problems.extend(exc.problems)
                 continue
             if fold(f.name) in seen:
-                problems.append(f"{label}: duplicate column name (same as {seen[fold(f.name)]!r}; names are case-insensitive)")
+                problems.append(
+                    f"{label}: duplicate column name (same as {seen[fold(f.name)]!r}; names are case-insensitive)"
+                )
             seen[fold(f.name)] = f.name
             if f.default is not None and is_nested(f.type):
                 problems.append(f"{label}: defaults on {f.type.name} columns are not supported by DuckLake")
@@ -203,7 +231,12 @@ def type_names(t: DuckLakeType) -> list[str]:
 
 
 def column_rows(
-    f: Field, *, table_id: int, snapshot_id: int, first_id: int, parent_id: int | None,
+    f: Field,
+    *,
+    table_id: int,
+    snapshot_id: int,
+    first_id: int,
+    parent_id: int | None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """``ducklake_column`` rows (depth-first ids from ``first_id``) and column-tag rows for a
     new column or field; returns them with the next free id.
@@ -215,7 +248,15 @@ def column_rows(
     tags: list[dict[str, Any]] = []
     next_id = first_id
 
-    def add(name: str, t: DuckLakeType, nullable: bool, default: Any, parent: int | None, comment: str | None, extra_tags: tuple[tuple[str, str], ...]) -> None:
+    def add(
+        name: str,
+        t: DuckLakeType,
+        nullable: bool,
+        default: Any,
+        parent: int | None,
+        comment: str | None,
+        extra_tags: tuple[tuple[str, str], ...],
+    ) -> None:
         nonlocal next_id
         cid = next_id
         next_id += 1
@@ -226,13 +267,34 @@ def column_rows(
         else:
             initial, value = default.initial_default, default.value
             kind = "expression" if default.is_expression else "literal"
-        columns.append(dict(
-            column_id=cid, begin_snapshot=snapshot_id, end_snapshot=None, table_id=table_id, column_order=cid,
-            column_name=name, column_type=t.name, initial_default=initial, default_value=value,
-            nulls_allowed=nullable, parent_column=parent, default_value_type=kind, default_value_dialect="duckdb",
-        ))
+        columns.append(
+            dict(
+                column_id=cid,
+                begin_snapshot=snapshot_id,
+                end_snapshot=None,
+                table_id=table_id,
+                column_order=cid,
+                column_name=name,
+                column_type=t.name,
+                initial_default=initial,
+                default_value=value,
+                nulls_allowed=nullable,
+                parent_column=parent,
+                default_value_type=kind,
+                default_value_dialect="duckdb",
+            )
+        )
         for key, tag_value in ((("comment", comment),) if comment is not None else ()) + extra_tags:
-            tags.append(dict(table_id=table_id, column_id=cid, begin_snapshot=snapshot_id, end_snapshot=None, key=key, value=tag_value))
+            tags.append(
+                dict(
+                    table_id=table_id,
+                    column_id=cid,
+                    begin_snapshot=snapshot_id,
+                    end_snapshot=None,
+                    key=key,
+                    value=tag_value,
+                )
+            )
         if isinstance(t, Struct):
             for sub in t.fields:
                 add(sub.name, sub.type, sub.nullable, sub.default, cid, sub.comment, sub.tags)
@@ -246,7 +308,9 @@ def column_rows(
     return columns, tags, next_id
 
 
-def create_inlined_table(ctx: CommitContext, table_id: int, schema_id: int, columns: list[tuple[str, str]], all_types: list[str]) -> None:
+def create_inlined_table(
+    ctx: CommitContext, table_id: int, schema_id: int, columns: list[tuple[str, str]], all_types: list[str]
+) -> None:
     """New ``ducklake_inlined_data_<table>_<schema_version>`` for the table's current columns,
     when inlining is on for it (DuckDB does this at CREATE, RENAME and layout changes)."""
     if inlining_limit(ctx, schema_id, table_id) <= 0 or not tb.can_inline(ctx.dialect, columns, all_types):
@@ -258,18 +322,28 @@ def create_inlined_table(ctx: CommitContext, table_id: int, schema_id: int, colu
         )
     name = tb.inlined_table_name(table_id, ctx.base.schema_version + 1)
     ctx.emit(sa.text(tb.create_inlined_table_ddl(ctx.dialect, ctx.pg_schema, name, columns)))
-    ctx.emit(T["ducklake_inlined_data_tables"].insert().values(table_id=table_id, table_name=name, schema_version=ctx.base.schema_version + 1))
+    ctx.emit(
+        T["ducklake_inlined_data_tables"]
+        .insert()
+        .values(table_id=table_id, table_name=name, schema_version=ctx.base.schema_version + 1)
+    )
 
 
 def live_top_level_columns(ctx: CommitContext, table_id: int) -> tuple[list[tuple[str, str]], list[str]]:
     """(name, type name) of live top-level columns and all live type names, for inlined tables."""
     col = T["ducklake_column"]
-    rows = list(ctx.conn.execute(sa.select(col.c.column_name, col.c.column_type, col.c.parent_column).where(
-        col.c.table_id == table_id, col.c.end_snapshot.is_(None)).order_by(col.c.column_order)))
+    rows = list(
+        ctx.conn.execute(
+            sa.select(col.c.column_name, col.c.column_type, col.c.parent_column)
+            .where(col.c.table_id == table_id, col.c.end_snapshot.is_(None))
+            .order_by(col.c.column_order)
+        )
+    )
     return [(r.column_name, r.column_type) for r in rows if r.parent_column is None], [r.column_type for r in rows]
 
 
 # --------------------------------------------------------------------------- writers
+
 
 @write_change.register
 def _create_schema(change: CreateSchema, ctx: CommitContext) -> None:
@@ -279,10 +353,19 @@ def _create_schema(change: CreateSchema, ctx: CommitContext) -> None:
         raise AlreadyExists(f"schema {existing[1]!r} already exists")
     schema_id = ctx.catalog_id()
     uuid = str(uuid7())
-    ctx.emit(T["ducklake_schema"].insert().values(
-        schema_id=schema_id, schema_uuid=uuid, begin_snapshot=ctx.snapshot_id, end_snapshot=None,
-        schema_name=change.name, path=path_for(change.name, uuid), path_is_relative=True,
-    ))
+    ctx.emit(
+        T["ducklake_schema"]
+        .insert()
+        .values(
+            schema_id=schema_id,
+            schema_uuid=uuid,
+            begin_snapshot=ctx.snapshot_id,
+            end_snapshot=None,
+            schema_name=change.name,
+            path=path_for(change.name, uuid),
+            path_is_relative=True,
+        )
+    )
     _write_tags(ctx, schema_id, tuple(change.tags))
     ctx.new_schemas[fold(change.name)] = (schema_id, change.name)
     ctx.catalog_change(Token("created_schema", schema=change.name))
@@ -291,11 +374,17 @@ def _create_schema(change: CreateSchema, ctx: CommitContext) -> None:
 @write_change.register
 def _drop_schema(change: DropSchema, ctx: CommitContext) -> None:
     sc = T["ducklake_schema"]
-    row = ctx.conn.execute(sa.select(sc).where(sc.c.schema_id == change.schema_id, sc.c.end_snapshot.is_(None))).one_or_none()
+    row = ctx.conn.execute(
+        sa.select(sc).where(sc.c.schema_id == change.schema_id, sc.c.end_snapshot.is_(None))
+    ).one_or_none()
     if row is None:
         raise SchemaNotFound(f"schema {change.name!r} no longer exists")
     t = T["ducklake_table"]
-    tables = list(ctx.conn.execute(sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == change.schema_id, t.c.end_snapshot.is_(None))))
+    tables = list(
+        ctx.conn.execute(
+            sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == change.schema_id, t.c.end_snapshot.is_(None))
+        )
+    )
     if tables and not change.cascade:
         names = ", ".join(sorted(r.table_name for r in tables))
         raise SpecError(f"schema {change.name!r} is not empty (tables: {names}); drop its tables first or use cascade")
@@ -318,15 +407,27 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
         raise AlreadyExists(f"{change.schema}.{change.name} already exists")
     table_id = ctx.catalog_id()
     uuid = str(uuid7())
-    ctx.emit(T["ducklake_table"].insert().values(
-        table_id=table_id, table_uuid=uuid, begin_snapshot=ctx.snapshot_id, end_snapshot=None, schema_id=schema_id,
-        table_name=change.name, path=path_for(change.name, uuid), path_is_relative=True,
-    ))
+    ctx.emit(
+        T["ducklake_table"]
+        .insert()
+        .values(
+            table_id=table_id,
+            table_uuid=uuid,
+            begin_snapshot=ctx.snapshot_id,
+            end_snapshot=None,
+            schema_id=schema_id,
+            table_name=change.name,
+            path=path_for(change.name, uuid),
+            path_is_relative=True,
+        )
+    )
     all_columns: list[dict[str, Any]] = []
     all_tags: list[dict[str, Any]] = []
     next_id = 1
     for f in change.columns:
-        cols, tags, next_id = column_rows(f, table_id=table_id, snapshot_id=ctx.snapshot_id, first_id=next_id, parent_id=None)
+        cols, tags, next_id = column_rows(
+            f, table_id=table_id, snapshot_id=ctx.snapshot_id, first_id=next_id, parent_id=None
+        )
         all_columns += cols
         all_tags += tags
     ctx.emit(T["ducklake_column"].insert().values(all_columns))
@@ -359,8 +460,15 @@ def stored_schema_name(ctx: CommitContext, schema_id: int) -> str:
 def _drop_table(change: DropTable, ctx: CommitContext) -> None:
     live_table_row(ctx, change.table_id, f"drop {change.name}")
     tid = change.table_id
-    for name in ("ducklake_table", "ducklake_partition_info", "ducklake_column", "ducklake_column_tag",
-                 "ducklake_data_file", "ducklake_delete_file", "ducklake_sort_info"):
+    for name in (
+        "ducklake_table",
+        "ducklake_partition_info",
+        "ducklake_column",
+        "ducklake_column_tag",
+        "ducklake_data_file",
+        "ducklake_delete_file",
+        "ducklake_sort_info",
+    ):
         ctx.end_live(T[name], T[name].c.table_id == tid)
     ctx.end_live(T["ducklake_tag"], T["ducklake_tag"].c.object_id == tid)
     ctx.catalog_change(Token("dropped_table", id=tid))
@@ -378,10 +486,18 @@ def _rename_table(change: RenameTable, ctx: CommitContext) -> None:
         raise AlreadyExists(f"cannot rename {change.old_name}: {change.new_name!r} already exists in its schema")
     t = T["ducklake_table"]
     ctx.end_live(t, t.c.table_id == change.table_id)
-    ctx.emit(t.insert().values(
-        table_id=row.table_id, table_uuid=str(row.table_uuid), begin_snapshot=ctx.snapshot_id, end_snapshot=None,
-        schema_id=row.schema_id, table_name=change.new_name, path=row.path, path_is_relative=row.path_is_relative,
-    ))
+    ctx.emit(
+        t.insert().values(
+            table_id=row.table_id,
+            table_uuid=str(row.table_uuid),
+            begin_snapshot=ctx.snapshot_id,
+            end_snapshot=None,
+            schema_id=row.schema_id,
+            table_name=change.new_name,
+            path=row.path,
+            path_is_relative=row.path_is_relative,
+        )
+    )
     ctx.layout_changed[change.table_id] = row.schema_id
     ctx.versioned(change.table_id)
     ctx.catalog_change(Token("created_table", schema=stored_schema_name(ctx, row.schema_id), name=change.new_name))
@@ -398,8 +514,12 @@ def _set_tags(change: SetTags, ctx: CommitContext) -> None:
 def _write_tags(ctx: CommitContext, object_id: int, tags: tuple[tuple[str, str | None], ...]) -> bool:
     """End changed tags and insert their new values; False if nothing changed."""
     tg = T["ducklake_tag"]
-    current = {r.key: r.value for r in ctx.conn.execute(
-        sa.select(tg.c.key, tg.c.value).where(tg.c.object_id == object_id, tg.c.end_snapshot.is_(None)))}
+    current = {
+        r.key: r.value
+        for r in ctx.conn.execute(
+            sa.select(tg.c.key, tg.c.value).where(tg.c.object_id == object_id, tg.c.end_snapshot.is_(None))
+        )
+    }
     changed = False
     for key, value in tags:
         check_identifier(key, "tag")
@@ -408,7 +528,11 @@ def _write_tags(ctx: CommitContext, object_id: int, tags: tuple[tuple[str, str |
         if key in current:
             ctx.end_live(tg, tg.c.object_id == object_id, tg.c.key == key)
         if value is not None:
-            ctx.emit(tg.insert().values(object_id=object_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None, key=key, value=value))
+            ctx.emit(
+                tg.insert().values(
+                    object_id=object_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None, key=key, value=value
+                )
+            )
         changed = True
     return changed
 
@@ -424,7 +548,11 @@ def _set_option(change: SetOption, ctx: CommitContext) -> None:
     if scope == "table" and scope_id is None:  # a table created in this commit
         scope_id = ctx.table_id(None, change.scope_name or "")
     m = T["ducklake_metadata"]
-    scope_cond = [m.c.scope.is_(None), m.c.scope_id.is_(None)] if scope is None else [m.c.scope == scope, m.c.scope_id == scope_id]
+    scope_cond = (
+        [m.c.scope.is_(None), m.c.scope_id.is_(None)]
+        if scope is None
+        else [m.c.scope == scope, m.c.scope_id == scope_id]
+    )
     ctx.emit(m.delete().where(m.c.key == key, *scope_cond))
     if value is not None:
         ctx.emit(m.insert().values(key=key, value=value, scope=scope, scope_id=scope_id))
@@ -435,12 +563,19 @@ def _set_option(change: SetOption, ctx: CommitContext) -> None:
 
 # --------------------------------------------------------------------------- partitioning and sort
 
+
 def live_columns(ctx: CommitContext, table_id: int) -> list[dict[str, Any]]:
     """Live column rows of a table as this commit leaves them (cached per commit)."""
     if table_id not in ctx.columns_cache:
         col = T["ducklake_column"]
-        ctx.columns_cache[table_id] = [dict(r._mapping) for r in ctx.conn.execute(
-            sa.select(col).where(col.c.table_id == table_id, col.c.end_snapshot.is_(None)).order_by(col.c.column_order))]
+        ctx.columns_cache[table_id] = [
+            dict(r._mapping)
+            for r in ctx.conn.execute(
+                sa.select(col)
+                .where(col.c.table_id == table_id, col.c.end_snapshot.is_(None))
+                .order_by(col.c.column_order)
+            )
+        ]
     return ctx.columns_cache[table_id]
 
 
@@ -452,7 +587,9 @@ def resolve_path(ctx: CommitContext, table_id: int, path: tuple[str, ...], what:
     for name in path:
         found = next((r for r in rows if r["parent_column"] == parent and fold(r["column_name"]) == fold(name)), None)
         if found is None:
-            raise CommitConflict(f"{what}: column {'.'.join(path)} does not exist (changed by a concurrent commit?); re-plan")
+            raise CommitConflict(
+                f"{what}: column {'.'.join(path)} does not exist (changed by a concurrent commit?); re-plan"
+            )
         parent = found["column_id"]
     assert found is not None
     return found
@@ -463,10 +600,21 @@ def write_partition(ctx: CommitContext, table_id: int, keys: tuple[PartitionColu
     pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
     ctx.end_live(pi, pi.c.table_id == table_id)
     partition_id = ctx.catalog_id()
-    ctx.emit(pi.insert().values(partition_id=partition_id, table_id=table_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None))
-    rows = [dict(partition_id=partition_id, table_id=table_id, partition_key_index=i,
-                 column_id=resolve_path(ctx, table_id, (k.column,), "partition")["column_id"], transform=k.transform)
-            for i, k in enumerate(keys)]
+    ctx.emit(
+        pi.insert().values(
+            partition_id=partition_id, table_id=table_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None
+        )
+    )
+    rows = [
+        dict(
+            partition_id=partition_id,
+            table_id=table_id,
+            partition_key_index=i,
+            column_id=resolve_path(ctx, table_id, (k.column,), "partition")["column_id"],
+            transform=k.transform,
+        )
+        for i, k in enumerate(keys)
+    ]
     if rows:
         ctx.emit(pc.insert().values(rows))
     ctx.versioned(table_id)
@@ -480,15 +628,26 @@ def write_sort(ctx: CommitContext, table_id: int, keys: tuple[SortExpression, ..
         return
     sort_id = ctx.catalog_id()
     ctx.emit(si.insert().values(sort_id=sort_id, table_id=table_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None))
-    ctx.emit(se.insert().values([
-        dict(sort_id=sort_id, table_id=table_id, sort_key_index=i,
-             expression=column_reference_sql(resolve_path(ctx, table_id, (k.column,), "sort")["column_name"]),
-             dialect="duckdb", sort_direction=k.direction, null_order=k.null_order)
-        for i, k in enumerate(keys)
-    ]))
+    ctx.emit(
+        se.insert().values(
+            [
+                dict(
+                    sort_id=sort_id,
+                    table_id=table_id,
+                    sort_key_index=i,
+                    expression=column_reference_sql(resolve_path(ctx, table_id, (k.column,), "sort")["column_name"]),
+                    dialect="duckdb",
+                    sort_direction=k.direction,
+                    null_order=k.null_order,
+                )
+                for i, k in enumerate(keys)
+            ]
+        )
+    )
 
 
 # --------------------------------------------------------------------------- after the rows
+
 
 def finish_commit(ctx: CommitContext) -> None:
     """Run once the buffered rows are written (same transaction): flush collapsed column
@@ -496,9 +655,14 @@ def finish_commit(ctx: CommitContext) -> None:
     col = T["ducklake_column"]
     for (table_id, column_id), values in ctx.column_edits.items():
         row = next(r for r in live_columns(ctx, table_id) if r["column_id"] == column_id)
-        ctx.conn.execute(col.update().where(col.c.table_id == table_id, col.c.column_id == column_id,
-                                            col.c.end_snapshot.is_(None)).values(end_snapshot=ctx.snapshot_id))
-        ctx.conn.execute(col.insert().values({**row, **values, "begin_snapshot": ctx.snapshot_id, "end_snapshot": None}))
+        ctx.conn.execute(
+            col.update()
+            .where(col.c.table_id == table_id, col.c.column_id == column_id, col.c.end_snapshot.is_(None))
+            .values(end_snapshot=ctx.snapshot_id)
+        )
+        ctx.conn.execute(
+            col.insert().values({**row, **values, "begin_snapshot": ctx.snapshot_id, "end_snapshot": None})
+        )
     statements_before = len(ctx.statements)
     for table_id, schema_id in ctx.layout_changed.items():
         if table_id in ctx.created_table_ids.values():

@@ -16,16 +16,31 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..errors import CommitConflict, SpecError
-from ..model.defaults import for_added_column
 from ..model.changes import (
-    AddColumn, DropColumn, PromoteColumn, RenameColumn, RewriteColumnType, SetColumnTags, SetDefault, SetNullable,
-    SetPartitioning, SetSortOrder,
+    AddColumn,
+    DropColumn,
+    PromoteColumn,
+    RenameColumn,
+    RewriteColumnType,
+    SetColumnTags,
+    SetDefault,
+    SetNullable,
+    SetPartitioning,
+    SetSortOrder,
 )
+from ..model.defaults import for_added_column
 from ..model.names import check_identifier, fold
 from .changes_made import Change as Token
 from .tables import T
 from .write import (
-    CommitContext, column_rows, live_columns, resolve_path, validate_fields, write_change, write_partition, write_sort,
+    CommitContext,
+    column_rows,
+    live_columns,
+    resolve_path,
+    validate_fields,
+    write_change,
+    write_partition,
+    write_sort,
 )
 
 
@@ -39,7 +54,9 @@ def _altered(ctx: CommitContext, table_id: int, *, versioned: bool, layout: bool
 
 def _schema_id(ctx: CommitContext, table_id: int) -> int:
     t = T["ducklake_table"]
-    return ctx.conn.execute(sa.select(t.c.schema_id).where(t.c.table_id == table_id, t.c.end_snapshot.is_(None))).scalar_one()
+    return ctx.conn.execute(
+        sa.select(t.c.schema_id).where(t.c.table_id == table_id, t.c.end_snapshot.is_(None))
+    ).scalar_one()
 
 
 def _next_column_id(ctx: CommitContext, table_id: int) -> int:
@@ -73,13 +90,20 @@ def _add_column(change: AddColumn, ctx: CommitContext) -> None:
     if change.parent_path:
         parent = resolve_path(ctx, table_id, change.parent_path, f"add {'.'.join(change.path)}")
         if parent["column_type"] != "struct":
-            raise SpecError(f"{'.'.join(change.path)}: fields can only be added to structs, {'.'.join(change.parent_path)} is a {parent['column_type']}")
+            raise SpecError(
+                f"{'.'.join(change.path)}: fields can only be added to structs, {'.'.join(change.parent_path)} is a {parent['column_type']}"
+            )
         parent_id = parent["column_id"]
     siblings = [r for r in live_columns(ctx, table_id) if r["parent_column"] == parent_id]
     if any(fold(r["column_name"]) == fold(change.field.name) for r in siblings):
         raise CommitConflict(f"add {'.'.join(change.path)}: a column of that name exists now; re-plan")
-    rows, tags, _ = column_rows(change.field, table_id=table_id, snapshot_id=ctx.snapshot_id,
-                                first_id=_next_column_id(ctx, table_id), parent_id=parent_id)
+    rows, tags, _ = column_rows(
+        change.field,
+        table_id=table_id,
+        snapshot_id=ctx.snapshot_id,
+        first_id=_next_column_id(ctx, table_id),
+        parent_id=parent_id,
+    )
     ctx.emit(T["ducklake_column"].insert().values(rows))
     if tags:
         ctx.emit(T["ducklake_column_tag"].insert().values(tags))
@@ -113,15 +137,19 @@ def _rename_column(change: RenameColumn, ctx: CommitContext) -> None:
 def _promote_column(change: PromoteColumn, ctx: CommitContext) -> None:
     row = resolve_path(ctx, change.table_id, change.path, f"promote {'.'.join(change.path)}")
     if row["column_type"] != change.old_type.name:
-        raise CommitConflict(f"promote {'.'.join(change.path)}: its type is now {row['column_type']}, not {change.old_type}; re-plan")
+        raise CommitConflict(
+            f"promote {'.'.join(change.path)}: its type is now {row['column_type']}, not {change.old_type}; re-plan"
+        )
     _edit(ctx, change.table_id, change.column_id, column_type=change.new_type.name)
     _altered(ctx, change.table_id, versioned=True, layout=True)
 
 
 @write_change.register
 def _rewrite_column(change: RewriteColumnType, ctx: CommitContext) -> None:
-    raise SpecError(f"{'.'.join(change.path)}: {change.old_type} → {change.new_type} needs its data rewritten, "
-                    "which this version cannot do yet")
+    raise SpecError(
+        f"{'.'.join(change.path)}: {change.old_type} → {change.new_type} needs its data rewritten, "
+        "which this version cannot do yet"
+    )
 
 
 @write_change.register
@@ -131,14 +159,21 @@ def _set_default(change: SetDefault, ctx: CommitContext) -> None:
     if d is not None and d.is_expression and not _created_with_table(ctx, change.table_id, change.column_id):
         # DuckDB accepts expressions only on columns created with the table; booleans become literals
         d = for_added_column(d, ".".join(change.path))
-    _edit(ctx, change.table_id, change.column_id, default_value=d.value if d else "NULL",
-          default_value_type=("expression" if d and d.is_expression else "literal"))
+    _edit(
+        ctx,
+        change.table_id,
+        change.column_id,
+        default_value=d.value if d else "NULL",
+        default_value_type=("expression" if d and d.is_expression else "literal"),
+    )
     _altered(ctx, change.table_id, versioned=True, layout=False)
 
 
 def _created_with_table(ctx: CommitContext, table_id: int, column_id: int) -> bool:
     col, t = T["ducklake_column"], T["ducklake_table"]
-    first_column = ctx.conn.execute(sa.select(sa.func.min(col.c.begin_snapshot)).where(col.c.table_id == table_id, col.c.column_id == column_id)).scalar()
+    first_column = ctx.conn.execute(
+        sa.select(sa.func.min(col.c.begin_snapshot)).where(col.c.table_id == table_id, col.c.column_id == column_id)
+    ).scalar()
     created = ctx.conn.execute(sa.select(sa.func.min(t.c.begin_snapshot)).where(t.c.table_id == table_id)).scalar()
     return first_column is None or first_column == created
 
@@ -158,11 +193,14 @@ def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path
     records = ctx.conn.execute(sa.select(ts.c.record_count).where(ts.c.table_id == table_id)).scalar()
     if not records:
         return
-    contains_null = ctx.conn.execute(sa.select(tcs.c.contains_null).where(
-        tcs.c.table_id == table_id, tcs.c.column_id == row["column_id"])).one_or_none()
+    contains_null = ctx.conn.execute(
+        sa.select(tcs.c.contains_null).where(tcs.c.table_id == table_id, tcs.c.column_id == row["column_id"])
+    ).one_or_none()
     if contains_null is None:
-        raise SpecError(f"cannot set NOT NULL on {path}: the catalog has no statistics for it (it was added after the "
-                        "table's first insert), so it cannot be proven free of NULLs")
+        raise SpecError(
+            f"cannot set NOT NULL on {path}: the catalog has no statistics for it (it was added after the "
+            "table's first insert), so it cannot be proven free of NULLs"
+        )
     if contains_null[0]:
         raise SpecError(f"cannot set NOT NULL on {path}: the column has NULL values")
 
@@ -171,17 +209,33 @@ def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path
 def _set_column_tags(change: SetColumnTags, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"tag {'.'.join(change.path)}")
     ctag = T["ducklake_column_tag"]
-    current = {r.key: r.value for r in ctx.conn.execute(sa.select(ctag.c.key, ctag.c.value).where(
-        ctag.c.table_id == change.table_id, ctag.c.column_id == change.column_id, ctag.c.end_snapshot.is_(None)))}
+    current = {
+        r.key: r.value
+        for r in ctx.conn.execute(
+            sa.select(ctag.c.key, ctag.c.value).where(
+                ctag.c.table_id == change.table_id, ctag.c.column_id == change.column_id, ctag.c.end_snapshot.is_(None)
+            )
+        )
+    }
     changed = False
     for key, value in change.tags:
         if current.get(key) == value:
             continue
         if key in current:
-            ctx.end_live(ctag, ctag.c.table_id == change.table_id, ctag.c.column_id == change.column_id, ctag.c.key == key)
+            ctx.end_live(
+                ctag, ctag.c.table_id == change.table_id, ctag.c.column_id == change.column_id, ctag.c.key == key
+            )
         if value is not None:
-            ctx.emit(ctag.insert().values(table_id=change.table_id, column_id=change.column_id, begin_snapshot=ctx.snapshot_id,
-                                          end_snapshot=None, key=key, value=value))
+            ctx.emit(
+                ctag.insert().values(
+                    table_id=change.table_id,
+                    column_id=change.column_id,
+                    begin_snapshot=ctx.snapshot_id,
+                    end_snapshot=None,
+                    key=key,
+                    value=value,
+                )
+            )
         changed = True
     if changed:
         _altered(ctx, change.table_id, versioned=False, layout=False)

@@ -11,8 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import (
-    CatalogNotFound, CatalogUnavailable, CommitConflict, CommitStateUnknown, DuckLakeError, SchemaNotFound, SpecError,
-    TableNotFound, UnsupportedCatalog,
+    CatalogNotFound,
+    CatalogUnavailable,
+    CommitConflict,
+    CommitStateUnknown,
+    DuckLakeError,
+    SchemaNotFound,
+    SpecError,
+    TableNotFound,
+    UnsupportedCatalog,
 )
 
 

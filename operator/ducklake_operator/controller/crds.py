@@ -21,8 +21,14 @@ from ..model.types import ALIASES, PRIMITIVES
 Schema = dict[str, Any]
 
 
-def string(desc: str, *, enum: tuple[str, ...] | None = None, pattern: str | None = None, default: str | None = None,
-           min_length: int | None = None) -> Schema:
+def string(
+    desc: str,
+    *,
+    enum: tuple[str, ...] | None = None,
+    pattern: str | None = None,
+    default: str | None = None,
+    min_length: int | None = None,
+) -> Schema:
     s: Schema = {"type": "string", "description": desc}
     if enum:
         s["enum"] = list(enum)
@@ -53,7 +59,9 @@ def boolean(desc: str, default: bool | None = None) -> Schema:
     return s
 
 
-def obj(desc: str, props: dict[str, Schema], *, required: tuple[str, ...] = (), rules: list[tuple[str, str]] | None = None) -> Schema:
+def obj(
+    desc: str, props: dict[str, Schema], *, required: tuple[str, ...] = (), rules: list[tuple[str, str]] | None = None
+) -> Schema:
     s: Schema = {"type": "object", "description": desc, "properties": props}
     if required:
         s["required"] = list(required)
@@ -82,37 +90,56 @@ def int_or_string(desc: str) -> Schema:
 
 
 def secret_ref(what: str) -> Schema:
-    return obj(f"Secret (same namespace) holding the {what}.", {
-        "name": string("Name of the Secret.", min_length=1),
-        "usernameKey": string("Key of the user name in the Secret.", default="username"),
-        "passwordKey": string("Key of the password in the Secret.", default="password"),
-    }, required=("name",))
+    return obj(
+        f"Secret (same namespace) holding the {what}.",
+        {
+            "name": string("Name of the Secret.", min_length=1),
+            "usernameKey": string("Key of the user name in the Secret.", default="username"),
+            "passwordKey": string("Key of the password in the Secret.", default="password"),
+        },
+        required=("name",),
+    )
 
 
 def catalog_ref() -> Schema:
-    return obj("The DuckLakeCatalog (same namespace) this object belongs to. Immutable.",
-               {"name": string("Name of the DuckLakeCatalog.", min_length=1)}, required=("name",),
-               rules=[("self == oldSelf", "catalogRef is immutable")])
+    return obj(
+        "The DuckLakeCatalog (same namespace) this object belongs to. Immutable.",
+        {"name": string("Name of the DuckLakeCatalog.", min_length=1)},
+        required=("name",),
+        rules=[("self == oldSelf", "catalogRef is immutable")],
+    )
 
 
 NAME_PATTERN = r"^[^\s\x00-\x1f](.*[^\s\x00-\x1f])?$"
-TYPE_DOC = ("DuckLake type: " + ", ".join(PRIMITIVES) + ", decimal(P,S), or struct/list/map with fields/element/key+value. "
-            "DuckDB spellings are accepted and normalised (" + ", ".join(sorted(a for a in ALIASES if " " not in a)[:12]) + ", ...).")
+TYPE_DOC = (
+    "DuckLake type: " + ", ".join(PRIMITIVES) + ", decimal(P,S), or struct/list/map with fields/element/key+value. "
+    "DuckDB spellings are accepted and normalised ("
+    + ", ".join(sorted(a for a in ALIASES if " " not in a)[:12])
+    + ", ...)."
+)
 
 
 def column(depth: int) -> Schema:
     """A column or struct field; nested ``fields`` are spelled out a few levels deep (CRD
     schemas cannot recurse), deeper levels are validated by the operator."""
     props: dict[str, Schema] = {
-        "name": string("Column name (case-insensitive in DuckDB; quotes and semicolons are fine).", pattern=NAME_PATTERN),
+        "name": string(
+            "Column name (case-insensitive in DuckDB; quotes and semicolons are fine).", pattern=NAME_PATTERN
+        ),
         "type": string(TYPE_DOC, min_length=1),
-        "nullable": boolean("Whether NULL is allowed. Setting false on an existing column is a destructive change.", True),
-        "default": any_value("Default for new rows and for rows written before the column existed: a constant, or "
-                             "{expression: <DuckDB SQL>} (only when the column is created with its table)."),
+        "nullable": boolean(
+            "Whether NULL is allowed. Setting false on an existing column is a destructive change.", True
+        ),
+        "default": any_value(
+            "Default for new rows and for rows written before the column existed: a constant, or "
+            "{expression: <DuckDB SQL>} (only when the column is created with its table)."
+        ),
         "comment": string("Column comment (DuckDB COMMENT ON COLUMN)."),
         "tags": string_map("Column tags (key/value)."),
-        "renamedFrom": array("Earlier names of this column: declares a rename, keeping the column id and its data.",
-                             string("An earlier name.")),
+        "renamedFrom": array(
+            "Earlier names of this column: declares a rename, keeping the column id and its data.",
+            string("An earlier name."),
+        ),
         "element": any_value("For type list: the element type (a type name, or a mapping with type and fields)."),
         "key": any_value("For type map: the key type."),
         "value": any_value("For type map: the value type (a type name, or a mapping with type and fields)."),
@@ -125,193 +152,413 @@ def column(depth: int) -> Schema:
 
 
 def condition() -> Schema:
-    return obj("Standard Kubernetes condition.", {
-        "type": string("Ready, Progressing, Blocked, Drifted, CatalogReachable, ..."),
-        "status": string("True, False or Unknown.", enum=("True", "False", "Unknown")),
-        "reason": string("One-word CamelCase reason."),
-        "message": string("Human-readable details."),
-        "observedGeneration": integer("Generation the condition was computed for."),
-        "lastTransitionTime": string("When the status last changed (RFC 3339)."),
-    }, required=("type", "status"))
+    return obj(
+        "Standard Kubernetes condition.",
+        {
+            "type": string("Ready, Progressing, Blocked, Drifted, CatalogReachable, ..."),
+            "status": string("True, False or Unknown.", enum=("True", "False", "Unknown")),
+            "reason": string("One-word CamelCase reason."),
+            "message": string("Human-readable details."),
+            "observedGeneration": integer("Generation the condition was computed for."),
+            "lastTransitionTime": string("When the status last changed (RFC 3339)."),
+        },
+        required=("type", "status"),
+    )
 
 
 def status_common(extra: dict[str, Schema]) -> Schema:
-    props = {"conditions": array("Current conditions.", condition()),
-             "observedGeneration": integer("The spec generation last reconciled.")}
+    props = {
+        "conditions": array("Current conditions.", condition()),
+        "observedGeneration": integer("The spec generation last reconciled."),
+    }
     props.update(extra)
     return obj("Observed state, written by the operator.", props)
 
 
-OPTIONS_DOC = ("DuckLake options (ducklake_metadata): targetFileSize, parquetCompression, parquetCompressionLevel, "
-               "parquetRowGroupSize, parquetRowGroupSizeBytes, parquetVersion, dataInliningRowLimit, hiveFilePattern, "
-               "sortOnInsert, rewriteDeleteThreshold, autoCompact, perThreadOutput.")
-DELETION = string("Retain (default): deleting the resource leaves the lake untouched. Delete: the object is dropped "
-                  "from the catalog in one snapshot.", enum=("Retain", "Delete"), default="Retain")
+OPTIONS_DOC = (
+    "DuckLake options (ducklake_metadata): targetFileSize, parquetCompression, parquetCompressionLevel, "
+    "parquetRowGroupSize, parquetRowGroupSizeBytes, parquetVersion, dataInliningRowLimit, hiveFilePattern, "
+    "sortOnInsert, rewriteDeleteThreshold, autoCompact, perThreadOutput."
+)
+DELETION = string(
+    "Retain (default): deleting the resource leaves the lake untouched. Delete: the object is dropped "
+    "from the catalog in one snapshot.",
+    enum=("Retain", "Delete"),
+    default="Retain",
+)
 
 
 def catalog_schema() -> Schema:
-    spec = obj("Desired state of a DuckLake catalog.", {
-        "metadata": obj("Where the catalog's metadata lives: exactly one of postgres or sqlite.", {
-            "postgres": obj("A PostgreSQL database (for several writers).", {
-                "host": string("Host name.", min_length=1), "port": integer("Port.", minimum=1, maximum=65535, default=5432),
-                "database": string("Database name.", min_length=1),
-                "schema": string("Schema holding the ducklake_* tables (DuckDB's METADATA_SCHEMA); default public."),
-                "sslMode": string("libpq sslmode.", enum=("disable", "allow", "prefer", "require", "verify-ca", "verify-full")),
-                "credentialsSecretRef": secret_ref("database user and password"),
-            }, required=("host", "database")),
-            "sqlite": obj("A SQLite file (single node; the embedded default).", {
-                "path": string("Path of the SQLite file (a PVC path in a cluster).", min_length=1)}, required=("path",)),
-        }, rules=[("has(self.postgres) != has(self.sqlite)", "spec.metadata needs exactly one of postgres or sqlite")]),
-        "dataPath": string("Where Parquet files live: s3://bucket/prefix/ or a local/PVC path. Must end with '/'.",
-                           pattern=r".*/$", min_length=2),
-        "storage": obj("Object store settings.", {"s3": obj("S3 or S3-compatible storage.", {
-            "endpoint": string("Endpoint URL (for S3-compatible stores)."), "region": string("Region."),
-            "urlStyle": string("path or vhost.", enum=("path", "vhost")),
-            "credentialsSecretRef": secret_ref("access key id (usernameKey) and secret (passwordKey)"),
-        })}),
-        "options": {**any_value(OPTIONS_DOC), "type": "object"},
-        "deletionPolicy": string("Retain (default): deleting the resource leaves the lake untouched. Delete: once no "
-                                 "DuckLakeSchema or DuckLakeTable uses the catalog, every file it refers to is deleted and "
-                                 "its metadata tables are dropped (files no row refers to are left: run deleteOrphanFiles "
-                                 "first).", enum=("Retain", "Delete"), default="Retain"),
-    }, required=("metadata", "dataPath"))
-    status = status_common({
-        "formatVersion": string("ducklake_metadata.version of the catalog."),
-        "currentSnapshot": integer("Latest snapshot id."), "schemaVersion": integer("Latest schema_version."),
-        "backend": string("postgres or sqlite."), "dataPath": string("The catalog's data path."),
-    })
+    spec = obj(
+        "Desired state of a DuckLake catalog.",
+        {
+            "metadata": obj(
+                "Where the catalog's metadata lives: exactly one of postgres or sqlite.",
+                {
+                    "postgres": obj(
+                        "A PostgreSQL database (for several writers).",
+                        {
+                            "host": string("Host name.", min_length=1),
+                            "port": integer("Port.", minimum=1, maximum=65535, default=5432),
+                            "database": string("Database name.", min_length=1),
+                            "schema": string(
+                                "Schema holding the ducklake_* tables (DuckDB's METADATA_SCHEMA); default public."
+                            ),
+                            "sslMode": string(
+                                "libpq sslmode.",
+                                enum=("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+                            ),
+                            "credentialsSecretRef": secret_ref("database user and password"),
+                        },
+                        required=("host", "database"),
+                    ),
+                    "sqlite": obj(
+                        "A SQLite file (single node; the embedded default).",
+                        {"path": string("Path of the SQLite file (a PVC path in a cluster).", min_length=1)},
+                        required=("path",),
+                    ),
+                },
+                rules=[
+                    ("has(self.postgres) != has(self.sqlite)", "spec.metadata needs exactly one of postgres or sqlite")
+                ],
+            ),
+            "dataPath": string(
+                "Where Parquet files live: s3://bucket/prefix/ or a local/PVC path. Must end with '/'.",
+                pattern=r".*/$",
+                min_length=2,
+            ),
+            "storage": obj(
+                "Object store settings.",
+                {
+                    "s3": obj(
+                        "S3 or S3-compatible storage.",
+                        {
+                            "endpoint": string("Endpoint URL (for S3-compatible stores)."),
+                            "region": string("Region."),
+                            "urlStyle": string("path or vhost.", enum=("path", "vhost")),
+                            "credentialsSecretRef": secret_ref("access key id (usernameKey) and secret (passwordKey)"),
+                        },
+                    )
+                },
+            ),
+            "options": {**any_value(OPTIONS_DOC), "type": "object"},
+            "deletionPolicy": string(
+                "Retain (default): deleting the resource leaves the lake untouched. Delete: once no "
+                "DuckLakeSchema or DuckLakeTable uses the catalog, every file it refers to is deleted and "
+                "its metadata tables are dropped (files no row refers to are left: run deleteOrphanFiles "
+                "first).",
+                enum=("Retain", "Delete"),
+                default="Retain",
+            ),
+        },
+        required=("metadata", "dataPath"),
+    )
+    status = status_common(
+        {
+            "formatVersion": string("ducklake_metadata.version of the catalog."),
+            "currentSnapshot": integer("Latest snapshot id."),
+            "schemaVersion": integer("Latest schema_version."),
+            "backend": string("postgres or sqlite."),
+            "dataPath": string("The catalog's data path."),
+        }
+    )
     return {"spec": spec, "status": status}
 
 
 def schema_schema() -> Schema:
-    spec = obj("Desired state of a schema in a DuckLake catalog.", {
-        "catalogRef": catalog_ref(), "name": string("Schema name in the catalog.", pattern=NAME_PATTERN),
-        "comment": string("Schema comment."), "tags": string_map("Schema tags."), "deletionPolicy": DELETION,
-    }, required=("catalogRef", "name"))
-    status = status_common({"schemaId": integer("schema_id in the catalog."), "snapshot": integer("Snapshot last applied or checked.")})
+    spec = obj(
+        "Desired state of a schema in a DuckLake catalog.",
+        {
+            "catalogRef": catalog_ref(),
+            "name": string("Schema name in the catalog.", pattern=NAME_PATTERN),
+            "comment": string("Schema comment."),
+            "tags": string_map("Schema tags."),
+            "deletionPolicy": DELETION,
+        },
+        required=("catalogRef", "name"),
+    )
+    status = status_common(
+        {"schemaId": integer("schema_id in the catalog."), "snapshot": integer("Snapshot last applied or checked.")}
+    )
     return {"spec": spec, "status": status}
 
 
 def table_schema() -> Schema:
-    spec = obj("Desired state of a DuckLake table; the operator plans and applies the difference as one snapshot.", {
-        "catalogRef": catalog_ref(),
-        "schema": string("Schema of the table.", default="main", pattern=NAME_PATTERN),
-        "name": string("Table name in the catalog.", pattern=NAME_PATTERN),
-        "renamedFrom": array("Earlier names of the table: declares a rename.", string("An earlier name.")),
-        "comment": string("Table comment (DuckDB COMMENT ON TABLE)."),
-        "tags": string_map("Table tags."),
-        "columns": array("Columns in order. New columns go last (DuckLake appends); existing ones cannot be reordered.",
-                         column(3)),
-        "partitionBy": array("Partition keys (top-level columns).", obj("A partition key.", {
-            "column": string("Column name.", min_length=1),
-            "transform": string("identity, or year/month/day/hour of a date or timestamp.", enum=TRANSFORMS, default="identity"),
-        }, required=("column",))),
-        "sortBy": array("Sort order used by inserts and compaction.", obj("A sort key.", {
-            "column": string("Column name.", min_length=1),
-            "direction": string("asc or desc.", enum=("asc", "desc"), default="asc"),
-            "nulls": string("first or last.", enum=("first", "last"), default="last"),
-        }, required=("column",))),
-        "options": {**any_value("Table-scoped " + OPTIONS_DOC), "type": "object"},
-        "evolution": obj("What the operator may change.", {
-            "allowDropColumns": boolean("Allow dropping columns and fields (their data is no longer readable).", False),
-            "typeChanges": string("promote: only lossless promotions (metadata only). rewrite: other casts by rewriting the data.",
-                                  enum=("promote", "rewrite"), default="promote"),
-            "mode": string("declared: the manifest is the whole truth. auto: columns added by ingestion are kept.",
-                           enum=("declared", "auto"), default="declared"),
-            "onDrift": string("report or revert changes made outside the operator (checked on a timer).",
-                              enum=("report", "revert"), default="report"),
-            "approvedPlan": string("Hash of a blocked plan (status.pendingPlan.hash) to apply it anyway; void once the plan changes.",
-                                   pattern=r"^[0-9a-f]{16}$"),
-        }),
-        "deletionPolicy": DELETION,
-    }, required=("catalogRef", "name", "columns"))
-    status = status_common({
-        "tableId": integer("table_id in the catalog."), "tableUuid": string("table_uuid in the catalog."),
-        "snapshot": integer("Snapshot last applied or checked."), "schemaVersion": integer("schema_version of that snapshot."),
-        "columnCount": integer("Number of top-level columns."),
-        "columns": array("Columns with their ids (field ids in Parquet).", obj("A column.", {
-            "name": string("Path of the column."), "id": integer("column_id."), "type": string("DuckLake type.")})),
-        "lastPlan": obj("The changes last applied.", {"hash": string("Plan hash."), "snapshot": integer("Snapshot committed."),
-                                                      "changes": array("One line per change.", string("A change."))}),
-        "pendingPlan": obj("A plan that is blocked or cannot be applied.", {
-            "hash": string("Plan hash; copy into spec.evolution.approvedPlan to approve."),
-            "changes": array("One line per change.", string("A change."))}),
-        "blockedChanges": array("Changes refused and how to allow them.", obj("A blocked change.", {
-            "change": string("The change."), "reason": string("Why it is blocked."), "allow": string("How to allow it.")})),
-        "drift": array("Where the catalog differs from the manifest.", string("A difference.")),
-        "stats": obj("Table health from the catalog.", {
-            "rows": integer("Rows in live files minus deletes."), "files": integer("Live data files."),
-            "bytes": integer("Bytes in live data files."), "smallFiles": integer("Files under the small-file threshold."),
-            "deleteFiles": integer("Live delete files.")}),
-    })
+    spec = obj(
+        "Desired state of a DuckLake table; the operator plans and applies the difference as one snapshot.",
+        {
+            "catalogRef": catalog_ref(),
+            "schema": string("Schema of the table.", default="main", pattern=NAME_PATTERN),
+            "name": string("Table name in the catalog.", pattern=NAME_PATTERN),
+            "renamedFrom": array("Earlier names of the table: declares a rename.", string("An earlier name.")),
+            "comment": string("Table comment (DuckDB COMMENT ON TABLE)."),
+            "tags": string_map("Table tags."),
+            "columns": array(
+                "Columns in order. New columns go last (DuckLake appends); existing ones cannot be reordered.",
+                column(3),
+            ),
+            "partitionBy": array(
+                "Partition keys (top-level columns).",
+                obj(
+                    "A partition key.",
+                    {
+                        "column": string("Column name.", min_length=1),
+                        "transform": string(
+                            "identity, or year/month/day/hour of a date or timestamp.",
+                            enum=TRANSFORMS,
+                            default="identity",
+                        ),
+                    },
+                    required=("column",),
+                ),
+            ),
+            "sortBy": array(
+                "Sort order used by inserts and compaction.",
+                obj(
+                    "A sort key.",
+                    {
+                        "column": string("Column name.", min_length=1),
+                        "direction": string("asc or desc.", enum=("asc", "desc"), default="asc"),
+                        "nulls": string("first or last.", enum=("first", "last"), default="last"),
+                    },
+                    required=("column",),
+                ),
+            ),
+            "options": {**any_value("Table-scoped " + OPTIONS_DOC), "type": "object"},
+            "evolution": obj(
+                "What the operator may change.",
+                {
+                    "allowDropColumns": boolean(
+                        "Allow dropping columns and fields (their data is no longer readable).", False
+                    ),
+                    "typeChanges": string(
+                        "promote: only lossless promotions (metadata only). rewrite: other casts by rewriting the data.",
+                        enum=("promote", "rewrite"),
+                        default="promote",
+                    ),
+                    "mode": string(
+                        "declared: the manifest is the whole truth. auto: columns added by ingestion are kept.",
+                        enum=("declared", "auto"),
+                        default="declared",
+                    ),
+                    "onDrift": string(
+                        "report or revert changes made outside the operator (checked on a timer).",
+                        enum=("report", "revert"),
+                        default="report",
+                    ),
+                    "approvedPlan": string(
+                        "Hash of a blocked plan (status.pendingPlan.hash) to apply it anyway; void once the plan changes.",
+                        pattern=r"^[0-9a-f]{16}$",
+                    ),
+                },
+            ),
+            "deletionPolicy": DELETION,
+        },
+        required=("catalogRef", "name", "columns"),
+    )
+    status = status_common(
+        {
+            "tableId": integer("table_id in the catalog."),
+            "tableUuid": string("table_uuid in the catalog."),
+            "snapshot": integer("Snapshot last applied or checked."),
+            "schemaVersion": integer("schema_version of that snapshot."),
+            "columnCount": integer("Number of top-level columns."),
+            "columns": array(
+                "Columns with their ids (field ids in Parquet).",
+                obj(
+                    "A column.",
+                    {
+                        "name": string("Path of the column."),
+                        "id": integer("column_id."),
+                        "type": string("DuckLake type."),
+                    },
+                ),
+            ),
+            "lastPlan": obj(
+                "The changes last applied.",
+                {
+                    "hash": string("Plan hash."),
+                    "snapshot": integer("Snapshot committed."),
+                    "changes": array("One line per change.", string("A change.")),
+                },
+            ),
+            "pendingPlan": obj(
+                "A plan that is blocked or cannot be applied.",
+                {
+                    "hash": string("Plan hash; copy into spec.evolution.approvedPlan to approve."),
+                    "changes": array("One line per change.", string("A change.")),
+                },
+            ),
+            "blockedChanges": array(
+                "Changes refused and how to allow them.",
+                obj(
+                    "A blocked change.",
+                    {
+                        "change": string("The change."),
+                        "reason": string("Why it is blocked."),
+                        "allow": string("How to allow it."),
+                    },
+                ),
+            ),
+            "drift": array("Where the catalog differs from the manifest.", string("A difference.")),
+            "stats": obj(
+                "Table health from the catalog.",
+                {
+                    "rows": integer("Rows in live files minus deletes."),
+                    "files": integer("Live data files."),
+                    "bytes": integer("Bytes in live data files."),
+                    "smallFiles": integer("Files under the small-file threshold."),
+                    "deleteFiles": integer("Live delete files."),
+                },
+            ),
+        }
+    )
     return {"spec": spec, "status": status}
 
 
 def policy_schema() -> Schema:
     schedule = string("Cron schedule (5 fields, in spec.window.timezone).", min_length=9)
-    spec = obj("Maintenance of the selected tables and of the catalog.", {
-        "catalogRef": catalog_ref(),
-        "tableSelector": {**any_value("Label selector over DuckLakeTables."), "type": "object"},
-        "tables": array("Tables by name (schema.table).", string("schema.table")),
-        "compaction": obj("Merge small files.", {"schedule": schedule, "targetFileSize": int_or_string("Target size, e.g. 512MB."),
-                                                 "minInputFiles": integer("Minimum files to merge.", minimum=2),
-                                                 "smallFileThreshold": int_or_string("Files below this size are small."),
-                                                 "sort": boolean("Write in the table's sort order."),
-                                                 "whenSmallFilesAbove": integer("Also run when a table has more small files.", minimum=1)}),
-        "deleteRewrite": obj("Rewrite files whose rows are mostly deleted.", {"schedule": schedule,
-            "deleteRatioThreshold": {"type": "number", "description": "Deleted fraction that triggers a rewrite.", "minimum": 0, "maximum": 1}}),
-        "inlinedDataFlush": obj("Move inlined rows into Parquet.", {"schedule": schedule}),
-        "partitionRewrite": obj("Rewrite files written under older partition specs.", {"schedule": schedule}),
-        "snapshotExpiry": obj("Catalog-wide: expire old snapshots.", {"schedule": schedule, "olderThan": string("e.g. 7d."),
-                                                                      "retainLast": integer("Always keep this many.", minimum=1)}),
-        "fileCleanup": obj("Catalog-wide: delete files no longer referenced.", {"schedule": schedule,
-            "olderThan": string("Grace period, default 3d.", default="3d"), "orphanFiles": boolean("Also delete orphan files.", False),
-            "dryRun": boolean("Only list what would be deleted.", False)}),
-        "window": obj("No run starts outside this window.", {"start": string("HH:MM.", pattern=r"^\d{2}:\d{2}$"),
-                                                             "end": string("HH:MM.", pattern=r"^\d{2}:\d{2}$"),
-                                                             "timezone": string("IANA time zone.", default="UTC")}),
-        "suspend": boolean("Pause all runs.", False),
-        "concurrency": obj("Limits.", {"maxJobsPerCatalog": integer("Concurrent jobs per catalog.", minimum=1)}),
-        "spark": obj("How jobs run.", {
-            "launcher": string("SparkApplication, Job or Local.", enum=("SparkApplication", "Job", "Local"), default="Job"),
-            "image": string("Image with the operator and PySpark."), "serviceAccount": string("Service account of the driver."),
-            "driver": obj("Driver resources.", {"cores": integer("Cores.", minimum=1), "memory": string("e.g. 2g.")}),
-            "executor": obj("Executor resources.", {"instances": integer("Executors.", minimum=0), "cores": integer("Cores.", minimum=1),
-                                                    "memory": string("e.g. 4g.")}),
-            "conf": string_map("Extra Spark configuration."),
-        }),
-    }, required=("catalogRef",), rules=[("!(has(self.tableSelector) && has(self.tables))", "give tableSelector or tables, not both")])
-    status = status_common({"operations": {**any_value("Last and next run per operation and table."), "type": "object"}})
+    spec = obj(
+        "Maintenance of the selected tables and of the catalog.",
+        {
+            "catalogRef": catalog_ref(),
+            "tableSelector": {**any_value("Label selector over DuckLakeTables."), "type": "object"},
+            "tables": array("Tables by name (schema.table).", string("schema.table")),
+            "compaction": obj(
+                "Merge small files.",
+                {
+                    "schedule": schedule,
+                    "targetFileSize": int_or_string("Target size, e.g. 512MB."),
+                    "minInputFiles": integer("Minimum files to merge.", minimum=2),
+                    "smallFileThreshold": int_or_string("Files below this size are small."),
+                    "sort": boolean("Write in the table's sort order."),
+                    "whenSmallFilesAbove": integer("Also run when a table has more small files.", minimum=1),
+                },
+            ),
+            "deleteRewrite": obj(
+                "Rewrite files whose rows are mostly deleted.",
+                {
+                    "schedule": schedule,
+                    "deleteRatioThreshold": {
+                        "type": "number",
+                        "description": "Deleted fraction that triggers a rewrite.",
+                        "minimum": 0,
+                        "maximum": 1,
+                    },
+                },
+            ),
+            "inlinedDataFlush": obj("Move inlined rows into Parquet.", {"schedule": schedule}),
+            "partitionRewrite": obj("Rewrite files written under older partition specs.", {"schedule": schedule}),
+            "snapshotExpiry": obj(
+                "Catalog-wide: expire old snapshots.",
+                {
+                    "schedule": schedule,
+                    "olderThan": string("e.g. 7d."),
+                    "retainLast": integer("Always keep this many.", minimum=1),
+                },
+            ),
+            "fileCleanup": obj(
+                "Catalog-wide: delete files no longer referenced.",
+                {
+                    "schedule": schedule,
+                    "olderThan": string("Grace period, default 3d.", default="3d"),
+                    "orphanFiles": boolean("Also delete orphan files.", False),
+                    "dryRun": boolean("Only list what would be deleted.", False),
+                },
+            ),
+            "window": obj(
+                "No run starts outside this window.",
+                {
+                    "start": string("HH:MM.", pattern=r"^\d{2}:\d{2}$"),
+                    "end": string("HH:MM.", pattern=r"^\d{2}:\d{2}$"),
+                    "timezone": string("IANA time zone.", default="UTC"),
+                },
+            ),
+            "suspend": boolean("Pause all runs.", False),
+            "concurrency": obj("Limits.", {"maxJobsPerCatalog": integer("Concurrent jobs per catalog.", minimum=1)}),
+            "spark": obj(
+                "How jobs run.",
+                {
+                    "launcher": string(
+                        "SparkApplication, Job or Local.", enum=("SparkApplication", "Job", "Local"), default="Job"
+                    ),
+                    "image": string("Image with the operator and PySpark."),
+                    "serviceAccount": string("Service account of the driver."),
+                    "driver": obj(
+                        "Driver resources.", {"cores": integer("Cores.", minimum=1), "memory": string("e.g. 2g.")}
+                    ),
+                    "executor": obj(
+                        "Executor resources.",
+                        {
+                            "instances": integer("Executors.", minimum=0),
+                            "cores": integer("Cores.", minimum=1),
+                            "memory": string("e.g. 4g."),
+                        },
+                    ),
+                    "conf": string_map("Extra Spark configuration."),
+                },
+            ),
+        },
+        required=("catalogRef",),
+        rules=[("!(has(self.tableSelector) && has(self.tables))", "give tableSelector or tables, not both")],
+    )
+    status = status_common(
+        {"operations": {**any_value("Last and next run per operation and table."), "type": "object"}}
+    )
     return {"spec": spec, "status": status}
 
 
 def _params_description() -> str:
     """The parameters of each operation, from their one definition (checked at apply time)."""
-    return "\n".join(["Operation parameters (checked by the operator, with the field path of each problem):"] +
-                     [f"{name}: " + ("; ".join(f"{key} ({text})" for key, text in params) or "none") + "."
-                      for name, params in params_help()])
+    return "\n".join(
+        ["Operation parameters (checked by the operator, with the field path of each problem):"]
+        + [
+            f"{name}: " + ("; ".join(f"{key} ({text})" for key, text in params) or "none") + "."
+            for name, params in params_help()
+        ]
+    )
 
 
 def job_schema() -> Schema:
-    spec = obj("One maintenance run. Immutable once created.", {
-        "catalogRef": catalog_ref(),
-        "table": string("schema.table (not for catalog-wide operations).", pattern=r"^[^.]+\..+$"),
-        "operation": string("What to run.", enum=JOB_OPERATIONS),
-        "params": {**any_value(_params_description()), "type": "object"},
-        "timeout": int_or_string("Deadline, seconds or e.g. 30m."),
-        "retries": integer("Retries after a failure.", minimum=0, default=0),
-    }, required=("catalogRef", "operation"), rules=[("self == oldSelf", "a DuckLakeJob is immutable; create a new one")])
-    status = status_common({
-        "state": string("Pending, Running, Succeeded, Failed or Cancelled.", enum=("Pending", "Running", "Succeeded", "Failed", "Cancelled")),
-        "progress": string("Human-readable progress."), "attempts": integer("Attempts so far."),
-        "startTime": string("Start (RFC 3339)."), "completionTime": string("End (RFC 3339)."), "deadline": string("Deadline (RFC 3339)."),
-        "baseSnapshot": integer("Snapshot planned against."), "committedSnapshot": integer("Snapshot committed."),
-        "filesRead": integer("Files read."), "filesWritten": integer("Files written."), "bytesRead": integer("Bytes read."),
-        "bytesWritten": integer("Bytes written."), "rowsWritten": integer("Rows written."),
-        "before": {**any_value("Table health before."), "type": "object"}, "after": {**any_value("Table health after."), "type": "object"},
-        "message": string("Result or error."),
-        "launched": obj("What was launched.", {"kind": string("SparkApplication, Job or Local."), "name": string("Its name.")}),
-    })
+    spec = obj(
+        "One maintenance run. Immutable once created.",
+        {
+            "catalogRef": catalog_ref(),
+            "table": string("schema.table (not for catalog-wide operations).", pattern=r"^[^.]+\..+$"),
+            "operation": string("What to run.", enum=JOB_OPERATIONS),
+            "params": {**any_value(_params_description()), "type": "object"},
+            "timeout": int_or_string("Deadline, seconds or e.g. 30m."),
+            "retries": integer("Retries after a failure.", minimum=0, default=0),
+        },
+        required=("catalogRef", "operation"),
+        rules=[("self == oldSelf", "a DuckLakeJob is immutable; create a new one")],
+    )
+    status = status_common(
+        {
+            "state": string(
+                "Pending, Running, Succeeded, Failed or Cancelled.",
+                enum=("Pending", "Running", "Succeeded", "Failed", "Cancelled"),
+            ),
+            "progress": string("Human-readable progress."),
+            "attempts": integer("Attempts so far."),
+            "startTime": string("Start (RFC 3339)."),
+            "completionTime": string("End (RFC 3339)."),
+            "deadline": string("Deadline (RFC 3339)."),
+            "baseSnapshot": integer("Snapshot planned against."),
+            "committedSnapshot": integer("Snapshot committed."),
+            "filesRead": integer("Files read."),
+            "filesWritten": integer("Files written."),
+            "bytesRead": integer("Bytes read."),
+            "bytesWritten": integer("Bytes written."),
+            "rowsWritten": integer("Rows written."),
+            "before": {**any_value("Table health before."), "type": "object"},
+            "after": {**any_value("Table health after."), "type": "object"},
+            "message": string("Result or error."),
+            "launched": obj(
+                "What was launched.", {"kind": string("SparkApplication, Job or Local."), "name": string("Its name.")}
+            ),
+        }
+    )
     return {"spec": spec, "status": status}
 
 
@@ -319,49 +566,120 @@ READY = {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 KINDS: list[dict[str, Any]] = [
-    {"kind": "DuckLakeCatalog", "plural": "ducklakecatalogs", "short": ["dlc", "dlcat"], "schema": catalog_schema,
-     "description": "A DuckLake catalog: metadata database and data path.",
-     "columns": [{"name": "Snapshot", "type": "integer", "jsonPath": ".status.currentSnapshot"},
-                 {"name": "Format", "type": "string", "jsonPath": ".status.formatVersion"}, READY, AGE]},
-    {"kind": "DuckLakeSchema", "plural": "ducklakeschemas", "short": ["dls"], "schema": schema_schema,
-     "description": "A schema in a DuckLake catalog.",
-     "columns": [{"name": "Catalog", "type": "string", "jsonPath": ".spec.catalogRef.name"},
-                 {"name": "Schema", "type": "string", "jsonPath": ".spec.name"}, READY, AGE]},
-    {"kind": "DuckLakeTable", "plural": "ducklaketables", "short": ["dlt"], "schema": table_schema,
-     "description": "A DuckLake table, declared: columns, partitioning, sort order, evolution policy.",
-     "columns": [{"name": "Schema", "type": "string", "jsonPath": ".spec.schema"},
-                 {"name": "Snapshot", "type": "integer", "jsonPath": ".status.snapshot"},
-                 {"name": "Columns", "type": "integer", "jsonPath": ".status.columnCount"},
-                 {"name": "Files", "type": "integer", "jsonPath": ".status.stats.files"}, READY, AGE]},
-    {"kind": "DuckLakeMaintenancePolicy", "plural": "ducklakemaintenancepolicies", "short": ["dlmp"], "schema": policy_schema,
-     "description": "Scheduled maintenance of DuckLake tables and of their catalog.",
-     "columns": [{"name": "Catalog", "type": "string", "jsonPath": ".spec.catalogRef.name"},
-                 {"name": "Suspended", "type": "boolean", "jsonPath": ".spec.suspend"}, READY, AGE]},
-    {"kind": "DuckLakeJob", "plural": "ducklakejobs", "short": ["dlj"], "schema": job_schema,
-     "description": "One maintenance run (compaction, expiry, cleanup, ...).",
-     "columns": [{"name": "Table", "type": "string", "jsonPath": ".spec.table"},
-                 {"name": "Operation", "type": "string", "jsonPath": ".spec.operation"},
-                 {"name": "State", "type": "string", "jsonPath": ".status.state"},
-                 {"name": "Progress", "type": "string", "jsonPath": ".status.progress"}, AGE]},
+    {
+        "kind": "DuckLakeCatalog",
+        "plural": "ducklakecatalogs",
+        "short": ["dlc", "dlcat"],
+        "schema": catalog_schema,
+        "description": "A DuckLake catalog: metadata database and data path.",
+        "columns": [
+            {"name": "Snapshot", "type": "integer", "jsonPath": ".status.currentSnapshot"},
+            {"name": "Format", "type": "string", "jsonPath": ".status.formatVersion"},
+            READY,
+            AGE,
+        ],
+    },
+    {
+        "kind": "DuckLakeSchema",
+        "plural": "ducklakeschemas",
+        "short": ["dls"],
+        "schema": schema_schema,
+        "description": "A schema in a DuckLake catalog.",
+        "columns": [
+            {"name": "Catalog", "type": "string", "jsonPath": ".spec.catalogRef.name"},
+            {"name": "Schema", "type": "string", "jsonPath": ".spec.name"},
+            READY,
+            AGE,
+        ],
+    },
+    {
+        "kind": "DuckLakeTable",
+        "plural": "ducklaketables",
+        "short": ["dlt"],
+        "schema": table_schema,
+        "description": "A DuckLake table, declared: columns, partitioning, sort order, evolution policy.",
+        "columns": [
+            {"name": "Schema", "type": "string", "jsonPath": ".spec.schema"},
+            {"name": "Snapshot", "type": "integer", "jsonPath": ".status.snapshot"},
+            {"name": "Columns", "type": "integer", "jsonPath": ".status.columnCount"},
+            {"name": "Files", "type": "integer", "jsonPath": ".status.stats.files"},
+            READY,
+            AGE,
+        ],
+    },
+    {
+        "kind": "DuckLakeMaintenancePolicy",
+        "plural": "ducklakemaintenancepolicies",
+        "short": ["dlmp"],
+        "schema": policy_schema,
+        "description": "Scheduled maintenance of DuckLake tables and of their catalog.",
+        "columns": [
+            {"name": "Catalog", "type": "string", "jsonPath": ".spec.catalogRef.name"},
+            {"name": "Suspended", "type": "boolean", "jsonPath": ".spec.suspend"},
+            READY,
+            AGE,
+        ],
+    },
+    {
+        "kind": "DuckLakeJob",
+        "plural": "ducklakejobs",
+        "short": ["dlj"],
+        "schema": job_schema,
+        "description": "One maintenance run (compaction, expiry, cleanup, ...).",
+        "columns": [
+            {"name": "Table", "type": "string", "jsonPath": ".spec.table"},
+            {"name": "Operation", "type": "string", "jsonPath": ".spec.operation"},
+            {"name": "State", "type": "string", "jsonPath": ".status.state"},
+            {"name": "Progress", "type": "string", "jsonPath": ".status.progress"},
+            AGE,
+        ],
+    },
 ]
 
 
 def crd(entry: dict[str, Any]) -> dict[str, Any]:
     parts = entry["schema"]()
-    schema = {"type": "object", "description": entry["description"], "properties": {
-        "apiVersion": string("API version: ducklake.dev/v1alpha1."), "kind": string("Kind of the object."),
-        "metadata": {"type": "object", "description": "Standard object metadata."},
-        "spec": parts["spec"], "status": parts["status"]}, "required": ["spec"]}
+    schema = {
+        "type": "object",
+        "description": entry["description"],
+        "properties": {
+            "apiVersion": string("API version: ducklake.dev/v1alpha1."),
+            "kind": string("Kind of the object."),
+            "metadata": {"type": "object", "description": "Standard object metadata."},
+            "spec": parts["spec"],
+            "status": parts["status"],
+        },
+        "required": ["spec"],
+    }
     singular = entry["kind"].lower()
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{entry['plural']}.{GROUP}", "labels": {"app.kubernetes.io/part-of": "ducklake-operator"}},
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{entry['plural']}.{GROUP}",
+            "labels": {"app.kubernetes.io/part-of": "ducklake-operator"},
+        },
         "spec": {
-            "group": GROUP, "scope": "Namespaced",
-            "names": {"kind": entry["kind"], "listKind": entry["kind"] + "List", "plural": entry["plural"], "singular": singular,
-                      "shortNames": entry["short"], "categories": ["ducklake"]},
-            "versions": [{"name": VERSION, "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
-                          "subresources": {"status": {}}, "additionalPrinterColumns": entry["columns"]}],
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": entry["kind"],
+                "listKind": entry["kind"] + "List",
+                "plural": entry["plural"],
+                "singular": singular,
+                "shortNames": entry["short"],
+                "categories": ["ducklake"],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": entry["columns"],
+                }
+            ],
         },
     }
 

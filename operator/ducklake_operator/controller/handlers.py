@@ -21,7 +21,15 @@ from ..model.spec import GROUP, VERSION, CatalogSpec, SchemaSpec, TableSpec
 from ..reconcile import lake_identity
 from . import metrics
 from .reconcilers import (
-    CatalogPool, Outcome, check_table_drift, delete_catalog, delete_schema, delete_table, reconcile_catalog, reconcile_schema, reconcile_table,
+    CatalogPool,
+    Outcome,
+    check_table_drift,
+    delete_catalog,
+    delete_schema,
+    delete_table,
+    reconcile_catalog,
+    reconcile_schema,
+    reconcile_table,
 )
 from .status import condition, merge_conditions
 
@@ -34,7 +42,9 @@ CATALOGS, SCHEMAS, TABLES = "ducklakecatalogs", "ducklakeschemas", "ducklaketabl
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP, key="last-handled-configuration")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=GROUP, key="last-handled-configuration"
+    )
     settings.posting.level = logging.INFO
     settings.execution.max_workers = int(os.environ.get("DUCKLAKE_WORKERS", "8"))
     if "pool" not in memo:
@@ -51,8 +61,14 @@ def close_catalogs(memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.index(GROUP, VERSION, CATALOGS)
 def catalog_manifests(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(namespace, name): {"kind": body.get("kind"), "apiVersion": body.get("apiVersion"),
-                                "metadata": {"name": name, "namespace": namespace}, "spec": dict(body.get("spec", {}))}}
+    return {
+        (namespace, name): {
+            "kind": body.get("kind"),
+            "apiVersion": body.get("apiVersion"),
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": dict(body.get("spec", {})),
+        }
+    }
 
 
 def _user(namespace: str, name: str, body: kopf.Body) -> dict[tuple[str, str], str]:
@@ -72,9 +88,17 @@ def table_users(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tu
 
 def _parse(body: kopf.Body) -> Any:
     meta = body.get("metadata", {})
-    doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "spec": body.get("spec"),
-           "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"), "generation": meta.get("generation"),
-                        "labels": dict(meta.get("labels") or {})}}
+    doc = {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "spec": body.get("spec"),
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "generation": meta.get("generation"),
+            "labels": dict(meta.get("labels") or {}),
+        },
+    }
     return parse_manifest(doc, source=f"{meta.get('namespace')}/{meta.get('name')}")
 
 
@@ -105,14 +129,31 @@ def _invalid(exc: SpecError, body: kopf.Body, patch: kopf.Patch, status: dict[st
     """An invalid manifest: say so in status and an event; do not retry until it changes."""
     generation = body.get("metadata", {}).get("generation")
     message = "; ".join(exc.problems)
-    _publish(Outcome(status={"observedGeneration": generation},
-                     conditions=[condition("Ready", False, "InvalidSpec", message, generation),
-                                 condition("Progressing", False, "InvalidSpec", "", generation)],
-                     events=[("Warning", "InvalidSpec", message)]), body, patch, status, kind)
+    _publish(
+        Outcome(
+            status={"observedGeneration": generation},
+            conditions=[
+                condition("Ready", False, "InvalidSpec", message, generation),
+                condition("Progressing", False, "InvalidSpec", "", generation),
+            ],
+            events=[("Warning", "InvalidSpec", message)],
+        ),
+        body,
+        patch,
+        status,
+        kind,
+    )
 
 
-def _handle(kind: str, body: kopf.Body, patch: kopf.Patch, status: dict[str, Any],
-            reconcile: Callable[[Any], Outcome], *, on_invalid: str = "report") -> None:
+def _handle(
+    kind: str,
+    body: kopf.Body,
+    patch: kopf.Patch,
+    status: dict[str, Any],
+    reconcile: Callable[[Any], Outcome],
+    *,
+    on_invalid: str = "report",
+) -> None:
     """Parse, reconcile, publish. An invalid manifest is reported (or, on deletion, ignored:
     it was never applied) and not retried until it changes."""
     try:
@@ -134,12 +175,38 @@ def catalog_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any]
 
 
 @kopf.on.delete(GROUP, VERSION, CATALOGS)
-def catalog_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, schema_users: kopf.Index,
-                   table_users: kopf.Index, catalog_manifests: kopf.Index, namespace: str, name: str, **_: Any) -> None:
+def catalog_delete(
+    body: kopf.Body,
+    patch: kopf.Patch,
+    status: dict[str, Any],
+    memo: kopf.Memo,
+    schema_users: kopf.Index,
+    table_users: kopf.Index,
+    catalog_manifests: kopf.Index,
+    namespace: str,
+    name: str,
+    **_: Any,
+) -> None:
     users = [*schema_users.get((namespace, name), []), *table_users.get((namespace, name), [])]
-    _handle("DuckLakeCatalog", body, patch, status, on_invalid="ignore", reconcile=lambda spec: delete_catalog(
-        spec, memo.pool, users, [f"{ns}/{n}" for (ns, n), docs in catalog_manifests.items() if (ns, n) != (namespace, name)
-                                 for doc in docs if _declares_lake(doc, lake_identity(spec))]))
+    _handle(
+        "DuckLakeCatalog",
+        body,
+        patch,
+        status,
+        on_invalid="ignore",
+        reconcile=lambda spec: delete_catalog(
+            spec,
+            memo.pool,
+            users,
+            [
+                f"{ns}/{n}"
+                for (ns, n), docs in catalog_manifests.items()
+                if (ns, n) != (namespace, name)
+                for doc in docs
+                if _declares_lake(doc, lake_identity(spec))
+            ],
+        ),
+    )
 
 
 def _declares_lake(doc: dict[str, Any], identity: tuple[object, ...]) -> bool:
@@ -153,29 +220,51 @@ def _declares_lake(doc: dict[str, Any], identity: tuple[object, ...]) -> bool:
 @kopf.on.resume(GROUP, VERSION, SCHEMAS)
 @kopf.on.create(GROUP, VERSION, SCHEMAS)
 @kopf.on.update(GROUP, VERSION, SCHEMAS, field="spec")
-def schema_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo,
-                     catalog_manifests: kopf.Index, **_: Any) -> None:
-    _handle("DuckLakeSchema", body, patch, status,
-            lambda spec: reconcile_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool))
+def schema_reconcile(
+    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
+) -> None:
+    _handle(
+        "DuckLakeSchema",
+        body,
+        patch,
+        status,
+        lambda spec: reconcile_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool),
+    )
 
 
 @kopf.on.delete(GROUP, VERSION, SCHEMAS)
-def schema_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any) -> None:
-    _handle("DuckLakeSchema", body, patch, status,
-            lambda spec: delete_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool), on_invalid="ignore")
+def schema_delete(
+    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
+) -> None:
+    _handle(
+        "DuckLakeSchema",
+        body,
+        patch,
+        status,
+        lambda spec: delete_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool),
+        on_invalid="ignore",
+    )
 
 
 @kopf.on.resume(GROUP, VERSION, TABLES)
 @kopf.on.create(GROUP, VERSION, TABLES)
 @kopf.on.update(GROUP, VERSION, TABLES, field="spec")
-def table_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo,
-                    catalog_manifests: kopf.Index, **_: Any) -> None:
-    _handle("DuckLakeTable", body, patch, status,
-            lambda spec: reconcile_table(spec, _catalog_for(spec, catalog_manifests), memo.pool))
+def table_reconcile(
+    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
+) -> None:
+    _handle(
+        "DuckLakeTable",
+        body,
+        patch,
+        status,
+        lambda spec: reconcile_table(spec, _catalog_for(spec, catalog_manifests), memo.pool),
+    )
 
 
 @kopf.timer(GROUP, VERSION, TABLES, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL, idle=DRIFT_INTERVAL / 2)
-def table_drift(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any) -> None:
+def table_drift(
+    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
+) -> None:
     def check(spec: TableSpec) -> Outcome:
         outcome = check_table_drift(spec, _catalog_for(spec, catalog_manifests), memo.pool)
         was = {c["type"]: c for c in status.get("conditions", [])}.get("Drifted", {})
@@ -187,6 +276,14 @@ def table_drift(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo
 
 
 @kopf.on.delete(GROUP, VERSION, TABLES)
-def table_delete(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any) -> None:
-    _handle("DuckLakeTable", body, patch, status,
-            lambda spec: delete_table(spec, _catalog_for(spec, catalog_manifests), memo.pool), on_invalid="ignore")
+def table_delete(
+    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
+) -> None:
+    _handle(
+        "DuckLakeTable",
+        body,
+        patch,
+        status,
+        lambda spec: delete_table(spec, _catalog_for(spec, catalog_manifests), memo.pool),
+        on_invalid="ignore",
+    )

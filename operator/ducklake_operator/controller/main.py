@@ -15,8 +15,12 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ducklake-operator")
-    parser.add_argument("--namespace", action="append", default=[],
-                        help="watch only these namespaces (repeatable); default: all (cluster-wide)")
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        help="watch only these namespaces (repeatable); default: all (cluster-wide)",
+    )
     parser.add_argument("--liveness", default=os.environ.get("DUCKLAKE_LIVENESS", "http://0.0.0.0:8080/healthz"))
     parser.add_argument("--metrics-port", type=int, default=int(os.environ.get("DUCKLAKE_METRICS_PORT", "9090")))
     parser.add_argument("--log-level", default=os.environ.get("DUCKLAKE_LOG_LEVEL", "INFO"))
@@ -32,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.metrics_port:
         start_http_server(args.metrics_port)
     kopf.run(
-        clusterwide=not args.namespace, namespaces=args.namespace, liveness_endpoint=args.liveness,
+        clusterwide=not args.namespace,
+        namespaces=args.namespace,
+        liveness_endpoint=args.liveness,
         standalone=args.standalone,
         peering_name=None if args.standalone else os.environ.get("DUCKLAKE_PEERING", "ducklake-operator"),
     )

@@ -131,13 +131,19 @@ class CatalogPool:
 
 def _failed(exc: BaseException, generation: int | None, extra: list[dict[str, Any]] | None = None) -> Outcome:
     failure = classify(exc)
-    conditions = [condition("Ready", False, failure.reason, failure.message, generation),
-                  condition("Progressing", False, failure.reason, "", generation)] + (extra or [])
-    return Outcome(conditions=conditions, events=[("Warning", failure.reason, failure.message)],
-                   failure=failure if failure.temporary else None)
+    conditions = [
+        condition("Ready", False, failure.reason, failure.message, generation),
+        condition("Progressing", False, failure.reason, "", generation),
+    ] + (extra or [])
+    return Outcome(
+        conditions=conditions,
+        events=[("Warning", failure.reason, failure.message)],
+        failure=failure if failure.temporary else None,
+    )
 
 
 # ------------------------------------------------------------------ catalogs
+
 
 def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
     generation = spec.ref.generation
@@ -147,35 +153,65 @@ def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
         state_version = catalog.state(table_names=[]).version
     except DuckLakeError as exc:
         reachable = classify(exc).reason != "CatalogUnreachable"
-        return _failed(exc, generation, [condition("CatalogReachable", reachable, classify(exc).reason, str(exc), generation)])
+        return _failed(
+            exc, generation, [condition("CatalogReachable", reachable, classify(exc).reason, str(exc), generation)]
+        )
     location = catalog.location
     events = [("Normal", "Created", f"initialised a new DuckLake catalog at {location.describe()}")] if created else []
     return Outcome(
-        status={"formatVersion": state_version, "currentSnapshot": snap.snapshot_id, "schemaVersion": snap.schema_version,
-                "backend": location.kind, "dataPath": spec.data_path, "observedGeneration": generation},
-        conditions=[condition("Ready", True, "Created" if created else "Adopted", f"catalog at {location.describe()}", generation),
-                    condition("CatalogReachable", True, "Connected", "", generation)],
+        status={
+            "formatVersion": state_version,
+            "currentSnapshot": snap.snapshot_id,
+            "schemaVersion": snap.schema_version,
+            "backend": location.kind,
+            "dataPath": spec.data_path,
+            "observedGeneration": generation,
+        },
+        conditions=[
+            condition(
+                "Ready", True, "Created" if created else "Adopted", f"catalog at {location.describe()}", generation
+            ),
+            condition("CatalogReachable", True, "Connected", "", generation),
+        ],
         events=events,
     )
 
 
-def delete_catalog(spec: CatalogSpec, pool: CatalogPool, dependents: list[str], sharing: list[str] | None = None) -> Outcome:
+def delete_catalog(
+    spec: CatalogSpec, pool: CatalogPool, dependents: list[str], sharing: list[str] | None = None
+) -> Outcome:
     """Finalizer. Retain leaves the lake as it is. Delete waits until no DuckLakeSchema or
     DuckLakeTable uses the catalog any more (their own finalizers need it), then deletes
     every file the catalog refers to and drops its metadata tables, unless another
     DuckLakeCatalog resource (``sharing``) declares the same lake: then it is retained."""
     if spec.deletion_policy != "Delete":
         pool.forget(spec)
-        return Outcome(events=[("Normal", "Retained", "the lake stays: metadata and files untouched (deletionPolicy: Retain)")])
+        return Outcome(
+            events=[("Normal", "Retained", "the lake stays: metadata and files untouched (deletionPolicy: Retain)")]
+        )
     if sharing:
         pool.forget(spec)
-        return Outcome(events=[("Warning", "LakeShared", f"not deleting the lake: {', '.join(sorted(sharing))} declare the same "
-                                "catalog database; metadata and files are retained")])
+        return Outcome(
+            events=[
+                (
+                    "Warning",
+                    "LakeShared",
+                    f"not deleting the lake: {', '.join(sorted(sharing))} declare the same "
+                    "catalog database; metadata and files are retained",
+                )
+            ]
+        )
     if dependents:
         names = ", ".join(sorted(dependents)[:5]) + (", ..." if len(dependents) > 5 else "")
-        return Outcome(events=[("Normal", "WaitingForDependents", f"{len(dependents)} resources still use this catalog: {names}")],
-                       failure=Failure("DependentsRemain", f"waiting for {len(dependents)} resources that use this catalog "
-                                       f"to be deleted first: {names}", True, 10))
+        return Outcome(
+            events=[("Normal", "WaitingForDependents", f"{len(dependents)} resources still use this catalog: {names}")],
+            failure=Failure(
+                "DependentsRemain",
+                f"waiting for {len(dependents)} resources that use this catalog to be deleted first: {names}",
+                True,
+                10,
+            ),
+        )
     try:
         catalog, _ = pool.catalog(spec)
     except CatalogNotFound:
@@ -189,16 +225,35 @@ def delete_catalog(spec: CatalogSpec, pool: CatalogPool, dependents: list[str], 
         return Outcome(events=[("Warning", failure.reason, failure.message)], failure=failure)
     finally:
         pool.forget(spec)
-    return Outcome(events=[("Normal", "Deleted", f"deleted {result.files_deleted} files and dropped {result.tables_dropped} "
-                            "metadata tables (deletionPolicy: Delete)")])
+    return Outcome(
+        events=[
+            (
+                "Normal",
+                "Deleted",
+                f"deleted {result.files_deleted} files and dropped {result.tables_dropped} "
+                "metadata tables (deletionPolicy: Delete)",
+            )
+        ]
+    )
 
 
 # ------------------------------------------------------------------ schemas and tables
 
-def _apply(spec: TableSpec | SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> tuple[Outcome, Catalog | None, Any, Any]:
+
+def _apply(
+    spec: TableSpec | SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool
+) -> tuple[Outcome, Catalog | None, Any, Any]:
     generation = spec.ref.generation
     if catalog_spec is None:
-        return _failed(CatalogNotFound(f"waiting for DuckLakeCatalog {spec.catalog!r} (not found in this namespace)"), generation), None, None, None
+        return (
+            _failed(
+                CatalogNotFound(f"waiting for DuckLakeCatalog {spec.catalog!r} (not found in this namespace)"),
+                generation,
+            ),
+            None,
+            None,
+            None,
+        )
     try:
         catalog, _ = pool.catalog(catalog_spec)
         state = pool.state(catalog_spec, catalog)
@@ -211,15 +266,19 @@ def _apply(spec: TableSpec | SchemaSpec, catalog_spec: CatalogSpec | None, pool:
     events = []
     if plan.is_refused:
         why = "; ".join([b.describe() for b in plan.blocked] + list(plan.unsupported))
-        conditions = [condition("Ready", False, "Blocked", f"plan {plan.hash} refused, nothing applied: {why}", generation),
-                      condition("Blocked", True, "DestructiveChange" if plan.blocked else "Unsupported", why, generation),
-                      condition("Progressing", False, "Blocked", "", generation)]
+        conditions = [
+            condition("Ready", False, "Blocked", f"plan {plan.hash} refused, nothing applied: {why}", generation),
+            condition("Blocked", True, "DestructiveChange" if plan.blocked else "Unsupported", why, generation),
+            condition("Progressing", False, "Blocked", "", generation),
+        ]
         events.append(("Warning", "Blocked", f"plan {plan.hash} refused: {why}"))
     else:
         message = f"applied in snapshot {snapshot}: {plan.summary()}" if snapshot is not None else "up to date"
-        conditions = [condition("Ready", True, "Applied" if snapshot is not None else "UpToDate", message, generation),
-                      condition("Blocked", False, "NotBlocked", "", generation),
-                      condition("Progressing", False, "Reconciled", "", generation)]
+        conditions = [
+            condition("Ready", True, "Applied" if snapshot is not None else "UpToDate", message, generation),
+            condition("Blocked", False, "NotBlocked", "", generation),
+            condition("Progressing", False, "Reconciled", "", generation),
+        ]
         if snapshot is not None:
             events.append(("Normal", "Applied", message))
     return Outcome(status=status, conditions=conditions, events=events), catalog, result, state
@@ -261,36 +320,58 @@ def check_table_drift(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: C
     except DuckLakeError as exc:
         return _failed(exc, spec.ref.generation)
     if not lines:
-        return Outcome(status={"drift": [], "snapshot": state.snapshot.snapshot_id},
-                       conditions=[condition("Drifted", False, "InSync", "", spec.ref.generation)])
+        return Outcome(
+            status={"drift": [], "snapshot": state.snapshot.snapshot_id},
+            conditions=[condition("Drifted", False, "InSync", "", spec.ref.generation)],
+        )
     if spec.evolution.on_drift == "revert":
         outcome = reconcile_table(spec, catalog_spec, pool)
         outcome.events.insert(0, ("Warning", "DriftReverted", "; ".join(lines)))
         return outcome
     message = "; ".join(lines)
-    return Outcome(status={"drift": lines, "snapshot": state.snapshot.snapshot_id},
-                   conditions=[condition("Drifted", True, "ChangedOutside", message, spec.ref.generation)],
-                   events=[("Warning", "Drifted", message)])
+    return Outcome(
+        status={"drift": lines, "snapshot": state.snapshot.snapshot_id},
+        conditions=[condition("Drifted", True, "ChangedOutside", message, spec.ref.generation)],
+        events=[("Warning", "Drifted", message)],
+    )
 
 
 def delete_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
     """Finalizer: Retain leaves the table; Delete drops it in one snapshot. A catalog that is
     gone does not hold the resource hostage."""
     if spec.deletion_policy != "Delete":
-        return Outcome(events=[("Normal", "Retained", f"{spec.qualified_name} stays in the lake (deletionPolicy: Retain)")])
-    return _drop(catalog_spec, pool, spec, lambda state: (
-        [DropTable(t.table_id, t.qualified_name)] if (t := find_table(state, spec.schema, spec.name)) else []))
+        return Outcome(
+            events=[("Normal", "Retained", f"{spec.qualified_name} stays in the lake (deletionPolicy: Retain)")]
+        )
+    return _drop(
+        catalog_spec,
+        pool,
+        spec,
+        lambda state: (
+            [DropTable(t.table_id, t.qualified_name)] if (t := find_table(state, spec.schema, spec.name)) else []
+        ),
+    )
 
 
 def delete_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
     if spec.deletion_policy != "Delete":
-        return Outcome(events=[("Normal", "Retained", f"schema {spec.name} stays in the lake (deletionPolicy: Retain)")])
-    return _drop(catalog_spec, pool, spec, lambda state: (
-        [DropSchema(s.schema_id, s.name)] if (s := state.schemas.get(spec.name)) else []))
+        return Outcome(
+            events=[("Normal", "Retained", f"schema {spec.name} stays in the lake (deletionPolicy: Retain)")]
+        )
+    return _drop(
+        catalog_spec,
+        pool,
+        spec,
+        lambda state: [DropSchema(s.schema_id, s.name)] if (s := state.schemas.get(spec.name)) else [],
+    )
 
 
-def _drop(catalog_spec: CatalogSpec | None, pool: CatalogPool, spec: TableSpec | SchemaSpec,
-          changes: Callable[[CatalogState], list[Any]]) -> Outcome:
+def _drop(
+    catalog_spec: CatalogSpec | None,
+    pool: CatalogPool,
+    spec: TableSpec | SchemaSpec,
+    changes: Callable[[CatalogState], list[Any]],
+) -> Outcome:
     if catalog_spec is None:
         return Outcome(events=[("Warning", "CatalogGone", f"catalog {spec.catalog!r} is gone; nothing to drop")])
     try:
@@ -298,7 +379,9 @@ def _drop(catalog_spec: CatalogSpec | None, pool: CatalogPool, spec: TableSpec |
         todo = changes(catalog.state(include_files=False))
         if not todo:
             return Outcome(events=[("Normal", "AlreadyGone", "nothing to drop")])
-        result = catalog.commit(todo, author=AUTHOR, message=f"{spec.ref.kind} {spec.ref.name} deleted (deletionPolicy: Delete)")
+        result = catalog.commit(
+            todo, author=AUTHOR, message=f"{spec.ref.kind} {spec.ref.name} deleted (deletionPolicy: Delete)"
+        )
     except DuckLakeError as exc:
         return _failed(exc, spec.ref.generation)
     return Outcome(events=[("Normal", "Dropped", f"dropped in snapshot {result.snapshot_id}")])

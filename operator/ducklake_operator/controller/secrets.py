@@ -23,7 +23,9 @@ def _core_api():  # type: ignore[no-untyped-def]
     return client.CoreV1Api()
 
 
-def read_secret(name: str, user_key: str, password_key: str, namespace: str | None = None) -> tuple[str | None, str | None]:
+def read_secret(
+    name: str, user_key: str, password_key: str, namespace: str | None = None
+) -> tuple[str | None, str | None]:
     from kubernetes.client.exceptions import ApiException
 
     namespace = namespace or os.environ.get("DUCKLAKE_SECRET_NAMESPACE", "default")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..model.plans import TablePlan
@@ -12,10 +12,12 @@ SMALL_FILE_BYTES = 16 * 1024 * 1024  # files under this count as small in status
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def condition(type_: str, status: bool | None, reason: str, message: str = "", generation: int | None = None) -> dict[str, Any]:
+def condition(
+    type_: str, status: bool | None, reason: str, message: str = "", generation: int | None = None
+) -> dict[str, Any]:
     value = "Unknown" if status is None else ("True" if status else "False")
     out: dict[str, Any] = {"type": type_, "status": value, "reason": reason, "message": message[:2000]}
     if generation is not None:
@@ -23,14 +25,20 @@ def condition(type_: str, status: bool | None, reason: str, message: str = "", g
     return out
 
 
-def merge_conditions(existing: list[dict[str, Any]] | None, updates: list[dict[str, Any]], stamp: str | None = None) -> list[dict[str, Any]]:
+def merge_conditions(
+    existing: list[dict[str, Any]] | None, updates: list[dict[str, Any]], stamp: str | None = None
+) -> list[dict[str, Any]]:
     """Replace conditions by type; keep ``lastTransitionTime`` unless the status flips."""
     stamp = stamp or now()
     by_type = {c["type"]: dict(c) for c in (existing or [])}
     for new in updates:
         old = by_type.get(new["type"])
         merged = dict(new)
-        merged["lastTransitionTime"] = old["lastTransitionTime"] if old and old.get("status") == new["status"] and old.get("lastTransitionTime") else stamp
+        merged["lastTransitionTime"] = (
+            old["lastTransitionTime"]
+            if old and old.get("status") == new["status"] and old.get("lastTransitionTime")
+            else stamp
+        )
         by_type[new["type"]] = merged
     return sorted(by_type.values(), key=lambda c: c["type"])
 
@@ -48,20 +56,33 @@ def table_fields(table: TableState) -> dict[str, Any]:
     visit(table.columns, "")
     deleted = sum(d.delete_count for d in table.delete_files)
     return {
-        "tableId": table.table_id, "tableUuid": table.table_uuid, "columnCount": len(table.columns), "columns": columns,
-        "stats": {"rows": sum(f.record_count for f in table.data_files) - deleted, "files": len(table.data_files),
-                  "bytes": sum(f.file_size_bytes for f in table.data_files),
-                  "smallFiles": sum(1 for f in table.data_files if f.file_size_bytes < SMALL_FILE_BYTES),
-                  "deleteFiles": len(table.delete_files)},
+        "tableId": table.table_id,
+        "tableUuid": table.table_uuid,
+        "columnCount": len(table.columns),
+        "columns": columns,
+        "stats": {
+            "rows": sum(f.record_count for f in table.data_files) - deleted,
+            "files": len(table.data_files),
+            "bytes": sum(f.file_size_bytes for f in table.data_files),
+            "smallFiles": sum(1 for f in table.data_files if f.file_size_bytes < SMALL_FILE_BYTES),
+            "deleteFiles": len(table.delete_files),
+        },
     }
 
 
 def plan_fields(plan: TablePlan, committed_snapshot: int | None) -> dict[str, Any]:
     """lastPlan / pendingPlan / blockedChanges for a plan just applied or refused."""
     if plan.is_refused:
-        return {"pendingPlan": {"hash": plan.hash, "changes": plan.lines()},
-                "blockedChanges": [{"change": b.change.describe(), "reason": b.reason, "allow": b.allow} for b in plan.blocked]
-                + [{"change": u, "reason": "DuckLake 1.0 cannot express this", "allow": "change the manifest back"} for u in plan.unsupported]}
+        return {
+            "pendingPlan": {"hash": plan.hash, "changes": plan.lines()},
+            "blockedChanges": [
+                {"change": b.change.describe(), "reason": b.reason, "allow": b.allow} for b in plan.blocked
+            ]
+            + [
+                {"change": u, "reason": "DuckLake 1.0 cannot express this", "allow": "change the manifest back"}
+                for u in plan.unsupported
+            ],
+        }
     fields: dict[str, Any] = {"pendingPlan": None, "blockedChanges": []}
     if committed_snapshot is not None:
         fields["lastPlan"] = {"hash": plan.hash, "snapshot": committed_snapshot, "changes": plan.lines()}

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from ..model.changes import (
-    AddColumn, Change, CreateTable, DropColumn, PromoteColumn, RenameColumn, RenameTable, RewriteColumnType,
+    AddColumn,
+    Change,
+    CreateTable,
+    DropColumn,
+    PromoteColumn,
+    RenameColumn,
+    RenameTable,
+    RewriteColumnType,
 )
 from ..model.plans import TablePlan
 

@@ -16,8 +16,23 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import SchemaNotFound, SpecError
 from ..model.changes import (
-    AddColumn, Change, CreateSchema, CreateTable, DropColumn, PartitionColumn, PromoteColumn, RenameColumn, RenameTable,
-    RewriteColumnType, SetColumnTags, SetDefault, SetNullable, SetOption, SetPartitioning, SetSortOrder, SetTags,
+    AddColumn,
+    Change,
+    CreateSchema,
+    CreateTable,
+    DropColumn,
+    PartitionColumn,
+    PromoteColumn,
+    RenameColumn,
+    RenameTable,
+    RewriteColumnType,
+    SetColumnTags,
+    SetDefault,
+    SetNullable,
+    SetOption,
+    SetPartitioning,
+    SetSortOrder,
+    SetTags,
     SortExpression,
 )
 from ..model.defaults import BOOLEAN_EXPRESSIONS, for_added_column
@@ -27,7 +42,6 @@ from ..model.promotion import promotion_problem
 from ..model.spec import SchemaSpec, TableSpec
 from ..model.state import CatalogState, ColumnState, TableState
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
-
 
 
 def find_table(catalog: CatalogState, schema: str, name: str) -> TableState | None:
@@ -43,7 +57,9 @@ def plan_table(spec: TableSpec, catalog: CatalogState, pending_schemas: frozense
     if fold(spec.schema) in {fold(s) for s in pending_schemas}:
         return _create_plan(spec, catalog.snapshot.snapshot_id)
     if not any(fold(s) == fold(spec.schema) for s in catalog.schemas):
-        raise SchemaNotFound(f"{spec.ref}: schema {spec.schema!r} does not exist in the catalog; declare it with a DuckLakeSchema")
+        raise SchemaNotFound(
+            f"{spec.ref}: schema {spec.schema!r} does not exist in the catalog; declare it with a DuckLakeSchema"
+        )
     base = catalog.snapshot.snapshot_id
     table = find_table(catalog, spec.schema, spec.name)
     prefix: list[Change] = []
@@ -57,11 +73,16 @@ def plan_table(spec: TableSpec, catalog: CatalogState, pending_schemas: frozense
 
 
 def _create_plan(spec: TableSpec, base: int) -> TablePlan:
-    changes: list[Change] = [CreateTable(
-        spec.schema, spec.name, spec.columns, tags=spec.tags,
-        partition_by=tuple(PartitionColumn(_top_name(spec, k.column), k.transform) for k in spec.partition_by),
-        sort_by=tuple(_sort_expression(_top_name(spec, k.column), k.direction, k.nulls) for k in spec.sort_by),
-    )]
+    changes: list[Change] = [
+        CreateTable(
+            spec.schema,
+            spec.name,
+            spec.columns,
+            tags=spec.tags,
+            partition_by=tuple(PartitionColumn(_top_name(spec, k.column), k.transform) for k in spec.partition_by),
+            sort_by=tuple(_sort_expression(_top_name(spec, k.column), k.direction, k.nulls) for k in spec.sort_by),
+        )
+    ]
     changes += [SetOption(k, v, scope="table", scope_name=spec.qualified_name) for k, v in spec.options]
     return TablePlan(spec.qualified_name, base, tuple(changes))
 
@@ -113,8 +134,17 @@ class _Differ:
         if self.problems:
             raise SpecError(self.problems, source=str(self.spec.ref))
         tail = self.table_level()
-        changes = tuple(prefix + self.renames + self.types + self.defaults + self.nullability + self.drops
-                        + self.adds + self.tags + tail)
+        changes = tuple(
+            prefix
+            + self.renames
+            + self.types
+            + self.defaults
+            + self.nullability
+            + self.drops
+            + self.adds
+            + self.tags
+            + tail
+        )
         plan = TablePlan(self.tname, base, changes, tuple(self.blocked), tuple(self.unsupported), tuple(self.notes))
         approvable = all(not isinstance(b.change, RewriteColumnType) for b in plan.blocked)
         if plan.blocked and approvable and self.spec.evolution.approved_plan == plan.hash:
@@ -123,7 +153,9 @@ class _Differ:
 
     # ---------------------------------------------------------------- columns
 
-    def fields(self, desired: tuple[Field, ...], current: tuple[ColumnState, ...], parent: tuple[str, ...], top: bool) -> None:
+    def fields(
+        self, desired: tuple[Field, ...], current: tuple[ColumnState, ...], parent: tuple[str, ...], top: bool
+    ) -> None:
         by_name = {fold(c.name): c for c in current}
         matched: dict[int, Field] = {}
         pairs: list[tuple[Field, ColumnState | None]] = []
@@ -147,8 +179,10 @@ class _Differ:
                     c = None  # its old name moved to another column: this is a new column
             if c is None and d.renamed_from and fold(d.name) not in by_name:
                 where = ".".join(parent + (d.name,))
-                self.problems.append(f"{where}.renamedFrom: no column named {' or '.join(map(repr, d.renamed_from))} "
-                                     f"exists to rename; remove renamedFrom to add {d.name!r} as a new column")
+                self.problems.append(
+                    f"{where}.renamedFrom: no column named {' or '.join(map(repr, d.renamed_from))} "
+                    f"exists to rename; remove renamedFrom to add {d.name!r} as a new column"
+                )
                 continue
             if c is not None:
                 matched[c.column_id] = d
@@ -170,23 +204,34 @@ class _Differ:
                 drop = DropColumn(self.tid, self.tname, c.column_id, path)
                 self.drops.append(drop)
                 if not self.spec.evolution.allow_drop_columns:
-                    self.blocked.append(BlockedChange(drop, "allowDropColumns is false",
-                                                      "spec.evolution.allowDropColumns: true, or approvedPlan: <plan hash>"))
+                    self.blocked.append(
+                        BlockedChange(
+                            drop,
+                            "allowDropColumns is false",
+                            "spec.evolution.allowDropColumns: true, or approvedPlan: <plan hash>",
+                        )
+                    )
 
-    def check_order(self, pairs: list[tuple[Field, ColumnState | None]], current: tuple[ColumnState, ...], parent: tuple[str, ...]) -> None:
+    def check_order(
+        self, pairs: list[tuple[Field, ColumnState | None]], current: tuple[ColumnState, ...], parent: tuple[str, ...]
+    ) -> None:
         where = ".".join(parent) or self.tname
         orders = [c.order for _, c in pairs if c is not None]
         if orders != sorted(orders):
             desired = ", ".join(d.name for d, c in pairs if c is not None)
             actual = ", ".join(c.name for c in sorted((c for _, c in pairs if c is not None), key=lambda c: c.order))
-            self.unsupported.append(f"{where}: DuckLake cannot reorder existing columns (catalog order: {actual}; manifest: {desired})")
+            self.unsupported.append(
+                f"{where}: DuckLake cannot reorder existing columns (catalog order: {actual}; manifest: {desired})"
+            )
         seen_new = None
         for d, c in pairs:
             if c is None and seen_new is None:
                 seen_new = d.name
             elif c is not None and seen_new is not None:
-                self.unsupported.append(f"{where}: new column {seen_new!r} would be placed after {c.name!r} by DuckLake "
-                                        "(new columns go last); move it to the end")
+                self.unsupported.append(
+                    f"{where}: new column {seen_new!r} would be placed after {c.name!r} by DuckLake "
+                    "(new columns go last); move it to the end"
+                )
                 break
 
     def add(self, d: Field, parent: tuple[str, ...], top: bool) -> None:
@@ -198,8 +243,9 @@ class _Differ:
             return
         has_rows = bool(self.table.stats and self.table.stats.record_count)
         if not d.nullable and top and d.default is None and has_rows:
-            self.unsupported.append(f"{where}: a NOT NULL column added to a table with rows needs a default "
-                                    "(existing rows would read NULL)")
+            self.unsupported.append(
+                f"{where}: a NOT NULL column added to a table with rows needs a default (existing rows would read NULL)"
+            )
         if not d.nullable and not top:
             self.unsupported.append(f"{where}: DuckLake does not enforce NOT NULL on nested fields")
         self.adds.append(AddColumn(self.tid, self.tname, parent, f))
@@ -213,12 +259,16 @@ class _Differ:
             change = SetNullable(self.tid, self.tname, c.column_id, path, d.nullable)
             self.nullability.append(change)
             if not d.nullable:
-                self.blocked.append(BlockedChange(change, f"makes {'.'.join(path)} NOT NULL", "approvedPlan: <plan hash>"))
+                self.blocked.append(
+                    BlockedChange(change, f"makes {'.'.join(path)} NOT NULL", "approvedPlan: <plan hash>")
+                )
         elif not top and not d.nullable:
             self.unsupported.append(f"{'.'.join(path)}: DuckLake does not enforce NOT NULL on nested fields")
         if not is_nested(d.type):
             want = d.default
-            if _default_key(c.default_value, c.default_value_type) != (_default_key(want.value, "expression" if want.is_expression else "literal") if want else None):
+            if _default_key(c.default_value, c.default_value_type) != (
+                _default_key(want.value, "expression" if want.is_expression else "literal") if want else None
+            ):
                 self.defaults.append(SetDefault(self.tid, self.tname, c.column_id, path, want))
         desired_tags = dict(d.tags) | ({"comment": d.comment} if d.comment is not None else {})
         diff = _tag_diff(c.tags, desired_tags)
@@ -233,23 +283,37 @@ class _Differ:
             self.compare_type(c.children[0], want.element, path + ("element",))
         elif isinstance(want, MapOf) and c.type_name == "map":
             if c.children[0].type != want.key:
-                self.unsupported.append(f"{'.'.join(path)}: map keys cannot change type ({c.children[0].type} → {want.key})")
+                self.unsupported.append(
+                    f"{'.'.join(path)}: map keys cannot change type ({c.children[0].type} → {want.key})"
+                )
             self.compare_type(c.children[1], want.value, path + ("value",))
         elif have != want:
-            problem = promotion_problem(have, want) if not (is_nested(have) or is_nested(want)) else (
-                f"{have.name} → {want.name} changes the kind of the column")
+            problem = (
+                promotion_problem(have, want)
+                if not (is_nested(have) or is_nested(want))
+                else (f"{have.name} → {want.name} changes the kind of the column")
+            )
             if problem is None:
                 self.types.append(PromoteColumn(self.tid, self.tname, c.column_id, path, have, want))
-                self.notes.append(f"DuckDB 1.5.5 sessions that read {self.tname} before this promotion fail queries "
-                                  f"filtering on {'.'.join(path)} until they attach the lake again (README)")
+                self.notes.append(
+                    f"DuckDB 1.5.5 sessions that read {self.tname} before this promotion fail queries "
+                    f"filtering on {'.'.join(path)} until they attach the lake again (README)"
+                )
                 return
             change = RewriteColumnType(self.tid, self.tname, c.column_id, path, have, want)
             self.types.append(change)
             if self.spec.evolution.type_changes == "promote":
-                self.blocked.append(BlockedChange(change, problem, "spec.evolution.typeChanges: rewrite (rewrites the data)"))
+                self.blocked.append(
+                    BlockedChange(change, problem, "spec.evolution.typeChanges: rewrite (rewrites the data)")
+                )
             else:
-                self.blocked.append(BlockedChange(change, "rewriting a column's data (heavy-weight change) is not available "
-                                                          "in this version", "a lossless promotion instead"))
+                self.blocked.append(
+                    BlockedChange(
+                        change,
+                        "rewriting a column's data (heavy-weight change) is not available in this version",
+                        "a lossless promotion instead",
+                    )
+                )
 
     # ---------------------------------------------------------------- table level
 
@@ -261,16 +325,25 @@ class _Differ:
         current_part = [(f.column_id, f.transform) for f in self.table.partition.fields] if self.table.partition else []
         wanted_part = [(self.top_ids.get(fold(k.column)), k.transform) for k in self.spec.partition_by]
         if current_part != wanted_part:
-            out.append(SetPartitioning(self.tid, self.tname, tuple(
-                PartitionColumn(_top_name(self.spec, k.column), k.transform) for k in self.spec.partition_by)))
-        current_sort = [(f.expression, f.direction, f.null_order) for f in self.table.sort.fields] if self.table.sort else []
+            out.append(
+                SetPartitioning(
+                    self.tid,
+                    self.tname,
+                    tuple(PartitionColumn(_top_name(self.spec, k.column), k.transform) for k in self.spec.partition_by),
+                )
+            )
+        current_sort = (
+            [(f.expression, f.direction, f.null_order) for f in self.table.sort.fields] if self.table.sort else []
+        )
         wanted = [_sort_expression(_top_name(self.spec, k.column), k.direction, k.nulls) for k in self.spec.sort_by]
         if current_sort != [(column_reference_sql(s.column), s.direction, s.null_order) for s in wanted]:
             out.append(SetSortOrder(self.tid, self.tname, tuple(wanted)))
         desired_options = dict(self.spec.options)
         for key in sorted(set(self.table.options) | set(desired_options)):
             if self.table.options.get(key) != desired_options.get(key):
-                out.append(SetOption(key, desired_options.get(key), scope="table", scope_id=self.tid, scope_name=self.tname))
+                out.append(
+                    SetOption(key, desired_options.get(key), scope="table", scope_id=self.tid, scope_name=self.tname)
+                )
         return out
 
 
@@ -287,7 +360,6 @@ def _for_added(d: Field, where: str) -> Field:
         t = Struct(tuple(_for_added(f, f"{where}.{f.name}") for f in t.fields))
     default = for_added_column(d.default, where) if d.default is not None else None
     return replace(d, type=t, default=default, renamed_from=())
-
 
 
 def plan_schema(spec: SchemaSpec, catalog: CatalogState) -> TablePlan:

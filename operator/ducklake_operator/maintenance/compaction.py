@@ -78,25 +78,38 @@ def _contiguous(files: list[DataFile]) -> bool:
     if any(f.row_id_start is None for f in files):
         return False
     by_row = sorted(files, key=lambda f: f.row_id_start or 0)
-    return all(a.row_id_start + a.record_count == b.row_id_start for a, b in zip(by_row, by_row[1:]))  # type: ignore[operator]
+    return all(a.row_id_start + a.record_count == b.row_id_start for a, b in zip(by_row, by_row[1:], strict=False))  # type: ignore[operator]
 
 
-def plan_compaction(table: TableState, base_snapshot: int, schema_versions: list[tuple[int, int]],
-                    options: CompactionOptions = CompactionOptions(), *,
-                    files_with_inlined_deletes: Collection[int] = ()) -> CompactionPlan:
+def plan_compaction(
+    table: TableState,
+    base_snapshot: int,
+    schema_versions: list[tuple[int, int]],
+    options: CompactionOptions = CompactionOptions(),
+    *,
+    files_with_inlined_deletes: Collection[int] = (),
+) -> CompactionPlan:
     threshold = options.small_file_threshold or options.target_file_size
     deleted = {d.data_file_id for d in table.delete_files} | set(files_with_inlined_deletes)
     versions = sorted(schema_versions)
     buckets: dict[tuple[Any, ...], list[DataFile]] = defaultdict(list)
     for f in table.data_files:
-        if f.end_snapshot is not None or f.file_size_bytes >= threshold or (f.data_file_id in deleted and not options.apply_deletes) \
-                or f.mapping_id is not None or f.encryption_key is not None:  # name-mapped (no field ids) or encrypted
+        if (
+            f.end_snapshot is not None
+            or f.file_size_bytes >= threshold
+            or (f.data_file_id in deleted and not options.apply_deletes)
+            or f.mapping_id is not None
+            or f.encryption_key is not None
+        ):  # name-mapped (no field ids) or encrypted
             continue
         key = (schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)
         buckets[key].append(f)
     groups: list[FileGroup] = []
     for key in sorted(buckets, key=repr):
-        files = sorted(buckets[key], key=lambda f: (f.begin_snapshot, f.row_id_start if f.row_id_start is not None else -1, f.data_file_id))
+        files = sorted(
+            buckets[key],
+            key=lambda f: (f.begin_snapshot, f.row_id_start if f.row_id_start is not None else -1, f.data_file_id),
+        )
         current: list[DataFile] = []
         size = 0
         for i, f in enumerate(files):
@@ -114,9 +127,14 @@ def plan_compaction(table: TableState, base_snapshot: int, schema_versions: list
 def _group(index: int, key: tuple[Any, ...], files: list[DataFile], deleted: Collection[int]) -> FileGroup:
     schema_version, partition_id, values = key
     return FileGroup(
-        index=index, schema_version=schema_version, partition_id=partition_id, partition_values=values,
-        files=tuple(f.data_file_id for f in files), input_bytes=sum(f.file_size_bytes for f in files),
-        input_rows=sum(f.record_count for f in files), begin_snapshot=files[0].begin_snapshot,
+        index=index,
+        schema_version=schema_version,
+        partition_id=partition_id,
+        partition_values=values,
+        files=tuple(f.data_file_id for f in files),
+        input_bytes=sum(f.file_size_bytes for f in files),
+        input_rows=sum(f.record_count for f in files),
+        begin_snapshot=files[0].begin_snapshot,
         partial_max=max(f.partial_max if f.partial_max is not None else f.begin_snapshot for f in files),
         row_id_start=min(f.row_id_start for f in files) if _contiguous(files) else None,  # type: ignore[type-var]
         with_deletes=tuple(f.data_file_id for f in files if f.data_file_id in deleted),

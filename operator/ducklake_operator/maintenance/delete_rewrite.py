@@ -48,9 +48,14 @@ class DeleteRewritePlan:
         return sum(len(g.files) for g in self.groups)
 
 
-def plan_delete_rewrite(table: TableState, base_snapshot: int, schema_versions: list[tuple[int, int]],
-                        threshold: float = DEFAULT_DELETE_THRESHOLD, *,
-                        inlined_deletions: Mapping[int, int] | None = None) -> DeleteRewritePlan:
+def plan_delete_rewrite(
+    table: TableState,
+    base_snapshot: int,
+    schema_versions: list[tuple[int, int]],
+    threshold: float = DEFAULT_DELETE_THRESHOLD,
+    *,
+    inlined_deletions: Mapping[int, int] | None = None,
+) -> DeleteRewritePlan:
     """``inlined_deletions``: data file id -> number of its inlined file deletions."""
     if not 0 <= threshold <= 1:
         raise ValueError(f"delete threshold {threshold} is not a fraction between 0 and 1")
@@ -59,20 +64,38 @@ def plan_delete_rewrite(table: TableState, base_snapshot: int, schema_versions: 
     versions = sorted(schema_versions)
     buckets: dict[tuple[Any, ...], list[tuple[DataFile, int]]] = defaultdict(list)
     for f in table.data_files:
-        if f.end_snapshot is not None or f.record_count == 0 or f.mapping_id is not None or f.encryption_key is not None:
+        if (
+            f.end_snapshot is not None
+            or f.record_count == 0
+            or f.mapping_id is not None
+            or f.encryption_key is not None
+        ):
             continue
-        deleted = (delete_file[f.data_file_id].delete_count if f.data_file_id in delete_file else 0) + inlined.get(f.data_file_id, 0)
+        deleted = (delete_file[f.data_file_id].delete_count if f.data_file_id in delete_file else 0) + inlined.get(
+            f.data_file_id, 0
+        )
         if deleted > 0 and deleted / f.record_count >= threshold:
-            buckets[(schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)].append((f, deleted))
+            buckets[(schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)].append(
+                (f, deleted)
+            )
     groups: list[RewriteGroup] = []
     for key in sorted(buckets, key=repr):
         members = sorted(buckets[key], key=lambda m: m[0].data_file_id)
         schema_version, partition_id, values = key
-        groups.append(RewriteGroup(
-            index=len(groups), schema_version=schema_version, partition_id=partition_id, partition_values=values,
-            files=tuple(f.data_file_id for f, _ in members),
-            delete_files=tuple(delete_file[f.data_file_id].delete_file_id if f.data_file_id in delete_file else None
-                               for f, _ in members),
-            input_rows=sum(f.record_count for f, _ in members), deleted_rows=sum(d for _, d in members),
-            input_bytes=sum(f.file_size_bytes for f, _ in members)))
+        groups.append(
+            RewriteGroup(
+                index=len(groups),
+                schema_version=schema_version,
+                partition_id=partition_id,
+                partition_values=values,
+                files=tuple(f.data_file_id for f, _ in members),
+                delete_files=tuple(
+                    delete_file[f.data_file_id].delete_file_id if f.data_file_id in delete_file else None
+                    for f, _ in members
+                ),
+                input_rows=sum(f.record_count for f, _ in members),
+                deleted_rows=sum(d for _, d in members),
+                input_bytes=sum(f.file_size_bytes for f, _ in members),
+            )
+        )
     return DeleteRewritePlan(table.table_id, base_snapshot, threshold, tuple(groups))

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from ..errors import SpecError
 from ..model.durations import parse_duration  # noqa: F401  (re-exported for the jobs)
 
+
 def parse_snapshot_time(value: datetime | str | None) -> datetime:
     """``snapshot_time`` as stored: a datetime (PostgreSQL) or DuckDB's text (SQLite)."""
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not value:
-        return datetime.min.replace(tzinfo=timezone.utc)
+        return datetime.min.replace(tzinfo=UTC)
     text = value.strip()
     if re.search(r"[+-]\d{2}$", text):
         text += ":00"
@@ -32,8 +33,13 @@ class ExpiryPlan:
     keep: int  # snapshots that remain
 
 
-def plan_expiry(snapshots: list[tuple[int, datetime]], *, now: datetime, older_than: timedelta | None = None,
-                retain_last: int | None = None) -> ExpiryPlan:
+def plan_expiry(
+    snapshots: list[tuple[int, datetime]],
+    *,
+    now: datetime,
+    older_than: timedelta | None = None,
+    retain_last: int | None = None,
+) -> ExpiryPlan:
     """``snapshots``: (id, time) of every snapshot. At least one of the limits must be set."""
     if older_than is None and retain_last is None:
         raise SpecError("expireSnapshots needs olderThan and/or retainLast")

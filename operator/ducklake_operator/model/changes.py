@@ -7,7 +7,6 @@ created in the same commit are referred to by name (their ids are allocated at c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from .types import Default, DuckLakeType, Field
 
@@ -57,7 +56,13 @@ class CreateTable:
         columns = ", ".join(describe_field(f) for f in self.columns)
         extra = ""
         if self.partition_by:
-            extra += " partitioned by (" + ", ".join(k.column if k.transform == "identity" else f"{k.transform}({k.column})" for k in self.partition_by) + ")"
+            extra += (
+                " partitioned by ("
+                + ", ".join(
+                    k.column if k.transform == "identity" else f"{k.transform}({k.column})" for k in self.partition_by
+                )
+                + ")"
+            )
         if self.sort_by:
             extra += " sorted by (" + ", ".join(f"{k.column} {k.direction.lower()}" for k in self.sort_by) + ")"
         return f"+ create table {self.schema}.{self.name} ({columns}){extra}"
@@ -121,7 +126,11 @@ class SetOption:
 
     def describe(self) -> str:
         where = f" on {self.scope} {self.scope_name}" if self.scope != "global" else ""
-        return f"~ set option {self.key} = {self.value!r}{where}" if self.value is not None else f"- unset option {self.key}{where}"
+        return (
+            f"~ set option {self.key} = {self.value!r}{where}"
+            if self.value is not None
+            else f"- unset option {self.key}{where}"
+        )
 
 
 # ---------------------------------------------------------------- changes to one table
@@ -164,7 +173,6 @@ class OnColumn:
 
 @dataclass(frozen=True)
 class DropColumn(OnColumn):
-
     def describe(self) -> str:
         return f"- drop {'field' if len(self.path) > 1 else 'column'} {_path(self.path)}"
 
@@ -246,7 +254,25 @@ class SetSortOrder:
         return f"~ sort {self.table} by ({keys})" if self.keys else f"~ reset sort order of {self.table}"
 
 
-ColumnChange = Union[AddColumn, DropColumn, RenameColumn, PromoteColumn, RewriteColumnType, SetDefault, SetNullable, SetColumnTags]
-Change = Union[CreateSchema, DropSchema, CreateTable, DropTable, RenameTable, SetTags, SetOption,
-               AddColumn, DropColumn, RenameColumn, PromoteColumn, RewriteColumnType, SetDefault, SetNullable,
-               SetColumnTags, SetPartitioning, SetSortOrder]
+ColumnChange = (
+    AddColumn | DropColumn | RenameColumn | PromoteColumn | RewriteColumnType | SetDefault | SetNullable | SetColumnTags
+)
+Change = (
+    CreateSchema
+    | DropSchema
+    | CreateTable
+    | DropTable
+    | RenameTable
+    | SetTags
+    | SetOption
+    | AddColumn
+    | DropColumn
+    | RenameColumn
+    | PromoteColumn
+    | RewriteColumnType
+    | SetDefault
+    | SetNullable
+    | SetColumnTags
+    | SetPartitioning
+    | SetSortOrder
+)

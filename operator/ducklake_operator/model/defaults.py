@@ -30,7 +30,9 @@ BOOLEAN_EXPRESSIONS = {"CAST('t' AS BOOLEAN)": "true", "CAST('f' AS BOOLEAN)": "
 def _duckdb():  # type: ignore[no-untyped-def]
     import duckdb
 
-    con = duckdb.connect(":memory:", config={"enable_external_access": "false", "autoinstall_known_extensions": "false"})
+    con = duckdb.connect(
+        ":memory:", config={"enable_external_access": "false", "autoinstall_known_extensions": "false"}
+    )
     con.execute("SET TimeZone = 'UTC'")
     return con
 
@@ -57,7 +59,9 @@ def encode_default(value: object, t: DuckLakeType, *, at_create: bool, where: st
         return Default(_render_expression(value["expression"], t, where), is_expression=True)
     if isinstance(value, bool):
         if at_create:
-            return Default(next(k for k, v in BOOLEAN_EXPRESSIONS.items() if v == str(value).lower()), is_expression=True)
+            return Default(
+                next(k for k, v in BOOLEAN_EXPRESSIONS.items() if v == str(value).lower()), is_expression=True
+            )
         text = "true" if value else "false"
         return Default(text, initial=_cast(text, t, where))
     if isinstance(value, (int, float, str)):
@@ -86,7 +90,9 @@ def _render_expression(sql: str, t: DuckLakeType, where: str) -> str:
                 "SELECT column_default FROM duckdb_columns() WHERE table_name = '__default_probe'"
             ).fetchone()[0]
         except Exception as exc:
-            raise SpecError(f"{where}: default expression {sql!r} is not valid DuckDB SQL: {str(exc).splitlines()[0]}") from None
+            raise SpecError(
+                f"{where}: default expression {sql!r} is not valid DuckDB SQL: {str(exc).splitlines()[0]}"
+            ) from None
         finally:
             con.execute("DROP TABLE IF EXISTS __default_probe")
     return rendered
@@ -105,4 +111,3 @@ def for_added_column(d: Default, where: str) -> Default:
         f"{where}: an expression default can only be given when the column is created with its table "
         "(rows written before would have no value); give a constant"
     )
-

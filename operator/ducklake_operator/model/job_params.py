@@ -59,41 +59,90 @@ class Operation:
 
 
 DRY_RUN = Param("dry_run", _boolean, "list what would change; change nothing")
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    Operation("compact", "required", {
-        "targetFileSize": Param("target_file_size", parse_size, "merge into files of about this size (default: the "
-                                "target_file_size option, else 512MiB)"),
-        "smallFileThreshold": Param("small_file_threshold", parse_size, "only files smaller than this are merged "
-                                    "(default: the target size)"),
-        "minInputFiles": Param("min_input_files", _positive_int, "a group needs at least this many files (default 2)"),
-        "maxFilesPerRun": Param("max_groups", _positive_int, "at most this many output files per run "
-                                "(DuckDB's max_compacted_files)"),
-        "applyDeletes": Param("apply_deletes", _boolean, "merge files that have deletes too (default true): rows deleted "
-                              "before the oldest snapshot are dropped, later deletes carried over in a delete file; false "
-                              "leaves such files alone, as DuckDB's merge_adjacent_files does"),
-        "sort": Param("sort", _boolean, "write merged files in the table's sort order when it has one (default "
-                      "true, as DuckDB does); false keeps row-id order"),
-        "dryRun": DRY_RUN}),
-    Operation("rewriteDeletes", "required", {
-        "deleteThreshold": Param("delete_threshold", _fraction, "rewrite files with at least this fraction of rows "
-                                 "deleted (default: the rewrite_delete_threshold option, else 0.95)"),
-        "dryRun": DRY_RUN}),
-    Operation("flushInlinedData", "optional", {"dryRun": DRY_RUN}),
-    Operation("expireSnapshots", "none", {
-        "olderThan": Param("older_than", _duration, "expire snapshots older than this (e.g. 7d)"),
-        "retainLast": Param("retain_last", _positive_int, "always keep this many newest snapshots"),
-        "versions": Param("versions", _snapshot_ids, "expire exactly these snapshot ids"),
-        "dryRun": DRY_RUN}),
-    Operation("cleanupFiles", "none", {
-        "olderThan": Param("older_than", _duration, "delete files scheduled longer ago than this (default 3d)"),
-        "dryRun": DRY_RUN}),
-    Operation("deleteOrphanFiles", "none", {
-        "olderThan": Param("older_than", _duration, "delete unreferenced files older than this (default 3d)"),
-        "dryRun": DRY_RUN}),
-    Operation("repartition", "required", {}, available=False),
-    Operation("rewriteColumnType", "required", {}, available=False),
-    Operation("ingest", "required", {}, available=False),
-)}
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation(
+            "compact",
+            "required",
+            {
+                "targetFileSize": Param(
+                    "target_file_size",
+                    parse_size,
+                    "merge into files of about this size (default: the target_file_size option, else 512MiB)",
+                ),
+                "smallFileThreshold": Param(
+                    "small_file_threshold",
+                    parse_size,
+                    "only files smaller than this are merged (default: the target size)",
+                ),
+                "minInputFiles": Param(
+                    "min_input_files", _positive_int, "a group needs at least this many files (default 2)"
+                ),
+                "maxFilesPerRun": Param(
+                    "max_groups", _positive_int, "at most this many output files per run (DuckDB's max_compacted_files)"
+                ),
+                "applyDeletes": Param(
+                    "apply_deletes",
+                    _boolean,
+                    "merge files that have deletes too (default true): rows deleted "
+                    "before the oldest snapshot are dropped, later deletes carried over in a delete file; false "
+                    "leaves such files alone, as DuckDB's merge_adjacent_files does",
+                ),
+                "sort": Param(
+                    "sort",
+                    _boolean,
+                    "write merged files in the table's sort order when it has one (default "
+                    "true, as DuckDB does); false keeps row-id order",
+                ),
+                "dryRun": DRY_RUN,
+            },
+        ),
+        Operation(
+            "rewriteDeletes",
+            "required",
+            {
+                "deleteThreshold": Param(
+                    "delete_threshold",
+                    _fraction,
+                    "rewrite files with at least this fraction of rows "
+                    "deleted (default: the rewrite_delete_threshold option, else 0.95)",
+                ),
+                "dryRun": DRY_RUN,
+            },
+        ),
+        Operation("flushInlinedData", "optional", {"dryRun": DRY_RUN}),
+        Operation(
+            "expireSnapshots",
+            "none",
+            {
+                "olderThan": Param("older_than", _duration, "expire snapshots older than this (e.g. 7d)"),
+                "retainLast": Param("retain_last", _positive_int, "always keep this many newest snapshots"),
+                "versions": Param("versions", _snapshot_ids, "expire exactly these snapshot ids"),
+                "dryRun": DRY_RUN,
+            },
+        ),
+        Operation(
+            "cleanupFiles",
+            "none",
+            {
+                "olderThan": Param("older_than", _duration, "delete files scheduled longer ago than this (default 3d)"),
+                "dryRun": DRY_RUN,
+            },
+        ),
+        Operation(
+            "deleteOrphanFiles",
+            "none",
+            {
+                "olderThan": Param("older_than", _duration, "delete unreferenced files older than this (default 3d)"),
+                "dryRun": DRY_RUN,
+            },
+        ),
+        Operation("repartition", "required", {}, available=False),
+        Operation("rewriteColumnType", "required", {}, available=False),
+        Operation("ingest", "required", {}, available=False),
+    )
+}
 
 
 def params_help() -> list[tuple[str, list[tuple[str, str]]]]:
@@ -114,8 +163,10 @@ def job_keywords(operation: str, params: Mapping[str, object], where: str = "par
         if param is None:
             near = get_close_matches(key, list(op.params), n=1)
             allowed = ", ".join(op.params) or "none"
-            problems.append(f"{where}.{key}: not a parameter of {operation}"
-                            + (f" (did you mean {near[0]}?)" if near else f"; allowed: {allowed}"))
+            problems.append(
+                f"{where}.{key}: not a parameter of {operation}"
+                + (f" (did you mean {near[0]}?)" if near else f"; allowed: {allowed}")
+            )
             continue
         try:
             out[param.keyword] = param.parse(value)

@@ -32,9 +32,22 @@ OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
 BY_MANIFEST_KEY = {manifest: key for key, (manifest, _, _) in OPTIONS.items()}
 COMPRESSIONS = ("uncompressed", "snappy", "gzip", "zstd", "brotli", "lz4", "lz4_raw")
 DEFAULT_INLINING_ROW_LIMIT = 10
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_INTERVAL = re.compile(r"^\s*\d+\s*(second|minute|hour|day|week|month|year)s?(\s+\d+\s*(second|minute|hour|day|week|month|year)s?)*\s*$", re.I)
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_INTERVAL = re.compile(
+    r"^\s*\d+\s*(second|minute|hour|day|week|month|year)s?(\s+\d+\s*(second|minute|hour|day|week|month|year)s?)*\s*$",
+    re.I,
+)
 
 
 def catalog_key(name: str) -> str:

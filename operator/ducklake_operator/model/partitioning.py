@@ -44,4 +44,4 @@ def key_names(spec: PartitionSpec, columns: tuple[ColumnState, ...]) -> list[str
 
 def hive_directory(names: list[str], values: tuple[str | None, ...]) -> str:
     """``k1=v1/k2=v2`` (URL-encoded values, NULL as DuckDB's default partition name)."""
-    return "/".join(f"{k}={HIVE_NULL if v is None else quote(v, safe='')}" for k, v in zip(names, values))
+    return "/".join(f"{k}={HIVE_NULL if v is None else quote(v, safe='')}" for k, v in zip(names, values, strict=False))

@@ -65,7 +65,10 @@ class TablePlan:
         body = "\n".join("  " + line for line in self.lines())
         tail = ""
         if self.is_refused:
-            hints = sorted({b.allow for b in self.blocked} | ({"restore what DuckLake cannot change (see !)"} if self.unsupported else set()))
+            hints = sorted(
+                {b.allow for b in self.blocked}
+                | ({"restore what DuckLake cannot change (see !)"} if self.unsupported else set())
+            )
             tail = "\n  refused, nothing applied; to allow: " + "; ".join(hints)
         return f"{head}\n{body}{tail}"
 
@@ -75,17 +78,24 @@ class TablePlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "table": self.table, "baseSnapshot": self.base_snapshot, "hash": self.hash,
+            "table": self.table,
+            "baseSnapshot": self.base_snapshot,
+            "hash": self.hash,
             "changes": [c.describe() for c in self.changes],
             "blocked": [{"change": b.change.describe(), "reason": b.reason, "allow": b.allow} for b in self.blocked],
-            "unsupported": list(self.unsupported), "notes": list(self.notes),
-            "refused": self.is_refused, "approved": self.approved,
+            "unsupported": list(self.unsupported),
+            "notes": list(self.notes),
+            "refused": self.is_refused,
+            "approved": self.approved,
         }
 
 
 def _canonical(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"kind": type(value).__name__, **{f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+        return {
+            "kind": type(value).__name__,
+            **{f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        }
     if isinstance(value, (list, tuple)):
         return [_canonical(v) for v in value]
     return value

@@ -32,4 +32,3 @@ def promotion_problem(old: DuckLakeType, new: DuckLakeType) -> str | None:
     if allowed:
         return f"{old} → {new} is not a lossless promotion ({old} can only become {', '.join(allowed)})"
     return f"{old} → {new} is not a lossless promotion ({old} cannot be promoted in place)"
-

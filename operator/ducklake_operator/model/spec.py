@@ -8,7 +8,6 @@ already encoded as DuckDB stores them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from .types import Field
 
@@ -17,8 +16,17 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KINDS = ("DuckLakeCatalog", "DuckLakeSchema", "DuckLakeTable", "DuckLakeMaintenancePolicy", "DuckLakeJob")
 TRANSFORMS = ("identity", "year", "month", "day", "hour")
-JOB_OPERATIONS = ("compact", "rewriteDeletes", "flushInlinedData", "expireSnapshots", "cleanupFiles",
-                  "deleteOrphanFiles", "repartition", "rewriteColumnType", "ingest")
+JOB_OPERATIONS = (
+    "compact",
+    "rewriteDeletes",
+    "flushInlinedData",
+    "expireSnapshots",
+    "cleanupFiles",
+    "deleteOrphanFiles",
+    "repartition",
+    "rewriteColumnType",
+    "ingest",
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ class S3Spec:
 @dataclass(frozen=True)
 class CatalogSpec:
     ref: ObjectRef
-    backend: Union[PostgresSpec, SqliteSpec]
+    backend: PostgresSpec | SqliteSpec
     data_path: str
     options: tuple[tuple[str, str], ...] = ()  # catalog keys, normalised values
     s3: S3Spec | None = None
@@ -210,4 +218,4 @@ class JobSpec:
     retries: int = 0
 
 
-Manifest = Union[CatalogSpec, SchemaSpec, TableSpec, MaintenancePolicySpec, JobSpec]
+Manifest = CatalogSpec | SchemaSpec | TableSpec | MaintenancePolicySpec | JobSpec

@@ -45,7 +45,7 @@ class ColumnState:
     parent_id: int | None
     order: int
     begin_snapshot: int
-    children: tuple["ColumnState", ...] = ()
+    children: tuple[ColumnState, ...] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -57,7 +57,7 @@ class ColumnState:
         return self.default_value not in (None, "NULL")
 
     @property
-    def type(self) -> "DuckLakeType":
+    def type(self) -> DuckLakeType:
         """The full type of this column, nested types rebuilt from the children."""
         from .types import Field, ListOf, MapOf, Struct, from_catalog_name
 
@@ -69,7 +69,7 @@ class ColumnState:
             return MapOf(self.children[0].type, self.children[1].type)
         return from_catalog_name(self.type_name)  # type: ignore[return-value]
 
-    def walk(self) -> Iterator["ColumnState"]:
+    def walk(self) -> Iterator[ColumnState]:
         yield self
         for child in self.children:
             yield from child.walk()

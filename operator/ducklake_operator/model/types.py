@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 from ..errors import SpecError
 
@@ -51,17 +50,40 @@ PRIMITIVES: dict[str, str] = {
 # Other spellings (upper-cased, single spaces) -> canonical name. DuckDB's byte-width
 # alias INT8 (= BIGINT) is deliberately absent: in DuckLake ``int8`` is the 8-bit type.
 ALIASES: dict[str, str] = {
-    "BOOL": "boolean", "LOGICAL": "boolean",
-    "INT1": "int8", "INT2": "int16", "SHORT": "int16", "INT": "int32", "INT4": "int32",
-    "SIGNED": "int32", "LONG": "int64", "INT64": "int64", "INT32": "int32", "INT16": "int16",
+    "BOOL": "boolean",
+    "LOGICAL": "boolean",
+    "INT1": "int8",
+    "INT2": "int16",
+    "SHORT": "int16",
+    "INT": "int32",
+    "INT4": "int32",
+    "SIGNED": "int32",
+    "LONG": "int64",
+    "INT64": "int64",
+    "INT32": "int32",
+    "INT16": "int16",
     "INT128": "int128",
-    "REAL": "float32", "FLOAT4": "float32", "FLOAT8": "float64", "DOUBLE PRECISION": "float64",
-    "STRING": "varchar", "TEXT": "varchar", "CHAR": "varchar", "BPCHAR": "varchar",
-    "NVARCHAR": "varchar", "CHARACTER VARYING": "varchar",
-    "BYTEA": "blob", "BINARY": "blob", "VARBINARY": "blob",
-    "TIME WITH TIME ZONE": "timetz", "TIME WITHOUT TIME ZONE": "time",
-    "DATETIME": "timestamp", "TIMESTAMP_US": "timestamp", "TIMESTAMP WITHOUT TIME ZONE": "timestamp",
-    "TIMESTAMP WITH TIME ZONE": "timestamptz", "TIMETZ": "timetz", "TIMESTAMPTZ": "timestamptz",
+    "REAL": "float32",
+    "FLOAT4": "float32",
+    "FLOAT8": "float64",
+    "DOUBLE PRECISION": "float64",
+    "STRING": "varchar",
+    "TEXT": "varchar",
+    "CHAR": "varchar",
+    "BPCHAR": "varchar",
+    "NVARCHAR": "varchar",
+    "CHARACTER VARYING": "varchar",
+    "BYTEA": "blob",
+    "BINARY": "blob",
+    "VARBINARY": "blob",
+    "TIME WITH TIME ZONE": "timetz",
+    "TIME WITHOUT TIME ZONE": "time",
+    "DATETIME": "timestamp",
+    "TIMESTAMP_US": "timestamp",
+    "TIMESTAMP WITHOUT TIME ZONE": "timestamp",
+    "TIMESTAMP WITH TIME ZONE": "timestamptz",
+    "TIMETZ": "timetz",
+    "TIMESTAMPTZ": "timestamptz",
 }
 for _name, _sql in PRIMITIVES.items():
     ALIASES.setdefault(_sql, _name)
@@ -117,7 +139,7 @@ class Field:
     """A named, typed member of a table or struct (a column or a struct field)."""
 
     name: str
-    type: "DuckLakeType"
+    type: DuckLakeType
     nullable: bool = True
     default: Default | None = None
     comment: str | None = None
@@ -136,7 +158,7 @@ class Struct:
 
 @dataclass(frozen=True)
 class ListOf:
-    element: "DuckLakeType"
+    element: DuckLakeType
     name: str = field(default="list", init=False)
 
     def __str__(self) -> str:
@@ -145,15 +167,15 @@ class ListOf:
 
 @dataclass(frozen=True)
 class MapOf:
-    key: "DuckLakeType"
-    value: "DuckLakeType"
+    key: DuckLakeType
+    value: DuckLakeType
     name: str = field(default="map", init=False)
 
     def __str__(self) -> str:
         return f"map<{self.key}, {self.value}>"
 
 
-DuckLakeType = Union[Primitive, Decimal, Struct, ListOf, MapOf]
+DuckLakeType = Primitive | Decimal | Struct | ListOf | MapOf
 
 
 def is_nested(t: DuckLakeType) -> bool:
@@ -340,6 +362,7 @@ def parse_type(text: str) -> DuckLakeType:
 
 
 # --------------------------------------------------------------------------- rendering
+
 
 def catalog_type_name(t: DuckLakeType) -> str:
     """The string stored in ``ducklake_column.column_type`` for the node itself."""
