@@ -15,12 +15,14 @@ upper-cased, ``-`` as ``_``), else libpq's ``PGUSER``/``PGPASSWORD``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 import textwrap
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import yaml
 
@@ -32,6 +34,8 @@ from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for, s3_settings
 
 EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
+W = TypeVar("W")
+R = TypeVar("R")
 
 
 def env_credentials(
@@ -193,11 +197,27 @@ def _job_params(args: argparse.Namespace) -> dict[str, object]:
     return params
 
 
+SPARK_MISSING = (
+    "this job runs its file groups as Spark tasks, but pyspark is not installed: "
+    "pip install 'ducklake-operator[spark]', or pass --no-spark to run them in this process"
+)
+
+
+def run_on_spark_if_installed(fn: Callable[[W], R], items: list[W]) -> list[R]:
+    """The Spark runner, saying what to do when pyspark is missing; asked only when the job has
+    work for Spark tasks, so jobs that never use Spark run without it."""
+    from ducklake_jobs.runtime import run_on_spark
+
+    if items and importlib.util.find_spec("pyspark") is None:
+        raise DuckLakeError(SPARK_MISSING)
+    return run_on_spark(fn, items)
+
+
 def cmd_run_job(args: argparse.Namespace) -> int:
     """Run a maintenance operation locally and print its JSON result."""
     from ducklake_jobs import storage
     from ducklake_jobs.operations import run_operation
-    from ducklake_jobs.runtime import run_in_process, run_on_spark
+    from ducklake_jobs.runtime import run_in_process
 
     params = _job_params(args)
     job_keywords(args.operation, params, "-p")  # every problem before touching a catalog
@@ -210,7 +230,7 @@ def cmd_run_job(args: argparse.Namespace) -> int:
                 args.operation,
                 args.table,
                 params,
-                runner=run_in_process if args.no_spark else run_on_spark,
+                runner=run_in_process if args.no_spark else run_on_spark_if_installed,
                 author="ducklake-cli",
             )
         finally:
