@@ -645,7 +645,7 @@ def crd(entry: dict[str, Any]) -> dict[str, Any]:
         "properties": {
             "apiVersion": string("API version: ducklake.dev/v1alpha1."),
             "kind": string("Kind of the object."),
-            "metadata": {"type": "object", "description": "Standard object metadata."},
+            "metadata": {"type": "object"},  # the API server allows nothing more here
             "spec": parts["spec"],
             "status": parts["status"],
         },

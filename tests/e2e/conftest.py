@@ -1,0 +1,87 @@
+"""End to end on a real control plane (``support.kube_cluster``: etcd, kube-apiserver and
+kube-controller-manager v1.34 built from Go modules; no kubelet, so pods never run).
+
+The chart is installed as ``helm install`` would (its CRDs first), and one operator process
+runs for the session as the chart's service account, so the chart's RBAC is all it has. Each
+test works in a namespace of its own and drives the operator with kubectl.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from support.kube_cluster import KubeCluster
+from support.operator_process import Operator, install_chart, service_account_kubeconfig
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[KubeCluster]:
+    server = KubeCluster.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def chart(cluster: KubeCluster) -> list[dict[str, Any]]:
+    return install_chart(cluster)
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: KubeCluster, chart: list[dict[str, Any]], tmp_path_factory) -> Iterator[Operator]:  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("operator")
+    kubeconfig = service_account_kubeconfig(cluster, str(tmp / "kubeconfig"))
+    op = Operator(kubeconfig, str(tmp / "operator.log"), DUCKLAKE_DRIFT_INTERVAL="2").start()
+    try:
+        yield op
+    finally:
+        op.stop()
+
+
+class Kube:
+    """kubectl in one namespace."""
+
+    def __init__(self, cluster: KubeCluster, namespace: str) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        return self.cluster.kubectl("-n", self.namespace, *args, input=input, check=check)
+
+    def apply(self, *docs: dict[str, Any]) -> str:
+        return self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(list(docs), sort_keys=False))
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        out = self.cluster.kubectl_result("-n", self.namespace, "get", kind, name, "-o", "json")
+        if out.returncode != 0:
+            if "NotFound" in out.stderr:
+                return None
+            raise AssertionError(out.stderr)
+        return json.loads(out.stdout)
+
+    def list(self, kind: str) -> list[dict[str, Any]]:
+        return json.loads(self.kubectl("get", kind, "-o", "json"))["items"]
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        items = json.loads(self.kubectl("get", "events", "-o", "json"))["items"]
+        return [e for e in items if e["involvedObject"].get("name") == name]
+
+    def delete(self, kind: str, name: str, wait: bool = False) -> None:
+        self.kubectl("delete", kind, name, f"--wait={'true' if wait else 'false'}")
+
+
+@pytest.fixture
+def kube(cluster: KubeCluster) -> Kube:
+    namespace = f"t{os.getpid() % 10000}-{next(_counter)}"
+    cluster.kubectl("create", "namespace", namespace)
+    return Kube(cluster, namespace)

@@ -1,0 +1,294 @@
+"""A real Kubernetes control plane for the tests: etcd, kube-apiserver and
+kube-controller-manager, built from Go modules by ``tests/kube/build.sh`` (cached under
+``~/.cache`` by version) and started on free loopback ports.
+
+Everything a cluster does without nodes is real: admission, structural-schema pruning and
+defaulting, CEL validation, RBAC, the status subresource, finalizers, garbage collection of
+owned objects, service-account tokens. There is no kubelet and no scheduler, so pods are
+never scheduled or run: a test that launches one can check the object, not its effect.
+
+The CA, the serving certificate, the admin's client certificate (group
+``system:masters``) and the service-account key are generated with ``openssl`` for each
+cluster; ``kubeconfig`` is an ordinary kubeconfig file that kubectl, kopf and the
+kubernetes client read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from support.pgserver import free_port
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "tests", "kube", "build.sh")
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+def binaries() -> str:
+    """Directory holding etcd, kube-apiserver and kube-controller-manager (built once)."""
+    out = subprocess.run(["bash", BUILD], capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(f"building the test cluster failed:\n{out.stderr[-4000:]}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _openssl(*args: str, cwd: str) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def _certificates(pki: str) -> None:
+    """CA; apiserver serving cert for 127.0.0.1/localhost and the in-cluster names; admin
+    client cert in system:masters; controller-manager client cert; service-account keys."""
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "30",
+        "-subj",
+        "/CN=ducklake-test-ca",
+        cwd=pki,
+    )
+    sans = "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+    leaves = {
+        "apiserver": ("/CN=kube-apiserver", ["-addext", sans]),
+        "admin": ("/O=system:masters/CN=test-admin", []),
+        "controller-manager": ("/CN=system:kube-controller-manager", []),
+    }
+    for name, (subject, extra) in leaves.items():
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subject,
+            *extra,
+            cwd=pki,
+        )
+        ext = os.path.join(pki, f"{name}.ext")
+        with open(ext, "w") as fh:
+            fh.write(sans + "\n" if name == "apiserver" else "extendedKeyUsage=clientAuth\n")
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "30",
+            "-extfile",
+            ext,
+            cwd=pki,
+        )
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+
+
+def _kubeconfig(path: str, server: str, pki: str, user: str) -> str:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "test", "cluster": {"server": server, "certificate-authority": f"{pki}/ca.crt"}}],
+        "users": [
+            {"name": user, "user": {"client-certificate": f"{pki}/{user}.crt", "client-key": f"{pki}/{user}.key"}}
+        ],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": user}}],
+        "current-context": "test",
+    }
+    with open(path, "w") as fh:
+        json.dump(config, fh)
+    return path
+
+
+@dataclass
+class KubeCluster:
+    directory: str
+    url: str
+    kubeconfig: str
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def start(cls) -> KubeCluster:
+        bin_dir = binaries()
+        directory = tempfile.mkdtemp(prefix="ducklake-kube-")
+        pki = os.path.join(directory, "pki")
+        os.makedirs(pki)
+        _certificates(pki)
+        etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
+        url = f"https://127.0.0.1:{api_port}"
+        cluster = cls(directory, url, _kubeconfig(os.path.join(directory, "kubeconfig"), url, pki, "admin"))
+        cm_config = _kubeconfig(os.path.join(directory, "cm.kubeconfig"), url, pki, "controller-manager")
+        try:
+            cluster._spawn(
+                "etcd",
+                [
+                    f"{bin_dir}/etcd",
+                    "--data-dir",
+                    os.path.join(directory, "etcd"),
+                    "--listen-client-url",
+                    f"http://127.0.0.1:{etcd_port}",
+                    "--listen-peer-url",
+                    f"http://127.0.0.1:{etcd_peer}",
+                ],
+            )
+            cluster._spawn(
+                "kube-apiserver",
+                [
+                    f"{bin_dir}/kube-apiserver",
+                    f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+                    "--bind-address=127.0.0.1",
+                    "--advertise-address=127.0.0.1",
+                    f"--secure-port={api_port}",
+                    f"--tls-cert-file={pki}/apiserver.crt",
+                    f"--tls-private-key-file={pki}/apiserver.key",
+                    f"--client-ca-file={pki}/ca.crt",
+                    "--authorization-mode=RBAC",
+                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                    f"--service-account-key-file={pki}/sa.pub",
+                    f"--service-account-signing-key-file={pki}/sa.key",
+                    f"--service-cluster-ip-range={SERVICE_CIDR}",
+                    "--endpoint-reconciler-type=none",  # no node network: 127.0.0.1 is not a valid endpoint
+                    f"--cert-dir={pki}",
+                ],
+            )
+            cluster.wait_ready()
+            cluster._spawn(
+                "kube-controller-manager",
+                [
+                    f"{bin_dir}/kube-controller-manager",
+                    f"--kubeconfig={cm_config}",
+                    f"--authentication-kubeconfig={cm_config}",
+                    f"--authorization-kubeconfig={cm_config}",
+                    "--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,job",
+                    f"--service-account-private-key-file={pki}/sa.key",
+                    f"--root-ca-file={pki}/ca.crt",
+                    "--use-service-account-credentials=false",
+                    "--leader-elect=false",
+                    "--bind-address=127.0.0.1",
+                    f"--secure-port={free_port()}",
+                    "--concurrent-gc-syncs=5",
+                ],
+            )
+            cluster.wait_for_namespace("default")
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(os.path.join(self.directory, f"{name}.log"), "wb")
+        self.processes[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop(self) -> None:
+        for proc in reversed(list(self.processes.values())):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.processes.values():
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def log(self, name: str) -> str:
+        with open(os.path.join(self.directory, f"{name}.log"), errors="replace") as fh:
+            return fh.read()
+
+    # ------------------------------------------------------------------ access
+
+    def _ssl(self) -> ssl.SSLContext:
+        pki = os.path.join(self.directory, "pki")
+        context = ssl.create_default_context(cafile=f"{pki}/ca.crt")
+        context.load_cert_chain(f"{pki}/admin.crt", f"{pki}/admin.key")
+        return context
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+        """One API call as the admin; returns the decoded JSON (None for 404)."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers={"Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(req, context=self._ssl(), timeout=30) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise RuntimeError(f"{method} {path}: {exc.code} {exc.read().decode(errors='replace')}") from None
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.time() + timeout
+        while True:
+            for name, proc in self.processes.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode}:\n{self.log(name)[-4000:]}")
+            try:
+                req = urllib.request.Request(self.url + "/readyz")
+                with urllib.request.urlopen(req, context=self._ssl(), timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.time() > deadline:
+                raise RuntimeError(f"kube-apiserver not ready after {timeout} s:\n{self.log('kube-apiserver')[-4000:]}")
+            time.sleep(0.2)
+
+    def wait_for_namespace(self, name: str, timeout: float = 60) -> None:
+        deadline = time.time() + timeout
+        while self.request("GET", f"/api/v1/namespaces/{name}") is None:
+            if time.time() > deadline:
+                raise RuntimeError(f"namespace {name} did not appear")
+            time.sleep(0.2)
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
+        """kubectl against this cluster; returns stdout (raises with stderr when check)."""
+        out = subprocess.run(
+            ["kubectl", "--kubeconfig", self.kubeconfig, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and out.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({out.returncode}):\n{out.stderr}")
+        return out.stdout if check else out.stdout + out.stderr
+
+    def kubectl_result(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["kubectl", "--kubeconfig", self.kubeconfig, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def version(self) -> dict[str, Any]:
+        return self.request("GET", "/version")

@@ -1,0 +1,143 @@
+"""The operator as users run it: the ``ducklake-operator`` process (kopf), talking to a real
+API server with the credentials of the chart's service account, so the chart's RBAC is what
+it gets. Also the chart installed on that server and a few kubectl-level helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import yaml
+
+from support.helm import ROOT, helm_binary
+from support.kube_cluster import KubeCluster
+from support.pgserver import free_port
+
+CHART = os.path.join(ROOT, "charts", "ducklake-operator")
+RELEASE, RELEASE_NS = "dl", "ducklake-system"
+SERVICE_ACCOUNT = "dl-ducklake-operator"  # the chart's fullname for release "dl"
+
+
+def render_chart(*args: str, namespace: str = RELEASE_NS) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [helm_binary(), "template", RELEASE, CHART, "--namespace", namespace, "--include-crds", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if out.returncode != 0:
+        raise AssertionError(out.stderr)
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def dump(docs: Iterable[dict[str, Any]]) -> str:
+    return yaml.safe_dump_all(list(docs), sort_keys=False)
+
+
+def install_chart(cluster: KubeCluster, *args: str) -> list[dict[str, Any]]:
+    """What ``helm install`` does, in its order: the chart's crds/ first, then the rest."""
+    docs = render_chart(*args)
+    crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+    cluster.kubectl("create", "namespace", RELEASE_NS, check=False)
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(crds))
+    for crd in crds:
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
+    rest = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
+    cluster.kubectl("apply", "--server-side", "-n", RELEASE_NS, "-f", "-", input=dump(rest))
+    return docs
+
+
+def service_account_kubeconfig(cluster: KubeCluster, path: str, account: str = SERVICE_ACCOUNT) -> str:
+    """A kubeconfig holding a token of the chart's service account (TokenRequest API)."""
+    token = cluster.kubectl("create", "token", account, "-n", RELEASE_NS, "--duration=24h").strip()
+    with open(cluster.kubeconfig) as fh:
+        config = json.load(fh)
+    config["users"] = [{"name": "operator", "user": {"token": token}}]
+    config["contexts"][0]["context"]["user"] = "operator"
+    with open(path, "w") as fh:
+        json.dump(config, fh)
+    return path
+
+
+class Operator:
+    """``ducklake-operator`` as a child process, with peering as the chart configures it."""
+
+    def __init__(self, kubeconfig: str, log_path: str, **env: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.env = env
+        self.metrics_port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *args: str) -> Operator:
+        env = {
+            **os.environ,
+            "KUBECONFIG": self.kubeconfig,
+            "DUCKLAKE_PEERING": SERVICE_ACCOUNT,  # the chart's ClusterKopfPeering
+            **self.env,
+        }
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ducklake_operator.controller.main",
+                f"--metrics-port={self.metrics_port}",
+                f"--liveness=http://127.0.0.1:{free_port()}/healthz",
+                *args,
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def restart(self, *args: str) -> None:
+        self.stop()
+        self.start(*args)
+
+    def log(self) -> str:
+        with open(self.log_path, errors="replace") as fh:
+            return fh.read()
+
+    def metric(self, name: str) -> float:
+        import urllib.request
+
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
+        return sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+]+)$", text, re.M))
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, interval: float = 0.1) -> Any:
+    deadline = time.time() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any]:
+    conditions = ((obj or {}).get("status") or {}).get("conditions", [])
+    return next((c for c in conditions if c["type"] == type_), {})
+
+
+def is_ready(obj: dict[str, Any] | None) -> bool:
+    return condition(obj, "Ready").get("status") == "True"
