@@ -22,6 +22,7 @@ import sys
 import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from typing import TypeVar
 
 import yaml
@@ -154,8 +155,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    """Run SQL with DuckDB against the catalog, attached as ``lake`` (read and write)."""
-    from .duckdb_client import attach, configure_s3
+    """Run SQL with DuckDB against the catalog, attached as ``lake`` (read and write), with only
+    the extensions the catalog needs."""
+    import duckdb
+
+    from .duckdb_client import attach, configure_s3, connect, extensions_for
 
     for cat_spec, _ in _grouped(args.file):
         location = location_for(cat_spec, env_credentials)
@@ -163,21 +167,25 @@ def cmd_sql(args: argparse.Namespace) -> int:
             Catalog.open(location, expected_data_path=cat_spec.data_path).close()
         except CatalogNotFound as exc:
             raise CatalogNotFound(f"{exc}: `ducklake apply -f` the catalog manifest first") from None
-        con = attach(location, alias="lake")
-        if (s3 := s3_settings(cat_spec)) is not None:
-            configure_s3(
-                con,
-                key_id=s3.access_key,
-                secret=s3.secret_key,
-                region=s3.region,
-                endpoint=s3.endpoint,
-                url_style=s3.url_style,
-            )
-        for statement in args.sql:
-            relation = con.sql(statement)
-            if relation is not None:
-                relation.show(max_width=160)
-        con.close()
+        s3 = s3_settings(cat_spec)
+        with closing(connect(extensions_for(location, cat_spec.data_path))) as con:
+            try:
+                if s3 is not None:
+                    configure_s3(
+                        con,
+                        key_id=s3.access_key,
+                        secret=s3.secret_key,
+                        region=s3.region,
+                        endpoint=s3.endpoint,
+                        url_style=s3.url_style,
+                    )
+                attach(location, alias="lake", con=con)
+                for statement in args.sql:
+                    relation = con.sql(statement)
+                    if relation is not None:
+                        relation.show(max_width=160)
+            except duckdb.Error as exc:  # the user's SQL: DuckDB's whole message (it points at the error)
+                raise DuckLakeError(f"DuckDB: {exc}") from None
     return EXIT_OK
 
 

@@ -89,6 +89,23 @@ def test_plan_apply_status_and_exit_codes(workdir: str) -> None:
     assert "note is in the catalog but not in the manifest" in ducklake("status", *evolved, cwd=workdir).stdout
 
 
+LOADED_EXTENSIONS = (
+    "SELECT string_agg(extension_name, ',' ORDER BY extension_name) AS loaded FROM duckdb_extensions() "
+    "WHERE loaded AND install_mode <> 'STATICALLY_LINKED'"
+)
+
+
+def test_sql_loads_only_what_the_catalog_needs_and_sql_errors_are_one_message(workdir: str) -> None:
+    assert ducklake("apply", "-f", "examples/", cwd=workdir).returncode == 0
+    loaded = ducklake("sql", "-f", "examples/catalog.yaml", LOADED_EXTENSIONS, cwd=workdir)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "│ ducklake,sqlite_scanner │" in loaded.stdout  # no postgres_scanner, no httpfs
+    wrong = ducklake("sql", "-f", "examples/catalog.yaml", "SELECT * FROM lake.sales.nope", cwd=workdir)
+    assert wrong.returncode == 1 and wrong.stdout == ""
+    assert wrong.stderr.startswith("error: DuckDB: Catalog Error: Table with name nope does not exist!")
+    assert "Traceback" not in wrong.stderr
+
+
 def test_errors_exit_1_with_field_paths(workdir: str) -> None:
     path = os.path.join(workdir, "examples/orders-table.yaml")
     doc = yaml.safe_load(open(path))
@@ -154,10 +171,12 @@ def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg
         "examples/catalog.yaml",
         "INSERT INTO lake.sales.orders (id) VALUES (7)",
         "SELECT id FROM lake.sales.orders",
+        LOADED_EXTENSIONS,
         cwd=workdir,
         env=env,
     )
     assert sql.returncode == 0, sql.stderr
+    assert "│ ducklake,postgres_scanner │" in sql.stdout
     assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).stdout.count("no changes") == 2
 
 

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from ..errors import SpecError
+from .scrub import describe_failure
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,5 @@ def create_engine(location: CatalogLocation, *, connect_timeout: int = 10) -> sa
 
 
 def describe_db_error(exc: sa.exc.DBAPIError) -> str:
-    """The driver's first message line, never with credentials or connection parameters."""
-    text = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-    if "password" in text.lower() or "authentication" in text.lower():
-        return "authentication failed (check the credentials)"
-    return text.split("connection to server at")[-1].strip()
+    """The driver's error as one clause, never with credentials (``scrub.describe_failure``)."""
+    return describe_failure(str(exc.orig) if exc.orig is not None else type(exc).__name__)
