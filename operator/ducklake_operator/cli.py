@@ -9,7 +9,9 @@
 
 Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
 from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
-upper-cased, ``-`` as ``_``), else libpq's ``PGUSER``/``PGPASSWORD``.
+upper-cased, ``-`` as ``_``), else libpq's ``PGUSER``/``PGPASSWORD``. Every failure is one
+``error:`` message with credentials removed; ``DUCKLAKE_DEBUG=1`` shows the traceback of an
+unexpected one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import yaml
 
 from .api.load import load_paths
 from .catalog import Catalog
+from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
 from .model.job_params import OPERATIONS, job_keywords, params_help
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
@@ -39,16 +42,26 @@ W = TypeVar("W")
 R = TypeVar("R")
 
 
+_secrets_read: set[str] = set()  # every secret the CLI read, masked in whatever it prints
+
+
 def env_credentials(
     secret: str, user_key: str, password_key: str, namespace: str | None = None
 ) -> tuple[str | None, str | None]:
     def var(key: str) -> str:
         return f"DUCKLAKE_SECRET_{secret}_{key}".upper().replace("-", "_").replace(".", "_")
 
-    return (
-        os.environ.get(var(user_key)) or os.environ.get("PGUSER"),
-        os.environ.get(var(password_key)) or os.environ.get("PGPASSWORD"),
-    )
+    password = os.environ.get(var(password_key)) or os.environ.get("PGPASSWORD")
+    if password:
+        _secrets_read.add(password)
+    return os.environ.get(var(user_key)) or os.environ.get("PGUSER"), password
+
+
+def known_secrets() -> set[str]:
+    """What no message may show: the secrets read, and those libpq and S3 take from the
+    environment by themselves."""
+    env = (os.environ.get(k) for k in ("PGPASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"))
+    return _secrets_read | {v for v in env if v}
 
 
 def _grouped(paths: Sequence[str]) -> list[tuple[CatalogSpec, list[SchemaSpec | TableSpec]]]:
@@ -185,7 +198,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
                     if relation is not None:
                         relation.show(max_width=160)
             except duckdb.Error as exc:  # the user's SQL: DuckDB's whole message (it points at the error)
-                raise DuckLakeError(f"DuckDB: {exc}") from None
+                raise DuckLakeError(f"DuckDB: {exc}") from None  # main() scrubs every message
     return EXIT_OK
 
 
@@ -307,10 +320,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as exc:
         print("error: invalid manifests:", file=sys.stderr)
         for problem in exc.problems:
-            print(f"  {exc.source + ': ' if exc.source else ''}{problem}", file=sys.stderr)
+            print(scrub(f"  {exc.source + ': ' if exc.source else ''}{problem}", known_secrets()), file=sys.stderr)
         return EXIT_ERROR
     except DuckLakeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(str(exc), known_secrets())}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # a bug, or a failure no layer below turned into a sentence
+        if os.environ.get("DUCKLAKE_DEBUG"):
+            raise
+        print(
+            f"error: unexpected {type(exc).__name__}: {describe_failure(str(exc), known_secrets())} "
+            "(DUCKLAKE_DEBUG=1 shows where)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
 
 

@@ -15,6 +15,10 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psycopg2.extensions
 
 
 def _binary(name: str) -> str:
@@ -75,15 +79,54 @@ class PgServer:
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
 
-    def create_database(self, name: str) -> None:
+    def create_database(self, name: str, owner: str | None = None) -> None:
+        conn = self._superuser()
+        try:
+            conn.cursor().execute(f'CREATE DATABASE "{name}"' + (f' OWNER "{owner}"' if owner else ""))
+        finally:
+            conn.close()
+
+    def _superuser(self) -> psycopg2.extensions.connection:
         import psycopg2
 
         conn = psycopg2.connect(host=self.host, port=self.port, user=self.user, dbname="postgres")
         conn.autocommit = True
+        return conn
+
+    def create_password_role(self, role: str, password: str) -> None:
+        """A login role that must give its password (scram-sha-256).
+
+        The server trusts every local connection (``initdb -A trust``), so a ``host`` line for
+        this role alone goes first in pg_hba.conf (the first matching line wins); every other
+        role is still trusted."""
+        conn = self._superuser()
         try:
-            conn.cursor().execute(f'CREATE DATABASE "{name}"')
+            cur = conn.cursor()
+            cur.execute(f'CREATE ROLE "{role}" LOGIN PASSWORD %s', (password,))
+            hba = os.path.join(self.directory, "data", "pg_hba.conf")
+            with open(hba, "r+") as fh:  # rewritten in place: the file keeps its owner
+                rules = fh.read()
+                fh.seek(0)
+                fh.write(f"host all {role} {self.host}/32 scram-sha-256\n{rules}")
+            cur.execute("SELECT pg_reload_conf()")
         finally:
             conn.close()
+        self._wait_until_password_needed(role)
+
+    def _wait_until_password_needed(self, role: str, timeout: float = 10) -> None:
+        """The server rereads pg_hba.conf after the reload signal, not at once."""
+        import psycopg2
+
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                psycopg2.connect(host=self.host, port=self.port, user=role, dbname="postgres").close()
+            except psycopg2.OperationalError as exc:
+                if "password" in str(exc):
+                    return
+                raise
+            time.sleep(0.05)
+        raise RuntimeError(f"PostgreSQL still trusts {role} after reloading pg_hba.conf")
 
     def wait_ready(self, timeout: float = 10) -> None:
         deadline = time.time() + timeout
