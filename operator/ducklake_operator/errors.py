@@ -57,6 +57,14 @@ class CatalogUnavailable(DuckLakeError):
     cleanable = True
 
 
+class CredentialsInvalid(DuckLakeError):
+    """The credentials a catalog names cannot be had: the Secret, or a key in it, is missing."""
+
+    def __init__(self, message: str, *, secret: tuple[str, str] | None = None) -> None:
+        self.secret = secret  # (namespace, name)
+        super().__init__(message)
+
+
 class CommitConflict(DuckLakeError):
     """A concurrent commit touched what this commit changes; nothing was committed."""
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import time
 
+from ducklake_operator.catalog import CatalogLocation
 from support import duck
 from support.manifests import manifest, sqlite_catalog, table
 from support.operator_process import condition, is_ready, wait_for
-
-from ducklake_operator.catalog import CatalogLocation
 
 
 def snapshots(location: CatalogLocation) -> int:
@@ -71,7 +70,7 @@ def test_table_lifecycle(kube, operator, tmp_path) -> None:  # type: ignore[no-u
     # kubectl get and describe read like a user expects
     header, row = kube.kubectl("get", "ducklaketables").splitlines()[:2]
     assert header.split() == ["NAME", "SCHEMA", "SNAPSHOT", "COLUMNS", "FILES", "READY", "AGE"]
-    assert row.split()[:6] == ["orders", "main", str(before + 1), "2", "0", "True"]
+    assert row.split()[:6] == ["orders", "main", str(before), "2", "0", "True"]  # snapshot ids count from 0
     described = kube.kubectl("describe", "ducklaketable", "orders")
     assert "Applied" in described and "Blocked" in described and "Conditions:" in described
 

@@ -25,16 +25,25 @@ RELEASE, RELEASE_NS = "dl", "ducklake-system"
 SERVICE_ACCOUNT = "dl-ducklake-operator"  # the chart's fullname for release "dl"
 
 
-def render_chart(*args: str, namespace: str = RELEASE_NS) -> list[dict[str, Any]]:
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "ClusterKopfPeering", "CustomResourceDefinition", "Namespace"}
+
+
+def render_chart(*args: str, release: str = RELEASE, namespace: str = RELEASE_NS) -> list[dict[str, Any]]:
+    """``helm template`` output, each namespaced object placed in the release namespace
+    unless the chart names one (as ``helm install`` does)."""
     out = subprocess.run(
-        [helm_binary(), "template", RELEASE, CHART, "--namespace", namespace, "--include-crds", *args],
+        [helm_binary(), "template", release, CHART, "--namespace", namespace, "--include-crds", *args],
         capture_output=True,
         text=True,
         timeout=120,
     )
     if out.returncode != 0:
         raise AssertionError(out.stderr)
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    for doc in docs:
+        if doc["kind"] not in CLUSTER_SCOPED:
+            doc["metadata"].setdefault("namespace", namespace)
+    return docs
 
 
 def dump(docs: Iterable[dict[str, Any]]) -> str:
@@ -50,7 +59,7 @@ def install_chart(cluster: KubeCluster, *args: str) -> list[dict[str, Any]]:
     for crd in crds:
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
     rest = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
-    cluster.kubectl("apply", "--server-side", "-n", RELEASE_NS, "-f", "-", input=dump(rest))
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(rest))
     return docs
 
 

@@ -265,6 +265,38 @@ def catalog_schema() -> Schema:
     return {"spec": spec, "status": status}
 
 
+def plan_status() -> dict[str, Schema]:
+    """Status of the plans of a schema or a table (status.plan_fields writes them)."""
+    return {
+        "lastPlan": obj(
+            "The changes last applied.",
+            {
+                "hash": string("Plan hash."),
+                "snapshot": integer("Snapshot committed."),
+                "changes": array("One line per change.", string("A change.")),
+            },
+        ),
+        "pendingPlan": obj(
+            "A plan that is blocked or cannot be applied.",
+            {
+                "hash": string("Plan hash; copy into spec.evolution.approvedPlan to approve."),
+                "changes": array("One line per change.", string("A change.")),
+            },
+        ),
+        "blockedChanges": array(
+            "Changes refused and how to allow them.",
+            obj(
+                "A blocked change.",
+                {
+                    "change": string("The change."),
+                    "reason": string("Why it is blocked."),
+                    "allow": string("How to allow it."),
+                },
+            ),
+        ),
+    }
+
+
 def schema_schema() -> Schema:
     spec = obj(
         "Desired state of a schema in a DuckLake catalog.",
@@ -278,7 +310,11 @@ def schema_schema() -> Schema:
         required=("catalogRef", "name"),
     )
     status = status_common(
-        {"schemaId": integer("schema_id in the catalog."), "snapshot": integer("Snapshot last applied or checked.")}
+        {
+            "schemaId": integer("schema_id in the catalog."),
+            "snapshot": integer("Snapshot last applied or checked."),
+            **plan_status(),
+        }
     )
     return {"spec": spec, "status": status}
 
@@ -374,32 +410,7 @@ def table_schema() -> Schema:
                     },
                 ),
             ),
-            "lastPlan": obj(
-                "The changes last applied.",
-                {
-                    "hash": string("Plan hash."),
-                    "snapshot": integer("Snapshot committed."),
-                    "changes": array("One line per change.", string("A change.")),
-                },
-            ),
-            "pendingPlan": obj(
-                "A plan that is blocked or cannot be applied.",
-                {
-                    "hash": string("Plan hash; copy into spec.evolution.approvedPlan to approve."),
-                    "changes": array("One line per change.", string("A change.")),
-                },
-            ),
-            "blockedChanges": array(
-                "Changes refused and how to allow them.",
-                obj(
-                    "A blocked change.",
-                    {
-                        "change": string("The change."),
-                        "reason": string("Why it is blocked."),
-                        "allow": string("How to allow it."),
-                    },
-                ),
-            ),
+            **plan_status(),
             "drift": array("Where the catalog differs from the manifest.", string("A difference.")),
             "stats": obj(
                 "Table health from the catalog.",

@@ -1,25 +1,30 @@
-"""kopf wiring (the only module that imports kopf): parse the body, call a reconciler,
-write its outcome to status and events, and turn temporary failures into kopf retries.
+"""kopf wiring (the only module that imports kopf): parse the body, call a reconciler on a
+worker thread, write what changed to status and events, and turn failures into retries.
 
 Progress and the last-handled configuration live in ``ducklake.dev/*`` annotations, so
 ``status`` is ours. Catalog manifests are held in a kopf index, so a table finds its
-catalog without an API call; credentials are read from the catalog's Secret on demand.
+catalog without an API call; credentials come from a Secret store that watches each Secret
+it read. A handler whose dependency is missing waits for it to change (``context``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from functools import lru_cache
 from typing import Any
 
 import kopf
 
 from ..api.load import parse_manifest
 from ..errors import SpecError
-from ..model.spec import GROUP, VERSION, CatalogSpec, SchemaSpec, TableSpec
+from ..model.spec import GROUP, VERSION, CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
 from ..reconcile import lake_identity
 from . import metrics
+from .context import Controller, catalog_channel
+from .credentials import SecretStore, kubernetes_core_api
 from .reconcilers import (
     CatalogPool,
     Outcome,
@@ -31,32 +36,53 @@ from .reconcilers import (
     reconcile_schema,
     reconcile_table,
 )
-from .status import condition, merge_conditions
+from .status import condition, merge_conditions, status_changes
 
 log = logging.getLogger(__name__)
 DRIFT_INTERVAL = float(os.environ.get("DUCKLAKE_DRIFT_INTERVAL", "60"))
-RETRY_SCALE = float(os.environ.get("DUCKLAKE_RETRY_SCALE", "1"))  # tests shorten retry delays
 CATALOGS, SCHEMAS, TABLES = "ducklakecatalogs", "ducklakeschemas", "ducklaketables"
 
 
+@lru_cache(maxsize=1)
+def _core_api() -> Any:
+    return kubernetes_core_api()
+
+
+def secret_channel(namespace: str, name: str) -> Hashable:
+    return ("secret", namespace, name)
+
+
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=GROUP, key="last-handled-configuration"
     )
-    settings.posting.level = logging.INFO
-    settings.execution.max_workers = int(os.environ.get("DUCKLAKE_WORKERS", "8"))
-    if "pool" not in memo:
-        from .secrets import read_secret
+    # Our own events only (applied, blocked, drifted, failures): kopf would post one more
+    # per handler run ("Handler ... succeeded"), an API write per object per timer tick.
+    settings.posting.loggers = False
+    if "controller" not in memo:
+        controller: Controller
 
-        memo.pool = CatalogPool(credentials=read_secret)
+        def secret_changed(key: tuple[str, str]) -> None:
+            controller.signals.notify(secret_channel(*key))
+
+        store = SecretStore(_core_api, on_change=secret_changed)
+        controller = Controller(
+            pool=CatalogPool(credentials=store.read),
+            scrub=store.scrub,
+            workers=int(os.environ.get("DUCKLAKE_WORKERS", "8")),
+        )
+        memo.controller = controller
+        memo.secrets = store
+    memo.controller.start(asyncio.get_running_loop())
 
 
 @kopf.on.cleanup()
-def close_catalogs(memo: kopf.Memo, **_: Any) -> None:
-    if "pool" in memo:
-        memo.pool.close()
+async def close_catalogs(memo: kopf.Memo, **_: Any) -> None:
+    if "controller" in memo:
+        memo.secrets.stop()
+        await memo.controller.stop()
 
 
 @kopf.index(GROUP, VERSION, CATALOGS)
@@ -103,8 +129,7 @@ def _parse(body: kopf.Body) -> Any:
 
 
 def _catalog_for(spec: SchemaSpec | TableSpec, index: kopf.Index) -> CatalogSpec | None:
-    store = index.get((spec.ref.namespace, spec.catalog))
-    for doc in store or []:
+    for doc in index.get((spec.ref.namespace, spec.catalog)) or []:
         try:
             parsed = parse_manifest(doc, source=f"{spec.ref.namespace}/{spec.catalog}")
         except SpecError:
@@ -113,99 +138,177 @@ def _catalog_for(spec: SchemaSpec | TableSpec, index: kopf.Index) -> CatalogSpec
     return None
 
 
-def _publish(outcome: Outcome, body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], kind: str) -> None:
-    for key, value in outcome.status.items():
+def _channels(catalog: CatalogSpec | None, namespace: str | None, name: str) -> list[Hashable]:
+    """What a handler of an object using catalog ``name`` waits on: the catalog, and the
+    Secrets the catalog reads."""
+    channels = [catalog_channel(namespace, name)]
+    if catalog is not None:
+        refs = [catalog.s3.credentials if catalog.s3 else None]
+        if isinstance(catalog.backend, PostgresSpec):
+            refs.append(catalog.backend.credentials)
+        channels += [secret_channel(namespace or "", r.name) for r in refs if r is not None]
+    return channels
+
+
+def _publish(ctl: Controller, outcome: Outcome, body: kopf.Body, patch: kopf.Patch, status: Any, kind: str) -> None:
+    """Write what changed (status fields, conditions) and the events; a failure's event only
+    when the failure is new, so a waiting object does not post one per retry."""
+    scrub = ctl.scrub
+    current_ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    for key, value in status_changes(dict(status), outcome.status).items():
         patch.status[key] = value
     if outcome.conditions:
-        patch.status["conditions"] = merge_conditions(status.get("conditions"), outcome.conditions)
+        updates = [{**c, "message": scrub(c.get("message", ""))} for c in outcome.conditions]
+        merged = merge_conditions(status.get("conditions"), updates)
+        if merged != list(status.get("conditions") or []):
+            patch.status["conditions"] = merged
     for type_, reason, message in outcome.events:
-        kopf.event(body, type=type_, reason=reason, message=message)
+        message = scrub(message)
+        repeated = (
+            type_ == "Warning"
+            and outcome.failure is not None
+            and current_ready.get("status") == "False"
+            and (current_ready.get("reason"), current_ready.get("message")) == (reason, message)
+        )
+        if not repeated:
+            kopf.event(body, type=type_, reason=reason, message=message)
     metrics.RECONCILES.labels(kind=kind, result=outcome.failure.reason if outcome.failure else "ok").inc()
-    if outcome.failure is not None:
-        raise kopf.TemporaryError(outcome.failure.message, delay=max(outcome.failure.delay * RETRY_SCALE, 0.1))
 
 
-def _invalid(exc: SpecError, body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], kind: str) -> None:
-    """An invalid manifest: say so in status and an event; do not retry until it changes."""
+def _invalid_outcome(exc: SpecError, body: kopf.Body) -> Outcome:
+    """An invalid manifest: said in status and an event; not retried until it changes."""
     generation = body.get("metadata", {}).get("generation")
     message = "; ".join(exc.problems)
-    _publish(
-        Outcome(
-            status={"observedGeneration": generation},
-            conditions=[
-                condition("Ready", False, "InvalidSpec", message, generation),
-                condition("Progressing", False, "InvalidSpec", "", generation),
-            ],
-            events=[("Warning", "InvalidSpec", message)],
-        ),
-        body,
-        patch,
-        status,
-        kind,
+    return Outcome(
+        status={"observedGeneration": generation},
+        conditions=[
+            condition("Ready", False, "InvalidSpec", message, generation),
+            condition("Progressing", False, "InvalidSpec", "", generation),
+        ],
+        events=[("Warning", "InvalidSpec", message)],
     )
 
 
-def _handle(
+async def _handle(
     kind: str,
     body: kopf.Body,
     patch: kopf.Patch,
-    status: dict[str, Any],
+    status: Any,
+    memo: kopf.Memo,
+    retry: int,
     reconcile: Callable[[Any], Outcome],
     *,
+    catalog: Callable[[Any], CatalogSpec | None],
     on_invalid: str = "report",
+    after: Callable[[Any, Outcome], None] | None = None,
+    timer: bool = False,
 ) -> None:
-    """Parse, reconcile, publish. An invalid manifest is reported (or, on deletion, ignored:
-    it was never applied) and not retried until it changes."""
+    """Parse, wait if the last try waits for a dependency, reconcile on a worker thread,
+    publish, and turn a failure into a kopf retry. An invalid manifest is reported
+    (``on_invalid="report"``), or on deletion said to have been never applied
+    (``"delete"``), or left to the change handlers (``"skip"``, timers). A timer neither
+    waits nor retries: its next tick is its retry."""
+    ctl: Controller = memo.controller
+    uid = str(body.get("metadata", {}).get("uid"))
     try:
         spec = _parse(body)
     except SpecError as exc:
         if on_invalid == "report":
-            _invalid(exc, body, patch, status, kind)
+            _publish(ctl, _invalid_outcome(exc, body), body, patch, status, kind)
+        elif on_invalid == "delete":
+            kopf.event(body, type="Warning", reason="InvalidSpec", message="the manifest is invalid, so it was never "
+                       "applied; nothing to delete in the lake")  # fmt: skip
         return
+    if not timer:
+        await ctl.wait_if_blocked(uid, retry)
+    catalog_spec = spec if isinstance(spec, CatalogSpec) else catalog(spec)
+    catalog_name = spec.ref.name if isinstance(spec, CatalogSpec) else spec.catalog
+    seen = ctl.note(_channels(catalog_spec, spec.ref.namespace, catalog_name))
     with metrics.RECONCILE_SECONDS.labels(kind=kind).time():
-        _publish(reconcile(spec), body, patch, status, kind)
+        outcome = await ctl.call(reconcile, spec)
+    _publish(ctl, outcome, body, patch, status, kind)
+    if after is not None:
+        after(spec, outcome)
+    failure = outcome.failure
+    if timer:
+        return
+    if failure is None:
+        ctl.forget(uid)
+        return
+    message = ctl.scrub(failure.message)
+    if failure.waits:
+        ctl.block(uid, seen)
+        if failure.reason == "CatalogUnreachable" and catalog_spec is not None:
+            pool, target = ctl.pool, catalog_spec
+            ctl.probe(catalog_channel(spec.ref.namespace, catalog_name), lambda: pool.catalog(target)[0].snapshot())
+        raise kopf.TemporaryError(message, delay=0)
+    raise kopf.TemporaryError(message, delay=failure.delay(retry))
+
+
+def _notify_catalog(ctl: Controller, spec: Any) -> None:
+    name = spec.ref.name if isinstance(spec, CatalogSpec) else spec.catalog
+    ctl.signals.notify(catalog_channel(spec.ref.namespace, name))
+
+
+def _committed(ctl: Controller) -> Callable[[Any, Outcome], None]:
+    """After a schema or table reconcile: a commit may be what others wait for (a schema)."""
+
+    def after(spec: Any, outcome: Outcome) -> None:
+        if outcome.failure is None and (outcome.status.get("lastPlan") or {}).get("snapshot") is not None:
+            _notify_catalog(ctl, spec)
+
+    return after
 
 
 @kopf.on.resume(GROUP, VERSION, CATALOGS)
 @kopf.on.create(GROUP, VERSION, CATALOGS)
 @kopf.on.update(GROUP, VERSION, CATALOGS, field="spec")
 @kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
-def catalog_reconcile(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, **_: Any) -> None:
-    _handle("DuckLakeCatalog", body, patch, status, lambda spec: reconcile_catalog(spec, memo.pool))
+async def catalog_reconcile(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int = 0, **_: Any
+) -> None:
+    ctl: Controller = memo.controller
+    was_ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+    def became_ready(spec: CatalogSpec, outcome: Outcome) -> None:
+        if outcome.failure is None and not was_ready:
+            _notify_catalog(ctl, spec)
+
+    await _handle(
+        "DuckLakeCatalog", body, patch, status, memo, retry,
+        lambda spec: reconcile_catalog(spec, ctl.pool), catalog=lambda spec: spec, after=became_ready,
+    )  # fmt: skip
 
 
 @kopf.on.delete(GROUP, VERSION, CATALOGS)
-def catalog_delete(
+async def catalog_delete(
     body: kopf.Body,
     patch: kopf.Patch,
-    status: dict[str, Any],
+    status: Any,
     memo: kopf.Memo,
     schema_users: kopf.Index,
     table_users: kopf.Index,
     catalog_manifests: kopf.Index,
     namespace: str,
     name: str,
+    retry: int = 0,
     **_: Any,
 ) -> None:
-    users = [*schema_users.get((namespace, name), []), *table_users.get((namespace, name), [])]
-    _handle(
-        "DuckLakeCatalog",
-        body,
-        patch,
-        status,
-        on_invalid="ignore",
-        reconcile=lambda spec: delete_catalog(
-            spec,
-            memo.pool,
-            users,
-            [
-                f"{ns}/{n}"
-                for (ns, n), docs in catalog_manifests.items()
-                if (ns, n) != (namespace, name)
-                for doc in docs
-                if _declares_lake(doc, lake_identity(spec))
-            ],
-        ),
+    ctl: Controller = memo.controller
+
+    def delete(spec: CatalogSpec) -> Outcome:
+        users = [*schema_users.get((namespace, name), []), *table_users.get((namespace, name), [])]
+        sharing = [
+            f"{ns}/{n}"
+            for (ns, n), docs in catalog_manifests.items()
+            if (ns, n) != (namespace, name)
+            for doc in docs
+            if _declares_lake(doc, lake_identity(spec))
+        ]
+        return delete_catalog(spec, ctl.pool, users, sharing)
+
+    await _handle(
+        "DuckLakeCatalog", body, patch, status, memo, retry, delete, catalog=lambda spec: spec, on_invalid="delete"
     )
 
 
@@ -220,70 +323,78 @@ def _declares_lake(doc: dict[str, Any], identity: tuple[object, ...]) -> bool:
 @kopf.on.resume(GROUP, VERSION, SCHEMAS)
 @kopf.on.create(GROUP, VERSION, SCHEMAS)
 @kopf.on.update(GROUP, VERSION, SCHEMAS, field="spec")
-def schema_reconcile(
-    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
-) -> None:
-    _handle(
-        "DuckLakeSchema",
-        body,
-        patch,
-        status,
-        lambda spec: reconcile_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool),
-    )
+async def schema_reconcile(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
+    retry: int = 0, **_: Any,
+) -> None:  # fmt: skip
+    ctl: Controller = memo.controller
+    await _handle(
+        "DuckLakeSchema", body, patch, status, memo, retry,
+        lambda spec: reconcile_schema(spec, _catalog_for(spec, catalog_manifests), ctl.pool),
+        catalog=lambda spec: _catalog_for(spec, catalog_manifests), after=_committed(ctl),
+    )  # fmt: skip
 
 
 @kopf.on.delete(GROUP, VERSION, SCHEMAS)
-def schema_delete(
-    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
-) -> None:
-    _handle(
-        "DuckLakeSchema",
-        body,
-        patch,
-        status,
-        lambda spec: delete_schema(spec, _catalog_for(spec, catalog_manifests), memo.pool),
-        on_invalid="ignore",
-    )
+async def schema_delete(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
+    retry: int = 0, **_: Any,
+) -> None:  # fmt: skip
+    ctl: Controller = memo.controller
+
+    def delete(spec: SchemaSpec) -> Outcome:
+        return delete_schema(spec, _catalog_for(spec, catalog_manifests), ctl.pool)
+
+    await _handle(
+        "DuckLakeSchema", body, patch, status, memo, retry, delete,
+        catalog=lambda spec: _catalog_for(spec, catalog_manifests), on_invalid="delete",
+        after=lambda spec, outcome: _notify_catalog(ctl, spec) if outcome.failure is None else None,
+    )  # fmt: skip
 
 
 @kopf.on.resume(GROUP, VERSION, TABLES)
 @kopf.on.create(GROUP, VERSION, TABLES)
 @kopf.on.update(GROUP, VERSION, TABLES, field="spec")
-def table_reconcile(
-    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
-) -> None:
-    _handle(
-        "DuckLakeTable",
-        body,
-        patch,
-        status,
-        lambda spec: reconcile_table(spec, _catalog_for(spec, catalog_manifests), memo.pool),
-    )
+async def table_reconcile(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
+    retry: int = 0, **_: Any,
+) -> None:  # fmt: skip
+    ctl: Controller = memo.controller
+    await _handle(
+        "DuckLakeTable", body, patch, status, memo, retry,
+        lambda spec: reconcile_table(spec, _catalog_for(spec, catalog_manifests), ctl.pool),
+        catalog=lambda spec: _catalog_for(spec, catalog_manifests), after=_committed(ctl),
+    )  # fmt: skip
 
 
 @kopf.timer(GROUP, VERSION, TABLES, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL, idle=DRIFT_INTERVAL / 2)
-def table_drift(
-    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
+async def table_drift(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
 ) -> None:
+    ctl: Controller = memo.controller
+    drifted = any(c.get("type") == "Drifted" and c.get("status") == "True" for c in status.get("conditions") or [])
+
     def check(spec: TableSpec) -> Outcome:
-        outcome = check_table_drift(spec, _catalog_for(spec, catalog_manifests), memo.pool)
-        was = {c["type"]: c for c in status.get("conditions", [])}.get("Drifted", {})
-        if was.get("status") == "True" and outcome.events and outcome.events[0][1] == "Drifted":
+        outcome = check_table_drift(spec, _catalog_for(spec, catalog_manifests), ctl.pool)
+        if drifted and outcome.events and outcome.events[0][1] == "Drifted":
             outcome.events = []  # report a drift event once, when it appears
         return outcome
 
-    _handle("DuckLakeTable", body, patch, status, check, on_invalid="ignore")
+    await _handle(
+        "DuckLakeTable", body, patch, status, memo, 0, check,
+        catalog=lambda spec: _catalog_for(spec, catalog_manifests), on_invalid="skip", timer=True,
+    )  # fmt: skip
 
 
 @kopf.on.delete(GROUP, VERSION, TABLES)
-def table_delete(
-    body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
-) -> None:
-    _handle(
-        "DuckLakeTable",
-        body,
-        patch,
-        status,
-        lambda spec: delete_table(spec, _catalog_for(spec, catalog_manifests), memo.pool),
-        on_invalid="ignore",
-    )
+async def table_delete(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
+    retry: int = 0, **_: Any,
+) -> None:  # fmt: skip
+    ctl: Controller = memo.controller
+    await _handle(
+        "DuckLakeTable", body, patch, status, memo, retry,
+        lambda spec: delete_table(spec, _catalog_for(spec, catalog_manifests), ctl.pool),
+        catalog=lambda spec: _catalog_for(spec, catalog_manifests), on_invalid="delete",
+        after=lambda spec, outcome: _notify_catalog(ctl, spec) if outcome.failure is None else None,
+    )  # fmt: skip

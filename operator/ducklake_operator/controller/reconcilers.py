@@ -11,8 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import sqlalchemy as sa
-
 from ..catalog import Catalog
 from ..catalog.changes_made import parse_changes
 from ..errors import CatalogNotFound, DuckLakeError
@@ -56,7 +54,7 @@ class CatalogPool:
     def _key(self, spec: CatalogSpec) -> tuple[str, str]:
         return (spec.ref.namespace or "", spec.ref.name)
 
-    def _count(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+    def _count(self, statement: str) -> None:
         if not statement.startswith("BEGIN"):
             self.queries += 1
             CATALOG_QUERIES.inc()
@@ -73,7 +71,7 @@ class CatalogPool:
             catalog, created = ensure_catalog(spec, self.credentials)
         else:
             catalog, created = Catalog.open(location, expected_data_path=spec.data_path), False
-        sa.event.listen(catalog.engine, "before_cursor_execute", self._count)
+        catalog.on_statement(self._count)
         with self._lock:
             old = self._catalogs.pop(key, None)
             self._catalogs[key] = (identity, catalog)
@@ -209,7 +207,7 @@ def delete_catalog(
                 "DependentsRemain",
                 f"waiting for {len(dependents)} resources that use this catalog to be deleted first: {names}",
                 True,
-                10,
+                waits=True,
             ),
         )
     try:
@@ -221,7 +219,7 @@ def delete_catalog(
     try:
         result = destroy_catalog(catalog, s3_settings(spec, pool.credentials))
     except (DuckLakeError, OSError) as exc:
-        failure = Failure("DeleteFailed", f"deleting the lake failed part-way, will retry: {exc}", True, 30)
+        failure = Failure("DeleteFailed", f"deleting the lake failed part-way, will retry: {exc}", True, cap=30)
         return Outcome(events=[("Warning", failure.reason, failure.message)], failure=failure)
     finally:
         pool.forget(spec)

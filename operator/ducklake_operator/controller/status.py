@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +42,12 @@ def merge_conditions(
         )
         by_type[new["type"]] = merged
     return sorted(by_type.values(), key=lambda c: c["type"])
+
+
+def status_changes(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``desired`` that differ from ``current`` (None removes a field): only
+    these are patched, so a resync or a timer that finds nothing new writes nothing."""
+    return {key: value for key, value in desired.items() if current.get(key) != value}
 
 
 def table_fields(table: TableState) -> dict[str, Any]:

@@ -1,0 +1,126 @@
+"""The Helm chart: helm lint --strict, every rendering accepted by the real API server
+(server-side dry run), values.schema.json refusing bad values, and the RBAC the installed
+chart grants checked with ``kubectl auth can-i`` as its service account."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from support.helm import ROOT, helm_binary
+from support.operator_process import CHART, RELEASE_NS, SERVICE_ACCOUNT, dump, render_chart
+
+NAMESPACED = ["--set", "rbac.scope=namespaced", "--set", "watchNamespaces={data,analytics}"]
+
+
+def test_lint_strict() -> None:
+    for extra in ([], NAMESPACED):
+        out = subprocess.run([helm_binary(), "lint", "--strict", CHART, *extra], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], NAMESPACED, ["--set", "metrics.enabled=false", "--set", "image.tag=1.2.3", "--set", "logLevel=DEBUG"]],
+    ids=["default", "namespaced", "no-metrics"],
+)
+def test_every_rendering_is_accepted_by_the_api_server(cluster, chart, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    for namespace in ("data", "analytics"):
+        cluster.kubectl("create", "namespace", namespace, check=False)
+    docs = [d for d in render_chart(*args) if d["kind"] != "CustomResourceDefinition"]
+    out = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=dump(docs))
+    assert out.count("(server dry run)") == len(docs)
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "ServiceAccount", "Service"} <= kinds or "metrics.enabled=false" in args
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["replicas"] == 1 and container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+
+
+def test_the_chart_crds_are_the_repository_crds(chart) -> None:  # type: ignore[no-untyped-def]
+    crds = {d["metadata"]["name"] for d in chart if d["kind"] == "CustomResourceDefinition"}
+    assert {"ducklaketables.ducklake.dev", "ducklakecatalogs.ducklake.dev", "kopfpeerings.kopf.dev"} <= crds
+
+
+def test_values_schema_rejects_bad_values() -> None:
+    for args, message in ((["--set", "rbac.scope=everywhere"], "scope"), (["--set", "rbac.scope=namespaced"],
+                                                                          "needs watchNamespaces")):  # fmt: skip
+        out = subprocess.run([helm_binary(), "template", "dl", CHART, *args], capture_output=True, text=True)
+        assert out.returncode != 0 and message in out.stderr
+
+
+def can_i(cluster, verb: str, resource: str, namespace: str | None = "data", account: str = SERVICE_ACCOUNT) -> bool:  # type: ignore[no-untyped-def]
+    where = ["-n", namespace] if namespace else []
+    out = cluster.kubectl_result(
+        "auth", "can-i", verb, resource, *where, f"--as=system:serviceaccount:{RELEASE_NS}:{account}"
+    )
+    assert out.stdout.strip() in ("yes", "no"), out.stderr
+    return out.stdout.strip() == "yes"
+
+
+def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, chart) -> None:  # type: ignore[no-untyped-def]
+    cluster.kubectl("create", "namespace", "data", check=False)
+    allowed = [
+        ("watch", "ducklaketables.ducklake.dev"),
+        ("patch", "ducklaketables.ducklake.dev"),
+        ("patch", "ducklaketables.ducklake.dev/status"),
+        ("patch", "ducklakeschemas.ducklake.dev/status"),
+        ("patch", "ducklakecatalogs.ducklake.dev/status"),
+        ("create", "events"),
+        ("get", "secrets"),
+        ("watch", "secrets"),  # by name: a catalog's credentials are followed for rotation
+        ("list", "customresourcedefinitions.apiextensions.k8s.io"),
+    ]
+    denied = [
+        ("delete", "ducklaketables.ducklake.dev"),
+        ("create", "ducklaketables.ducklake.dev"),
+        ("update", "ducklakecatalogs.ducklake.dev"),
+        ("create", "secrets"),
+        ("delete", "secrets"),
+        ("patch", "secrets"),
+        ("create", "pods"),
+        ("delete", "events"),
+        ("create", "customresourcedefinitions.apiextensions.k8s.io"),
+        ("*", "*"),
+    ]
+    assert [(v, r) for v, r in allowed if not can_i(cluster, v, r)] == []
+    assert [(v, r) for v, r in denied if can_i(cluster, v, r)] == []
+    assert can_i(cluster, "patch", "clusterkopfpeerings.kopf.dev", namespace=None)
+    assert not can_i(cluster, "delete", "clusterkopfpeerings.kopf.dev", namespace=None)
+
+
+def test_namespaced_rbac_grants_only_the_watched_namespaces(cluster, chart) -> None:  # type: ignore[no-untyped-def]
+    """A second release, namespaced: its service account may act in data and analytics only."""
+    for namespace in ("data", "analytics", "elsewhere"):
+        cluster.kubectl("create", "namespace", namespace, check=False)
+    docs = [
+        d
+        for d in render_chart(*NAMESPACED, release="scoped")
+        if d["kind"] not in ("CustomResourceDefinition", "Deployment", "Service")
+    ]
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(docs))
+    account = next(d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount")
+    assert can_i(cluster, "patch", "ducklaketables.ducklake.dev", "data", account)
+    assert can_i(cluster, "get", "secrets", "analytics", account)
+    assert not can_i(cluster, "patch", "ducklaketables.ducklake.dev", "elsewhere", account)
+    assert not can_i(cluster, "get", "secrets", "elsewhere", account)
+    assert can_i(cluster, "list", "customresourcedefinitions.apiextensions.k8s.io", None, account)
+    assert not can_i(cluster, "patch", "customresourcedefinitions.apiextensions.k8s.io", None, account)
+    args = next(d for d in render_chart(*NAMESPACED) if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert {"--namespace=data", "--namespace=analytics"} <= set(args["containers"][0]["args"])
+    cluster_wide = [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    assert all(r["resources"] == ["customresourcedefinitions"] for d in cluster_wide for r in d.get("rules", []))
+
+
+def test_chart_defaults_match_the_dockerfile() -> None:
+    dockerfile = open(os.path.join(ROOT, "Dockerfile")).read()
+    deployment = next(d for d in render_chart() if d["kind"] == "Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    assert f"USER {spec['securityContext']['runAsUser']}" in dockerfile
+    assert spec["containers"][0]["command"] == ["ducklake-operator"]
+    values = yaml.safe_load(open(os.path.join(CHART, "values.yaml")))
+    assert f"EXPOSE {values['probes']['port']} {values['metrics']['port']}" in dockerfile
