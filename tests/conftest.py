@@ -98,7 +98,7 @@ def s3_bucket(s3_server, monkeypatch) -> str:  # type: ignore[no-untyped-def]
     """A fresh bucket; the AWS environment points at the S3 server. Returns ``s3://bucket/``."""
     import pyarrow.fs as pafs
 
-    from ducklake_jobs import storage
+    from ducklake_operator import storage
 
     for key, value in s3_server.env.items():
         monkeypatch.setenv(key, value)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
@@ -38,7 +39,6 @@ from ducklake_operator.catalog.write import CommitContext
 from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction
 from ducklake_operator.model.state import TableState
 
-from . import storage
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import read_inputs
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths

@@ -19,9 +19,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ducklake_operator import storage
 from ducklake_operator.model.state import ColumnState, DataFile, DeleteFile
 
-from . import storage
 from .lake_paths import TablePaths
 from .layout_projection import projection, same_layout
 from .parquet_writer import (

@@ -27,6 +27,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
@@ -48,7 +49,6 @@ from ducklake_operator.errors import DuckLakeError, TableNotFound
 from ducklake_operator.model.partitioning import hive_directory, key_names, needs_ducklake_functions, transform_sql
 from ducklake_operator.model.state import CatalogState, ColumnState, DeleteFile, PartitionSpec, TableState
 
-from . import storage
 from .inlined_rows import read_inlined, register_decoded
 from .inputs import refuse_encrypted
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths

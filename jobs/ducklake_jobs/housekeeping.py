@@ -13,13 +13,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.expire import expire_snapshots
+from ducklake_operator.catalog.paths import join
 from ducklake_operator.catalog.read import data_path, load_snapshots, referenced_files
 from ducklake_operator.catalog.tables import T
 from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
 
-from . import storage
 from .runtime import Report
 
 DEFAULT_CLEANUP_AGE = "3d"  # as the managed services do (DuckDB's default is 2 days)
@@ -71,7 +72,7 @@ def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dr
         if dry_run:
             return report.done(dryRun=True, deleted=deleted)
         for r in due:
-            storage.delete(storage.join(root, r.path) if r.path_is_relative else r.path)  # already gone: forget it too
+            storage.delete(join(root, r.path) if r.path_is_relative else r.path)  # already gone: forget it too
         keys = [(r.data_file_id, r.path) for r in due]
         for i in range(0, len(keys), 500):  # one statement per 500 rows, not one per file
             conn.execute(sched.delete().where(sa.tuple_(sched.c.data_file_id, sched.c.path).in_(keys[i : i + 500])))

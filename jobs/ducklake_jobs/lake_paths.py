@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 from uuid6 import uuid7
 
+from ducklake_operator.catalog.paths import join
 from ducklake_operator.model.state import CatalogState, TableState
-
-from . import storage
 
 
 @dataclass(frozen=True)
@@ -24,12 +23,12 @@ class TablePaths:
 
     @property
     def directory(self) -> str:
-        schema_dir = storage.join(self.data_path, self.schema_path) if self.schema_relative else self.schema_path
-        return storage.join(schema_dir, self.table_path) if self.table_relative else self.table_path
+        schema_dir = join(self.data_path, self.schema_path) if self.schema_relative else self.schema_path
+        return join(schema_dir, self.table_path) if self.table_relative else self.table_path
 
     def full(self, path: str, is_relative: bool) -> str:
         """Where a data or delete file row's ``path`` points."""
-        return storage.join(self.directory, path) if is_relative else path
+        return join(self.directory, path) if is_relative else path
 
     def scheduled(self, path: str, is_relative: bool) -> str:
         """The path ``ducklake_files_scheduled_for_deletion`` stores: relative to the data path."""

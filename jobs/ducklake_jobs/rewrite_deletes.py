@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import Change as Token
 from ducklake_operator.catalog.files import (
@@ -30,7 +31,6 @@ from ducklake_operator.catalog.write import CommitContext
 from ducklake_operator.maintenance.delete_rewrite import DEFAULT_DELETE_THRESHOLD, RewriteGroup, plan_delete_rewrite
 from ducklake_operator.model.state import TableState
 
-from . import storage
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import read_inputs
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths

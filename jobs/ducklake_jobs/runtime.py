@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from ducklake_operator import storage
 from ducklake_operator.errors import DuckLakeError, JobFailed
 
-from . import storage, task_resources
+from . import task_resources
 
 W = TypeVar("W")
 R = TypeVar("R")

@@ -236,9 +236,10 @@ def run_on_spark_if_installed(fn: Callable[[W], R], items: list[W]) -> list[R]:
 
 def cmd_run_job(args: argparse.Namespace) -> int:
     """Run a maintenance operation locally and print its JSON result."""
-    from ducklake_jobs import storage
     from ducklake_jobs.operations import run_operation
     from ducklake_jobs.runtime import run_in_process
+
+    from . import storage
 
     params = _job_params(args)
     job_keywords(args.operation, params, "-p")  # every problem before touching a catalog

@@ -10,23 +10,16 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
+from . import storage
 from .catalog import Catalog, CatalogLocation, CommitResult
-from .catalog.connect import describe_db_error
-from .catalog.drop import drop_catalog
-from .catalog.read import data_path, referenced_files
-from .errors import CatalogUnavailable, CommitConflict, DuckLakeError
+from .errors import CommitConflict, DuckLakeError
 from .evolution.drift import drift_lines
 from .evolution.planner import plan_schema, plan_table
 from .model.plans import TablePlan
 from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
 from .model.state import CatalogState, SchemaState, SnapshotInfo
-
-if TYPE_CHECKING:
-    from ducklake_jobs.storage import S3Config
+from .storage import S3Config
 
 AUTHOR = "ducklake-operator"
 MAX_REPLANS = 3
@@ -60,8 +53,6 @@ def s3_settings(spec: CatalogSpec, credentials: Credentials | None = None) -> S3
     """S3 settings for a catalog whose data path is ``s3://``: ``spec.storage.s3`` over the
     standard AWS environment; keys from its ``credentialsSecretRef`` when ``credentials``
     can read Secrets (the controller), else from the environment (the CLI)."""
-    from ducklake_jobs.storage import S3Config  # file I/O lives with the jobs
-
     if not spec.data_path.startswith("s3://"):
         return None
     env, s3 = S3Config.from_env(), spec.s3
@@ -178,17 +169,5 @@ def destroy_catalog(catalog: Catalog, s3: S3Config | None = None) -> DestroyResu
     from, never files nobody knows of. Files under the data path that no row refers to
     (orphans) are not touched: run deleteOrphanFiles before. ``s3``: the lake's S3
     settings (``s3_settings``)."""
-    from ducklake_jobs import storage  # file I/O lives with the jobs; the controller image has both
-
-    def delete_files(conn: sa.Connection) -> int:
-        root = data_path(conn)
-        return sum(storage.delete(storage.join(root, p), s3) for p in sorted(referenced_files(conn)))
-
-    try:
-        deleted, dropped = drop_catalog(catalog.engine, catalog.location, delete_files)
-    except sa.exc.OperationalError as exc:
-        raise CatalogUnavailable(
-            f"could not take the catalog's tables ({describe_db_error(exc)}): clients attached to "
-            "the lake still hold them; nothing was deleted"
-        ) from None
+    deleted, dropped = catalog.drop(lambda path: storage.delete(path, s3))
     return DestroyResult(files_deleted=deleted, tables_dropped=len(dropped))

@@ -1,7 +1,8 @@
 """Where the lake's files live: local paths (a PVC in a cluster) or ``s3://`` URIs, through
-pyarrow's filesystems, so jobs need no Hadoop S3 jars.
+pyarrow's filesystems, so jobs need no Hadoop S3 jars. The controller (catalog deletion),
+the CLI and the jobs all do their file I/O here.
 
-Paths are full URIs or absolute local paths, joined with ``/`` as DuckLake stores them.
+Paths are full URIs or absolute local paths, as ``catalog.paths`` resolves them.
 S3 settings come from the standard AWS environment (``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for
 S3-compatible stores) of the driver; Spark tasks get the driver's ``S3Config`` with their
@@ -31,17 +32,6 @@ class StoredFile:
 
 def is_remote(path: str) -> bool:
     return "://" in path
-
-
-def join(*parts: str) -> str:
-    """DuckLake's path chain: each part is a directory ending in ``/`` or a file name."""
-    out = ""
-    for part in parts:
-        if is_remote(part) or part.startswith("/"):
-            out = part
-        else:
-            out += part
-    return out
 
 
 @dataclass(frozen=True)

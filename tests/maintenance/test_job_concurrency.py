@@ -7,7 +7,7 @@ import pytest
 
 from ducklake_jobs import flush as flush_job
 from ducklake_jobs import rewrite_deletes as rewrite_job
-from ducklake_jobs import storage
+from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import CommitConflict
 from support import duck

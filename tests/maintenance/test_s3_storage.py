@@ -7,9 +7,9 @@ from __future__ import annotations
 import pyarrow.fs as pafs
 import pytest
 
-from ducklake_jobs import storage
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_on_spark
+from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.duckdb_client import configure_s3
 from support import duck

@@ -7,7 +7,7 @@ credential-free description of the location.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,6 +19,7 @@ from ..model.state import CatalogState, SnapshotInfo, SnapshotRecord, TableState
 from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog
 from .commit import DEFAULT_AUTHOR, CommitResult, commit_changes
 from .connect import CatalogLocation, create_engine, describe_db_error
+from .drop import drop_catalog
 from .read import load_catalog_state, load_snapshot, load_snapshots
 
 
@@ -79,6 +80,15 @@ class Catalog:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def drop(self, delete_file: Callable[[str], bool]) -> tuple[int, list[str]]:
+        """Delete the lake: every file the catalog refers to, then its tables (``drop_catalog``);
+        returns (files deleted, tables dropped)."""
+        return drop_catalog(self.engine, self.location, delete_file)
+
+    def on_statement(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener`` with every statement sent to the catalog database (metrics)."""
+        sa.event.listen(self.engine, "before_cursor_execute", lambda _c, _cur, statement, *_: listener(statement))
 
     # ------------------------------------------------------------------ reads
 

@@ -1,7 +1,8 @@
 """Drop a whole catalog: every ``ducklake_*`` table (inlined data tables too) in one
 transaction that first takes every table exclusively, so no client commits in between
 and a client still attached makes it fail before anything is deleted, not queue behind it.
-The caller deletes the files while the tables are held (``reconcile.destroy_catalog``)."""
+Every file the catalog refers to is deleted (by the caller's ``delete_file``) while the
+tables are held (``reconcile.destroy_catalog``)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,32 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-from .connect import CatalogLocation
+from ..errors import CatalogUnavailable
+from .connect import CatalogLocation, describe_db_error
+from .paths import join
+from .read import data_path, referenced_files
 from .tables import qualified
 
 LOCK_TIMEOUT = "10s"
 
 
 def drop_catalog(
-    engine: sa.Engine, location: CatalogLocation, before_drop: Callable[[sa.Connection], int]
+    engine: sa.Engine, location: CatalogLocation, delete_file: Callable[[str], bool]
 ) -> tuple[int, list[str]]:
-    """Hold the catalog's tables, run ``before_drop`` (it deletes the files; returns how many),
-    drop the tables. Returns (``before_drop``'s result, the tables dropped). A SQLite file left
-    with no table is removed as well. Raises ``sa.exc.OperationalError`` if the tables cannot
-    be held within LOCK_TIMEOUT."""
+    """Hold the catalog's tables, delete every file the catalog refers to with ``delete_file``
+    (False: it was already gone), drop the tables. Returns (files deleted, tables dropped). A
+    SQLite file left with no table is removed as well. ``CatalogUnavailable`` if the tables
+    cannot be held within LOCK_TIMEOUT (nothing deleted)."""
+    try:
+        return _drop(engine, location, delete_file)
+    except sa.exc.OperationalError as exc:
+        raise CatalogUnavailable(
+            f"could not take the catalog's tables ({describe_db_error(exc)}): clients attached to "
+            "the lake still hold them; nothing was deleted"
+        ) from None
+
+
+def _drop(engine: sa.Engine, location: CatalogLocation, delete_file: Callable[[str], bool]) -> tuple[int, list[str]]:
     schema = location.schema if location.kind == "postgres" else None
     with engine.connect().execution_options(ducklake_write=True) as conn, conn.begin():  # SQLite: BEGIN IMMEDIATE
         names = sorted(n for n in sa.inspect(conn).get_table_names(schema=schema) if n.startswith("ducklake_"))
@@ -31,11 +45,12 @@ def drop_catalog(
             conn.exec_driver_sql(
                 "LOCK TABLE " + ", ".join(qualified(n, schema) for n in names) + " IN ACCESS EXCLUSIVE MODE"
             )
-        result = before_drop(conn)
+        root = data_path(conn)
+        deleted = sum(delete_file(join(root, p)) for p in sorted(referenced_files(conn)))
         for name in names:
             conn.exec_driver_sql(f"DROP TABLE {qualified(name, schema)}")
         others = [n for n in sa.inspect(conn).get_table_names(schema=schema) if n not in names]
     engine.dispose()
     if location.kind == "sqlite" and location.path and not others and os.path.exists(location.path):
         os.remove(location.path)
-    return result, names
+    return deleted, names
