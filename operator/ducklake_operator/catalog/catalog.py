@@ -92,16 +92,22 @@ class Catalog:
 
     # ------------------------------------------------------------------ reads
 
-    def state(self, snapshot_id: int | None = None, **kwargs: Any) -> CatalogState:
+    @contextmanager
+    def reading(self) -> Iterator[sa.Connection]:
+        """One read transaction (a consistent view of the catalog) for the library's readers."""
         with self._connection() as conn, conn.begin():
+            yield conn
+
+    def state(self, snapshot_id: int | None = None, **kwargs: Any) -> CatalogState:
+        with self.reading() as conn:
             return load_catalog_state(conn, snapshot_id, **kwargs)
 
     def snapshot(self, snapshot_id: int | None = None) -> SnapshotInfo:
-        with self._connection() as conn, conn.begin():
+        with self.reading() as conn:
             return load_snapshot(conn, snapshot_id)
 
     def snapshots(self, after: int | None = None) -> list[SnapshotRecord]:
-        with self._connection() as conn, conn.begin():
+        with self.reading() as conn:
             return load_snapshots(conn, after)
 
     def table(self, schema: str, name: str, snapshot_id: int | None = None) -> TableState:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection
+from dataclasses import replace
 
 import sqlalchemy as sa
 
@@ -81,12 +82,53 @@ def load_snapshots(conn: sa.Connection, after: int | None = None) -> list[Snapsh
     ]
 
 
-def load_metadata(conn: sa.Connection) -> list[tuple[str, str, str | None, int | None]]:
+Metadata = list[tuple[str, str, str | None, int | None]]  # ducklake_metadata rows: key, value, scope, scope id
+
+
+def load_metadata(conn: sa.Connection) -> Metadata:
     m = T["ducklake_metadata"]
     return [tuple(r) for r in conn.execute(sa.select(m.c.key, m.c.value, m.c.scope, m.c.scope_id))]  # type: ignore[misc]
 
 
-def check_format_version(metadata: list[tuple[str, str, str | None, int | None]], where: str) -> str:
+def load_freshness(conn: sa.Connection) -> tuple[int, Metadata]:
+    """The latest snapshot id and the metadata rows, in one round trip: together they say
+    whether a cached state is still current (options change without a snapshot)."""
+    m, s = T["ducklake_metadata"], T["ducklake_snapshot"]
+    latest = sa.select(sa.func.max(s.c.snapshot_id)).scalar_subquery()
+    rows = conn.execute(
+        sa.select(latest, m.c.key, m.c.value, m.c.scope, m.c.scope_id).order_by(
+            m.c.scope, m.c.scope_id, m.c.key, m.c.value
+        )
+    ).all()
+    if not rows:
+        raise DuckLakeError("the catalog has no ducklake_metadata rows")
+    return int(rows[0][0]), [tuple(r[1:]) for r in rows]  # type: ignore[misc]
+
+
+def options_by_scope(metadata: Metadata) -> tuple[dict[str, str], dict[tuple[str, int], dict[str, str]]]:
+    """Global options, and those of each (scope, scope id)."""
+    global_opts = {k: v for k, v, scope, _ in metadata if scope is None}
+    scoped: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
+    for k, v, scope, scope_id in metadata:
+        if scope is not None and scope_id is not None:
+            scoped[(scope, scope_id)][k] = v
+    return global_opts, scoped
+
+
+def with_options(state: CatalogState, metadata: Metadata) -> CatalogState:
+    """``state`` with every option (global, schema, table) as ``metadata`` has it."""
+    global_opts, scoped = options_by_scope(metadata)
+    return replace(
+        state,
+        version=check_format_version(metadata, "the catalog"),
+        data_path=global_opts.get("data_path", ""),
+        options=global_opts,
+        schemas={n: replace(s, options=scoped.get(("schema", s.schema_id), {})) for n, s in state.schemas.items()},
+        tables={k: replace(t, options=scoped.get(("table", t.table_id), {})) for k, t in state.tables.items()},
+    )
+
+
+def check_format_version(metadata: Metadata, where: str) -> str:
     from ..errors import UnsupportedCatalog
 
     version = next((v for k, v, scope, _ in metadata if k == "version" and scope is None), None)
@@ -121,11 +163,7 @@ def load_catalog_state(
     S = snap.snapshot_id
     metadata = load_metadata(conn)
     version = check_format_version(metadata, "the catalog")
-    global_opts = {k: v for k, v, scope, _ in metadata if scope is None}
-    scoped: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
-    for k, v, scope, scope_id in metadata:
-        if scope is not None and scope_id is not None:
-            scoped[(scope, scope_id)][k] = v
+    global_opts, scoped = options_by_scope(metadata)
 
     def only_tables(table: sa.Table, query: sa.Select) -> sa.Select:  # type: ignore[type-arg]
         return query.where(table.c.table_id.in_(list(table_ids))) if table_ids is not None else query

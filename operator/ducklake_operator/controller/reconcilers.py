@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import Catalog
-from ..catalog.changes_made import parse_changes
+from ..catalog.state_cache import StateCache
 from ..errors import CatalogNotFound, DuckLakeError
 from ..evolution.drift import drift_lines
 from ..evolution.planner import find_table
@@ -25,7 +25,6 @@ from .metrics import CATALOG_QUERIES
 from .status import condition, plan_fields, table_fields
 
 AUTHOR = "ducklake-operator"
-_SCHEMA_TOKENS = {"created_schema", "dropped_schema"}
 
 
 @dataclass
@@ -37,17 +36,15 @@ class Outcome:
 
 
 class CatalogPool:
-    """Open catalogs (engine pools) per catalog resource, and a state cache per catalog.
-
-    The cache holds the whole catalog as of one snapshot; a reconcile first asks for the
-    latest snapshot id (one query) and reuses the cache when nothing was committed since,
-    so resyncing many tables costs one small query per table, not a full read.
+    """Open catalogs (engine pools) per catalog resource, each with its ``StateCache``: a
+    reconcile asks whether anything changed (one query) and reuses the cached state when
+    nothing did, so resyncing many tables costs one small query per table, not a full read.
     """
 
     def __init__(self, credentials: Credentials | None = None) -> None:
         self.credentials = credentials
         self._catalogs: dict[tuple[str, str], tuple[tuple[Any, ...], Catalog]] = {}
-        self._states: dict[tuple[str, str], CatalogState] = {}
+        self._states: dict[tuple[str, str], StateCache] = {}
         self._lock = threading.Lock()
         self.queries = 0  # statements sent to catalog databases (for the benchmark)
 
@@ -88,36 +85,13 @@ class CatalogPool:
             old[1].close()
 
     def state(self, spec: CatalogSpec, catalog: Catalog) -> CatalogState:
-        """Current state, kept up to date incrementally: when snapshots were committed since
-        the cached one, only the tables their change tokens name are read again (a schema
-        change or an unknown token forces a full read)."""
+        """The catalog's current state, from its cache (``catalog.state_cache``)."""
         key = self._key(spec)
-        latest = catalog.snapshot().snapshot_id
-        cached = self._states.get(key)
-        if cached is not None and cached.snapshot.snapshot_id == latest:
-            return cached
-        state = catalog.state() if cached is None else self._refresh(catalog, cached)
         with self._lock:
-            self._states[key] = state
-        return state
-
-    @staticmethod
-    def _refresh(catalog: Catalog, cached: CatalogState) -> CatalogState:
-        ids: set[int] = set()
-        names: set[tuple[str, str]] = set()
-        for snap in catalog.snapshots(after=cached.snapshot.snapshot_id):
-            for token in parse_changes(snap.changes_made):
-                if token.token in ("created_table", "created_view"):
-                    names.add((token.schema or "", token.name or ""))
-                elif token.id is not None and token.token not in _SCHEMA_TOKENS:
-                    ids.add(token.id)
-                else:
-                    return catalog.state()  # schemas changed: read everything
-        fresh = catalog.state(table_ids=ids, table_names=names)
-        fresh_ids = {t.table_id for t in fresh.tables.values()}
-        tables = {k: t for k, t in cached.tables.items() if t.table_id not in ids | fresh_ids}
-        tables.update(fresh.tables)
-        return replace(fresh, tables=tables)
+            cache = self._states.get(key)
+            if cache is None or cache.catalog is not catalog:
+                cache = self._states[key] = StateCache(catalog)
+        return cache.state()
 
     def close(self) -> None:
         with self._lock:
