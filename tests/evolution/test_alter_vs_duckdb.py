@@ -229,6 +229,38 @@ CASES = [
         replace_col(BASE_COLS, "note", {"name": "note", "type": "varchar", "default": "hello"}),
         "(100, 1, {'a': 1, 'b': 'x'}, DEFAULT)",
     ),
+    # A YAML string default means what the YAML constant means (README: defaults); DuckDB
+    # refuses `ADD COLUMN ... BOOLEAN DEFAULT true` ("non-literal"), so its 'true' is the twin.
+    *(
+        Case(
+            f"add boolean column, default {value!r}",
+            BASE,
+            ["ALTER TABLE {t} ADD COLUMN c BOOLEAN DEFAULT 'true'"],
+            BASE_COLS + [{"name": "c", "type": "boolean", "default": value}],
+            "(100, 1, {'a': 1, 'b': 'x'}, 'n', false)",
+        )
+        for value in (True, "true", "t")
+    ),
+    *(
+        Case(
+            f"set boolean default {value!r}",
+            BASE + ", flag BOOLEAN",
+            ["ALTER TABLE {t} ALTER flag SET DEFAULT true"],
+            BASE_COLS + [{"name": "flag", "type": "boolean", "default": value}],
+            "(100, 1, {'a': 1, 'b': 'x'}, 'n', DEFAULT)",
+        )
+        for value in (True, "true")
+    ),
+    *(
+        Case(
+            f"add integer column, default {value!r}",
+            BASE,
+            ["ALTER TABLE {t} ADD COLUMN c INTEGER DEFAULT 5"],
+            BASE_COLS + [{"name": "c", "type": "int32", "default": value}],
+            "(100, 1, {'a': 1, 'b': 'x'}, 'n', DEFAULT)",
+        )
+        for value in (5, "5")
+    ),
     Case(
         "drop default",
         "id INTEGER, note VARCHAR DEFAULT 'x'",

@@ -35,7 +35,7 @@ from ..model.changes import (
     SetTags,
     SortExpression,
 )
-from ..model.defaults import BOOLEAN_EXPRESSIONS, for_added_column
+from ..model.defaults import BOOLEAN_EXPRESSIONS, default_warnings, for_added_column
 from ..model.names import column_reference_sql, fold
 from ..model.plans import BlockedChange, TablePlan
 from ..model.promotion import promotion_problem
@@ -84,7 +84,7 @@ def _create_plan(spec: TableSpec, base: int) -> TablePlan:
         )
     ]
     changes += [SetOption(k, v, scope="table", scope_name=spec.qualified_name) for k, v in spec.options]
-    return TablePlan(spec.qualified_name, base, tuple(changes))
+    return TablePlan(spec.qualified_name, base, tuple(changes), notes=tuple(default_warnings(spec.columns)))
 
 
 def _top_name(spec: TableSpec, column: str) -> str:
@@ -145,7 +145,8 @@ class _Differ:
             + self.tags
             + tail
         )
-        plan = TablePlan(self.tname, base, changes, tuple(self.blocked), tuple(self.unsupported), tuple(self.notes))
+        notes = tuple(default_warnings(self.spec.columns) + self.notes)
+        plan = TablePlan(self.tname, base, changes, tuple(self.blocked), tuple(self.unsupported), notes)
         approvable = all(not isinstance(b.change, RewriteColumnType) for b in plan.blocked)
         if plan.blocked and approvable and self.spec.evolution.approved_plan == plan.hash:
             plan = replace(plan, approved=True)

@@ -8,6 +8,12 @@ Observed rules (memo §3.2, checked against the extension):
   initial default;
 * a boolean constant becomes the expression ``CAST('t' AS BOOLEAN)`` at CREATE TABLE.
 
+A manifest constant is a value, not SQL: ``default: new`` is DuckDB's ``DEFAULT 'new'``;
+``default: "'new'"`` keeps the quote marks (legal, so the plan warns instead of refusing).
+For a boolean column, a YAML string (``"true"``, ``"t"``) is the same default as the YAML
+constant ``true``: DuckDB would store ``DEFAULT 'true'`` as a literal but ``DEFAULT true``
+as the expression above, and the manifest cannot mean two different things by them.
+
 Rendering casts and expressions by hand would drift from DuckDB, so an in-memory DuckDB
 (no extensions, no files, TimeZone UTC) renders them. It evaluates nothing from the
 catalog and touches no storage.
@@ -15,15 +21,17 @@ catalog and touches no storage.
 
 from __future__ import annotations
 
+import datetime
 import threading
 from functools import lru_cache
 
 from ..errors import SpecError
-from .types import Default, DuckLakeType, is_nested, to_duckdb_sql
+from .types import Default, DuckLakeType, Field, ListOf, MapOf, Primitive, Struct, is_nested, to_duckdb_sql
 
 _lock = threading.Lock()
 # DuckDB stores a boolean default as an expression at CREATE TABLE; these are its two forms
 BOOLEAN_EXPRESSIONS = {"CAST('t' AS BOOLEAN)": "true", "CAST('f' AS BOOLEAN)": "false"}
+BOOLEAN = Primitive("boolean")
 
 
 @lru_cache(maxsize=1)
@@ -40,7 +48,8 @@ def _duckdb():  # type: ignore[no-untyped-def]
 def encode_default(value: object, t: DuckLakeType, *, at_create: bool, where: str) -> Default | None:
     """The stored form of a manifest default (``None``: no default).
 
-    ``value`` is a YAML scalar (a constant) or ``{"expression": "<DuckDB SQL>"}``.
+    ``value`` is a YAML scalar (a constant; YAML dates and timestamps as DuckDB writes them)
+    or ``{"expression": "<DuckDB SQL>"}``.
     ``at_create``: the column is created with its table (DuckDB refuses expression and
     boolean defaults for columns added later; for booleans we store the literal instead).
     """
@@ -57,6 +66,10 @@ def encode_default(value: object, t: DuckLakeType, *, at_create: bool, where: st
                 "(DuckLake stores no initial value for it); give a constant"
             )
         return Default(_render_expression(value["expression"], t, where), is_expression=True)
+    if isinstance(value, datetime.date):  # YAML reads an unquoted 2024-01-01 (or a timestamp) as a date
+        value = value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
+    if isinstance(value, str) and t == BOOLEAN:  # "true" means what the constant true means
+        value = _cast(value, t, where) == "true"
     if isinstance(value, bool):
         if at_create:
             return Default(
@@ -75,8 +88,43 @@ def _cast(text: str, t: DuckLakeType, where: str) -> str:
         try:
             row = _duckdb().execute(f"SELECT CAST(CAST(? AS {to_duckdb_sql(t)}) AS VARCHAR)", [text]).fetchone()
         except Exception as exc:  # DuckDB's conversion error says why
-            raise SpecError(f"{where}: default {text!r} is not a valid {t}: {str(exc).splitlines()[0]}") from None
+            unquoted = quoted_constant(text)
+            hint = f"; a manifest default is a value, not SQL: did you mean `{unquoted}`?" if unquoted else ""
+            raise SpecError(f"{where}: default {text!r} is not a valid {t}: {str(exc).splitlines()[0]}{hint}") from None
     return row[0]
+
+
+def quoted_constant(text: str) -> str | None:
+    """The value inside a constant written the SQL way (``'new'`` -> ``new``), else None."""
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    return None
+
+
+def default_warnings(fields: tuple[Field, ...], parent: tuple[str, ...] = ()) -> list[str]:
+    """Plan warnings for legal defaults that are probably not what was meant: a constant in
+    SQL quotes is stored with its quote marks."""
+    out = []
+    for f in fields:
+        path = parent + (f.name,)
+        d = f.default
+        if d is not None and not d.is_expression and (unquoted := quoted_constant(d.value)) is not None:
+            out.append(
+                f"warning: {'.'.join(path)}: default {d.value!r} is stored with its quote marks (a manifest "
+                f"default is a value, not SQL); did you mean `{unquoted}`?"
+            )
+        out += _nested_warnings(f.type, path)
+    return out
+
+
+def _nested_warnings(t: DuckLakeType, path: tuple[str, ...]) -> list[str]:
+    if isinstance(t, Struct):
+        return default_warnings(t.fields, path)
+    if isinstance(t, ListOf):
+        return _nested_warnings(t.element, path + ("element",))
+    if isinstance(t, MapOf):
+        return _nested_warnings(t.value, path + ("value",))
+    return []
 
 
 def _render_expression(sql: str, t: DuckLakeType, where: str) -> str:
