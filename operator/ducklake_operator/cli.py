@@ -35,6 +35,7 @@ from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
 from .model.job_params import OPERATIONS, job_keywords, params_help
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
+from .model.state import ColumnState
 from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for, s3_settings
 
 EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
@@ -86,14 +87,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for cat_spec, members in _grouped(args.file):
         location = location_for(cat_spec, env_credentials)
         try:
-            catalog = Catalog.open(location, expected_data_path=cat_spec.data_path)
-            state = catalog.state(include_files=False)
+            with closing(Catalog.open(location, expected_data_path=cat_spec.data_path)) as catalog:
+                state = catalog.state(include_files=False)
             header = f"catalog {cat_spec.ref.name} ({location.describe()}), snapshot {state.snapshot.snapshot_id}"
-        except DuckLakeError as exc:
-            from .errors import CatalogNotFound
-
-            if not isinstance(exc, CatalogNotFound):
-                raise
+        except CatalogNotFound:
             state = empty_state(cat_spec)
             header = f"catalog {cat_spec.ref.name} ({location.describe()}): will be created"
         plans = []
@@ -119,52 +116,57 @@ def cmd_apply(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for cat_spec, members in _grouped(args.file):
         catalog, created = ensure_catalog(cat_spec, env_credentials)
-        print(f"catalog {cat_spec.ref.name} ({catalog.location.describe()}): {'created' if created else 'adopted'}")
-        for m in members:
-            result = apply_plan(catalog, m, author=args.author)
-            print("  " + result.plan.render().replace("\n", "\n  "))
-            if result.commit is not None and result.commit.snapshot_id is not None:
-                print(f"  → committed snapshot {result.commit.snapshot_id}")
-            if result.plan.is_refused:
-                status = EXIT_BLOCKED
-        catalog.close()
+        with closing(catalog):
+            print(f"catalog {cat_spec.ref.name} ({catalog.location.describe()}): {'created' if created else 'adopted'}")
+            for m in members:
+                result = apply_plan(catalog, m, author=args.author)
+                print("  " + result.plan.render().replace("\n", "\n  "))
+                if result.commit is not None and result.commit.snapshot_id is not None:
+                    print(f"  → committed snapshot {result.commit.snapshot_id}")
+                if result.plan.is_refused:
+                    status = EXIT_BLOCKED
     return status
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    status = EXIT_OK
+    """What the catalog holds for the manifests; exit 1 when a declared schema or table does
+    not exist (``apply`` creates it; 2 is kept for blocked plans)."""
+    missing: list[str] = []
     for cat_spec, members in _grouped(args.file):
-        catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
-        state = catalog.state()
+        location = location_for(cat_spec, env_credentials)
+        with closing(Catalog.open(location, expected_data_path=cat_spec.data_path)) as catalog:
+            state = catalog.state()
         print(
             f"catalog {cat_spec.ref.name}: format {state.version}, snapshot {state.snapshot.snapshot_id}, "
             f"schema version {state.snapshot.schema_version}"
         )
         for m in members:
             if isinstance(m, SchemaSpec):
-                print(f"  schema {m.name}: {'present' if m.name in state.schemas else 'missing'}")
+                present = m.name in state.schemas
+                print(f"  schema {m.name}: {'present' if present else 'missing'}")
+                if not present:
+                    missing.append(f"no such schema {m.name} (run apply)")
                 continue
             table = state.table(m.schema, m.name)
             if table is None:
-                print(f"  table {m.qualified_name}: missing (run apply)")
-                status = EXIT_BLOCKED
+                print(f"  table {m.qualified_name}: missing")
+                missing.append(f"no such table {m.qualified_name} (run apply)")
                 continue
             files = len(table.data_files)
             rows = sum(f.record_count for f in table.data_files) - sum(d.delete_count for d in table.delete_files)
             print(f"  table {m.qualified_name} (id {table.table_id}): {files} data files, {rows} rows in files")
-
-            def show(columns, depth: int) -> None:  # type: ignore[no-untyped-def]
-                for c in columns:
-                    print(
-                        f"    {'  ' * depth}{c.column_id:>4}  {c.name}  {c.type_name}{'' if c.nullable else ' NOT NULL'}"
-                    )
-                    show(c.children, depth + 1)
-
-            show(table.columns, 0)
+            _show_columns(table.columns, 0)
             for line in drift(m, state):
                 print(f"    drift: {line}")
-        catalog.close()
-    return status
+    for problem in missing:
+        print(f"error: {problem}", file=sys.stderr)
+    return EXIT_ERROR if missing else EXIT_OK
+
+
+def _show_columns(columns: Sequence[ColumnState], depth: int) -> None:
+    for c in columns:
+        print(f"    {'  ' * depth}{c.column_id:>4}  {c.name}  {c.type_name}{'' if c.nullable else ' NOT NULL'}")
+        _show_columns(c.children, depth + 1)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -244,20 +246,20 @@ def cmd_run_job(args: argparse.Namespace) -> int:
     params = _job_params(args)
     job_keywords(args.operation, params, "-p")  # every problem before touching a catalog
     for cat_spec, _ in _grouped(args.file):
-        catalog = Catalog.open(location_for(cat_spec, env_credentials), expected_data_path=cat_spec.data_path)
-        storage.configure(s3_settings(cat_spec))  # shipped to Spark tasks with their work
-        try:
-            result = run_operation(
-                catalog,
-                args.operation,
-                args.table,
-                params,
-                runner=run_in_process if args.no_spark else run_on_spark_if_installed,
-                author="ducklake-cli",
-            )
-        finally:
-            storage.configure(None)
-            catalog.close()
+        location = location_for(cat_spec, env_credentials)
+        with closing(Catalog.open(location, expected_data_path=cat_spec.data_path)) as catalog:
+            storage.configure(s3_settings(cat_spec))  # shipped to Spark tasks with their work
+            try:
+                result = run_operation(
+                    catalog,
+                    args.operation,
+                    args.table,
+                    params,
+                    runner=run_in_process if args.no_spark else run_on_spark_if_installed,
+                    author="ducklake-cli",
+                )
+            finally:
+                storage.configure(None)
         print(json.dumps({"catalog": cat_spec.ref.name, **result}, indent=2, default=str))
     return EXIT_OK
 

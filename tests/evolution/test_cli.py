@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -142,8 +143,8 @@ def test_unreachable_postgres_catalog_is_exit_1_without_secrets(workdir: str) ->
     assert result.returncode == 1 and "cannot reach the catalog" in result.stderr and "hunter2" not in result.stderr
 
 
-def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg_server) -> None:  # type: ignore[no-untyped-def]
-    pg_server.create_database("cli_lake")
+def write_postgres_catalog(workdir: str, pg_server, database: str) -> None:  # type: ignore[no-untyped-def]
+    """examples/catalog.yaml on ``database`` (metadata schema lakemeta), user from the environment."""
     doc = {
         "apiVersion": "ducklake.dev/v1alpha1",
         "kind": "DuckLakeCatalog",
@@ -153,7 +154,7 @@ def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg
                 "postgres": {
                     "host": pg_server.host,
                     "port": pg_server.port,
-                    "database": "cli_lake",
+                    "database": database,
                     "schema": "lakemeta",
                     "credentialsSecretRef": {"name": "lake-pg"},
                 }
@@ -163,6 +164,11 @@ def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg
     }
     with open(os.path.join(workdir, "examples/catalog.yaml"), "w") as fh:
         yaml.safe_dump(doc, fh)
+
+
+def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg_server) -> None:  # type: ignore[no-untyped-def]
+    pg_server.create_database("cli_lake")
+    write_postgres_catalog(workdir, pg_server, "cli_lake")
     env = {"DUCKLAKE_SECRET_LAKE_PG_USERNAME": "postgres"}
     assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).returncode == 0
     sql = ducklake(
@@ -178,6 +184,56 @@ def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg
     assert sql.returncode == 0, sql.stderr
     assert "│ ducklake,postgres_scanner │" in sql.stdout
     assert ducklake("apply", "-f", "examples/", cwd=workdir, env=env).stdout.count("no changes") == 2
+
+
+def test_status_of_a_table_not_applied_yet_is_an_error(workdir: str) -> None:
+    assert (
+        ducklake("apply", "-f", "examples/catalog.yaml", "-f", "examples/sales-schema.yaml", cwd=workdir).returncode
+        == 0
+    )
+    status = ducklake("status", "-f", "examples/", cwd=workdir)
+    assert status.returncode == 1  # an error, not "blocked" (2)
+    assert "schema sales: present" in status.stdout and "table sales.orders: missing" in status.stdout
+    assert status.stderr == "error: no such table sales.orders (run apply)\n"
+
+
+def open_connections(server, database: str) -> int:  # type: ignore[no-untyped-def]
+    """The library's connections to ``database``, once the server has seen closed ones go."""
+    import psycopg2
+
+    admin = psycopg2.connect(host=server.host, port=server.port, user="postgres", dbname="postgres")
+    admin.autocommit = True
+    try:
+        for _ in range(100):
+            cur = admin.cursor()
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [database]
+            )
+            (count,) = cur.fetchone()
+            if count == 0:
+                break
+            time.sleep(0.05)  # a backend leaves pg_stat_activity shortly after its client closed
+        return count
+    finally:
+        admin.close()
+
+
+def test_every_verb_closes_what_it_opens(workdir: str, pg_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from ducklake_operator.cli import main
+
+    pg_server.create_database("cli_closes")
+    write_postgres_catalog(workdir, pg_server, "cli_closes")
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("DUCKLAKE_SECRET_LAKE_PG_USERNAME", "postgres")
+    for args in (
+        ["apply", "-f", "examples/"],
+        ["plan", "-f", "examples/"],
+        ["status", "-f", "examples/"],
+        ["sql", "-f", "examples/catalog.yaml", "SELECT count(*) FROM lake.sales.orders"],
+        ["run-job", "compact", "sales.orders", "-f", "examples/catalog.yaml", "--no-spark"],
+    ):
+        assert main(args) == 0, args
+        assert open_connections(pg_server, "cli_closes") == 0, args
 
 
 def test_run_job_housekeeping(workdir: str) -> None:
