@@ -21,26 +21,13 @@ from typing import Any
 
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.catalog.changes_made import Change as Token
-from ducklake_operator.catalog.files import (
-    NewDataFile,
-    NewDeleteFile,
-    add_data_file,
-    add_delete_file,
-    inlined_file_deletions,
-    inputs_changed,
-    live_delete_files,
-    live_inputs,
-    remove_data_files,
-    remove_inlined_file_deletions,
-    schedule_deletion,
-)
-from ducklake_operator.catalog.write import CommitContext
-from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction
+from ducklake_operator.catalog.job_inputs import read_layouts
+from ducklake_operator.maintenance.compaction import CompactionOptions, FileGroup, plan_compaction
+from ducklake_operator.model.file_changes import MergeFiles, NewDataFile, NewDeleteFile
 from ducklake_operator.model.state import TableState
 
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
-from .inputs import read_inputs
+from .inputs import planned_inputs, read_inputs
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
@@ -103,7 +90,7 @@ def compact(
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
     order_by = sort_sql(t) if sort else ""
     parquet = copy_options(options_in_force(state, t))
-    layouts = inputs.layouts(catalog, (g.schema_version for g in plan.groups))
+    layouts = read_layouts(catalog, inputs, (g.schema_version for g in plan.groups))
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
@@ -130,11 +117,11 @@ def compact(
         lambda: [task.output for task in tasks] + [task.output_deletes for task in tasks],
         lambda: runner(rewrite_files, tasks),
         lambda outs: catalog.commit(
-            [],
+            [merge_change(t, plan.groups, outs, paths, base, inlined_deletes)],
             author=author,
             base_snapshot=plan.base_snapshot,
             message=f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
-            extra_writer=lambda ctx: _write_commit(ctx, t, plan.groups, outs, paths, base, inlined_deletes),
+            before_commit=lambda: fault_point("in_commit"),  # the transaction is open, nothing is visible yet
         ),
     )
     written = [o.written for o in outputs if o.written]
@@ -149,40 +136,35 @@ def compact(
     )
 
 
-def _write_commit(
-    ctx: CommitContext,
+def merge_change(
     table: TableState,
-    groups: Any,
+    groups: tuple[FileGroup, ...],
     outputs: list[RewriteOutput],
     paths: TablePaths,
     base: int,
     inlined: dict[int, list[tuple[int, int]]],
-) -> None:
-    """Inside the commit transaction: check the inputs, swap catalog rows like WriteMergeAdjacent."""
+) -> MergeFiles:
+    """The merged files replace their sources, as WriteMergeAdjacent does; the commit refuses
+    if any delete reached an input since the plan (a file or an inlined one), which the
+    merge would lose."""
     sources = [i for g in groups for i in g.files]
-    planned_deletes = {
-        d.data_file_id: d.delete_file_id
-        for d in table.delete_files
-        if d.end_snapshot is None and d.data_file_id in sources
-    }
-    now_inlined = inlined_file_deletions(ctx.conn, ctx.pg_schema, table.table_id, sources)
-    # any delete on an input since the plan (a file or an inlined one) would be lost: refuse.
-    # (DuckDB's conflict rules let a small inlined delete and its own merge both commit.)
-    if (
-        live_inputs(ctx, sources) != set(sources)
-        or live_delete_files(ctx, sources) != planned_deletes
-        or {k: len(v) for k, v in now_inlined.items()} != {k: len(inlined[k]) for k in sources if k in inlined}
-    ):
-        raise inputs_changed(ctx, table.table_id, f"compaction of {table.qualified_name}", base)
-    files = {f.data_file_id: f for f in table.data_files}
-    old_deletes = {d.data_file_id: d for d in table.delete_files if d.end_snapshot is None}
+    new_files = []
     for g, out in zip(groups, outputs, strict=False):
         if out.written is None:
             continue  # every row of the group was deleted before the oldest snapshot
-        new_id = add_data_file(
-            ctx,
+        deletes = None
+        if out.delete_file is not None:
+            snapshots = [s for _, s in out.deletes]
+            deletes = NewDeleteFile(
+                out.task.output_deletes[len(paths.directory) :],
+                len(out.deletes),
+                out.delete_file.file_size_bytes,
+                out.delete_file.footer_size,
+                min(snapshots),
+                max(snapshots),
+            )
+        new_files.append(
             NewDataFile(
-                table_id=table.table_id,
                 path=out.task.output[len(paths.directory) :],
                 record_count=out.written.record_count,
                 file_size_bytes=out.written.file_size_bytes,
@@ -193,32 +175,13 @@ def _write_commit(
                 partition_id=g.partition_id,
                 partition_values=g.partition_values,
                 column_stats=out.written.column_stats,
-            ),
-        )
-        if out.delete_file is not None:
-            snapshots = [s for _, s in out.deletes]
-            add_delete_file(
-                ctx,
-                NewDeleteFile(
-                    table.table_id,
-                    new_id,
-                    out.task.output_deletes[len(paths.directory) :],
-                    len(out.deletes),
-                    out.delete_file.file_size_bytes,
-                    out.delete_file.footer_size,
-                    min(snapshots),
-                    max(snapshots),
-                ),
+                delete_file=deletes,
             )
-    for src in sources:
-        f = files[src]
-        schedule_deletion(ctx, src, paths.scheduled(f.path, f.path_is_relative), f.path_is_relative)
-        if src in old_deletes:
-            d = old_deletes[src]
-            schedule_deletion(ctx, d.delete_file_id, paths.scheduled(d.path, d.path_is_relative), d.path_is_relative)
-    remove_data_files(ctx, sources)
-    if any(k in inlined for k in sources):
-        remove_inlined_file_deletions(ctx, table.table_id, [k for k in sources if k in inlined], base)
-    ctx.needs_snapshot = True
-    ctx.tokens.append(Token("merge_adjacent", id=table.table_id))
-    fault_point("in_commit")  # the transaction is open, nothing is visible yet
+        )
+    return MergeFiles(
+        table.table_id,
+        table.qualified_name,
+        base,
+        planned_inputs(table, sources, inlined),
+        tuple(new_files),
+    )

@@ -25,31 +25,23 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.catalog.changes_made import Change as Token
-from ducklake_operator.catalog.files import (
+from ducklake_operator.catalog.inlined import InlinedRows
+from ducklake_operator.catalog.job_inputs import read_inlined_data
+from ducklake_operator.errors import DuckLakeError, TableNotFound
+from ducklake_operator.model.file_changes import (
+    FileChange,
+    FlushInlinedDeletions,
+    FlushInlinedRows,
     NewDataFile,
     NewDeleteFile,
-    add_data_file,
-    add_delete_file,
-    inlined_file_deletions,
-    inputs_changed,
-    live_delete_files,
-    live_inputs,
-    remove_inlined_file_deletions,
-    schedule_deletion,
+    PlannedInputs,
 )
-from ducklake_operator.catalog.read import layout_snapshot, load_layout_at, load_schema_versions
-from ducklake_operator.catalog.tables import T
-from ducklake_operator.catalog.write import CommitContext
-from ducklake_operator.errors import DuckLakeError, TableNotFound
 from ducklake_operator.model.partitioning import hive_directory, key_names, needs_ducklake_functions, transform_sql
-from ducklake_operator.model.state import CatalogState, ColumnState, DeleteFile, PartitionSpec, TableState
+from ducklake_operator.model.state import CatalogState, ColumnState, PartitionSpec, TableState
 
-from .inlined_rows import read_inlined, register_decoded
+from .inlined_rows import register_decoded
 from .inputs import refuse_encrypted
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import (
@@ -67,24 +59,6 @@ from .parquet_writer import (
     write_parquet,
 )
 from .runtime import Report, fault_point, produce_and_commit
-from .table_stats import widen_table_stats
-
-
-@dataclass
-class FlushedFile:
-    data: NewDataFile
-    deletes: list[tuple[int, int]]  # (position, end snapshot) of its rows deleted before the flush
-    delete_file: WrittenFile | None = None
-    delete_path: str = ""  # relative to the table directory
-
-
-@dataclass(frozen=True)
-class MergedDeletes:
-    data_file_id: int
-    old_delete_file: DeleteFile | None
-    written: WrittenFile
-    path: str  # relative to the table directory
-    snapshots: tuple[int, ...]
 
 
 @dataclass
@@ -92,9 +66,10 @@ class FlushWork:
     table: TableState
     base: int
     inlined: dict[str, tuple[int, int]] = field(default_factory=dict)  # table name -> (rows, deleted rows) flushed
-    files: list[FlushedFile] = field(default_factory=list)
-    merged: list[MergedDeletes] = field(default_factory=list)
+    files: list[NewDataFile] = field(default_factory=list)  # with delete files for their rows deleted before
     deletions: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # planned inlined file deletions
+    merged: list[tuple[int, NewDeleteFile]] = field(default_factory=list)  # data file id -> its merged delete file
+    replaced: dict[int, int] = field(default_factory=dict)  # data file id -> its delete file, merged into the new one
     planned: list[str] = field(default_factory=list)  # every output path, recorded before it is written
     type_names: dict[int, str] = field(default_factory=dict)  # column id -> type, of the layouts flushed
 
@@ -102,6 +77,19 @@ class FlushWork:
         full = paths.full(relative, True)
         self.planned.append(full)
         return full
+
+    def changes(self) -> list[FileChange]:
+        """The commit: the flushed rows, then the merged deletions (each when there are any)."""
+        t, out = self.table, []
+        if self.inlined:
+            flushed = tuple((name, n, deleted) for name, (n, deleted) in self.inlined.items())
+            types = tuple(sorted(self.type_names.items()))
+            out.append(FlushInlinedRows(t.table_id, t.qualified_name, self.base, flushed, tuple(self.files), types))
+        if self.merged:
+            ids = tuple(data_file_id for data_file_id, _ in self.merged)
+            inputs = PlannedInputs(ids, tuple(self.replaced.items()), inlined_deletions=None)
+            out.append(FlushInlinedDeletions(t.table_id, t.qualified_name, self.base, inputs, tuple(self.merged)))
+        return out
 
 
 def flush_inlined_data(
@@ -148,26 +136,11 @@ def _flush_table(
     catalog: Catalog, state: CatalogState, t: TableState, author: str, dry_run: bool
 ) -> dict[str, Any] | None:
     base = state.snapshot.snapshot_id
-    pg_schema = catalog.location.schema
     work = FlushWork(t, base)
-    with catalog.engine.connect() as conn:
-        versions = load_schema_versions(conn, t.table_id)
-        batches = []
-        for inlined in t.inlined_tables:
-            at = layout_snapshot(versions, inlined.schema_version)
-            columns, spec = load_layout_at(conn, t.table_id, at) if at is not None else (t.columns, t.partition)
-            rows = read_inlined(conn, pg_schema, inlined.name, columns, base)
-            if rows.raw.num_rows:
-                batches.append((rows, spec))
-                deleted = sum(1 for v in rows.raw.column("end_snapshot").to_pylist() if v is not None)
-                work.inlined[inlined.name] = (rows.raw.num_rows, deleted)
-        # deletions of live files only: those of an ended file still answer time travel to
-        # before its end (a rewrite leaves them), and must stay where they are
-        live = {f.data_file_id for f in t.data_files}
-        work.deletions = {
-            k: v for k, v in inlined_file_deletions(conn, pg_schema, t.table_id, at_most=base).items() if k in live
-        }
-    if not batches and not work.deletions:
+    inlined = read_inlined_data(catalog, t, base)
+    work.inlined = {rows.table_name: (len(rows.rows), rows.deleted) for rows in inlined.batches}
+    work.deletions = inlined.deletions
+    if not inlined.batches and not work.deletions:
         return None
     summary = {
         "table": t.qualified_name,
@@ -181,13 +154,13 @@ def _flush_table(
 
     def produce() -> FlushWork:
         with tempfile.TemporaryDirectory(prefix="ducklake-flush-") as scratch:
-            bucketed = any(needs_ducklake_functions(spec) for _, spec in batches)
+            bucketed = any(needs_ducklake_functions(rows.partition) for rows in inlined.batches)
             con = scratch_connection(extensions=bucketed)
             try:
                 if bucketed:
                     _load_ducklake_functions(con)
-                for rows, spec in batches:
-                    _write_rows(con, work, rows, spec, paths, parquet, sort_sql(t), scratch)
+                for rows in inlined.batches:
+                    _write_rows(con, work, rows, rows.partition, paths, parquet, sort_sql(t), scratch)
                 _merge_deletions(con, work, paths, scratch)
             finally:
                 con.close()
@@ -197,18 +170,16 @@ def _flush_table(
         lambda: work.planned,
         produce,
         lambda w: catalog.commit(
-            [],
+            w.changes(),
             author=author,
             base_snapshot=base,
             message=f"flushInlinedData {t.qualified_name}",
-            extra_writer=lambda ctx: _write_commit(ctx, w, paths),
+            before_commit=lambda: fault_point("in_commit"),
         ),
     )
-    written = (
-        [f.data.file_size_bytes for f in work.files]
-        + [f.delete_file.file_size_bytes for f in work.files if f.delete_file]
-        + [m.written.file_size_bytes for m in work.merged]
-    )
+    written = [f.file_size_bytes for f in work.files] + [
+        d.file_size_bytes for d in [f.delete_file for f in work.files] + [m for _, m in work.merged] if d
+    ]
     return {
         **summary,
         "filesWritten": len(written),
@@ -232,7 +203,7 @@ def _load_ducklake_functions(con: Any) -> None:
 def _write_rows(
     con: Any,
     work: FlushWork,
-    rows: Any,
+    rows: InlinedRows,
     spec: PartitionSpec | None,
     paths: TablePaths,
     parquet: tuple[tuple[str, str], ...],
@@ -281,9 +252,14 @@ def _write_rows(
         deletes = con.execute(
             f"SELECT __pos, end_snapshot FROM ordered WHERE {where} AND end_snapshot IS NOT NULL ORDER BY __pos", values
         ).fetchall()
-        flushed = FlushedFile(
+        deleted = [(int(p), int(s)) for p, s in deletes]
+        delete_file = None
+        if deleted:
+            delete_path = new_file_name(directory, "-delete")
+            written_deletes = _write_delete_file(con, full, deleted, work.output(paths, delete_path), scratch)
+            delete_file = _delete_file_row(delete_path, written_deletes, [s for _, s in deleted], merged=False)
+        work.files.append(
             NewDataFile(
-                table_id=work.table.table_id,
                 path=relative,
                 record_count=written.record_count,
                 file_size_bytes=written.file_size_bytes,
@@ -294,15 +270,9 @@ def _write_rows(
                 partition_id=spec.partition_id if spec and fields else None,
                 partition_values=tuple(enumerate(values)),
                 column_stats=written.column_stats,
-            ),
-            [(int(p), int(s)) for p, s in deletes],
-        )
-        work.files.append(flushed)
-        if flushed.deletes:
-            flushed.delete_path = new_file_name(directory, "-delete")
-            flushed.delete_file = _write_delete_file(
-                con, full, flushed.deletes, work.output(paths, flushed.delete_path), scratch
+                delete_file=delete_file,
             )
+        )
     con.execute("DROP TABLE flushed")
     con.execute("DROP TABLE ordered")
 
@@ -333,25 +303,17 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
         written = _write_delete_file(
             con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch
         )
-        work.merged.append(MergedDeletes(data_file_id, old, written, relative, tuple(s for _, s in merged)))
+        work.merged.append((data_file_id, _delete_file_row(relative, written, [s for _, s in merged], merged=True)))
+        if old is not None:
+            work.replaced[data_file_id] = old.delete_file_id
 
 
-def _delete_file_row(
-    table_id: int,
-    data_file_id: int,
-    path: str,
-    written: WrittenFile,
-    snapshots: list[int] | tuple[int, ...],
-    *,
-    merged: bool,
-) -> NewDeleteFile:
+def _delete_file_row(path: str, written: WrittenFile, snapshots: list[int], *, merged: bool) -> NewDeleteFile:
     """A delete file with per-row snapshots begins at the oldest. DuckDB 1.5.5 sets
     partial_max to the newest on a merged delete file, and on the delete file of flushed
     rows only when their snapshots differ (observed)."""
     low, high = min(snapshots), max(snapshots)
     return NewDeleteFile(
-        table_id,
-        data_file_id,
         path,
         len(snapshots),
         written.file_size_bytes,
@@ -359,74 +321,3 @@ def _delete_file_row(
         low,
         high if merged or high != low else None,
     )
-
-
-def _write_commit(ctx: CommitContext, work: FlushWork, paths: TablePaths) -> None:
-    t = work.table
-    base = work.base
-    for name, (count, deleted) in work.inlined.items():
-        it = sa.Table(
-            name,
-            sa.MetaData(),
-            sa.Column("begin_snapshot", sa.BigInteger),
-            sa.Column("end_snapshot", sa.BigInteger),
-            schema=ctx.pg_schema,
-        )
-        now = ctx.conn.execute(
-            sa.select(sa.func.count(), sa.func.count(it.c.end_snapshot)).where(it.c.begin_snapshot <= base)
-        ).one()
-        if tuple(now) != (count, deleted):
-            raise inputs_changed(ctx, t.table_id, f"flushInlinedData of {t.qualified_name} ({name})", base)
-    merged_ids = [m.data_file_id for m in work.merged]
-    if merged_ids:
-        planned = {
-            m.data_file_id: m.old_delete_file.delete_file_id for m in work.merged if m.old_delete_file is not None
-        }
-        if live_inputs(ctx, merged_ids) != set(merged_ids) or live_delete_files(ctx, merged_ids) != planned:
-            raise inputs_changed(ctx, t.table_id, f"flushInlinedData of {t.qualified_name}", base)
-    new_ids = [add_data_file(ctx, f.data) for f in work.files]
-    for m in work.merged:
-        add_delete_file(ctx, _delete_file_row(t.table_id, m.data_file_id, m.path, m.written, m.snapshots, merged=True))
-        if m.old_delete_file is not None:
-            old = m.old_delete_file
-            dl = T["ducklake_delete_file"]
-            ctx.emit(dl.delete().where(dl.c.delete_file_id == old.delete_file_id))
-            schedule_deletion(
-                ctx, old.delete_file_id, paths.scheduled(old.path, old.path_is_relative), old.path_is_relative
-            )
-    for f, new_id in zip(work.files, new_ids, strict=False):
-        if f.delete_file is not None:
-            add_delete_file(
-                ctx,
-                _delete_file_row(
-                    t.table_id, new_id, f.delete_path, f.delete_file, [s for _, s in f.deletes], merged=False
-                ),
-            )
-    _remove_flushed_rows(ctx, work)
-    if work.files:
-        widen_table_stats(ctx, t.table_id, work.type_names, [f.data.column_stats for f in work.files])
-        ts = T["ducklake_table_stats"]
-        ctx.emit(
-            ts.update()
-            .where(ts.c.table_id == t.table_id)
-            .values(file_size_bytes=ts.c.file_size_bytes + sum(f.data.file_size_bytes for f in work.files))
-        )
-        ctx.tokens.append(Token("inline_flush", id=t.table_id))
-    if work.deletions:
-        ctx.tokens.append(Token("deleted_from_table", id=t.table_id))
-    ctx.needs_snapshot = True
-    fault_point("in_commit")
-
-
-def _remove_flushed_rows(ctx: CommitContext, work: FlushWork) -> None:
-    """Delete the flushed rows and inlined deletions. Superseded inlined tables left empty are
-    kept (DuckDB 1.5.5's flush drops them): a DuckDB client caches a schema version's
-    inlined tables, so one already open would fail reading the dropped table at that
-    version; an empty table costs nothing to read."""
-    t, base = work.table, work.base
-    for inlined in t.inlined_tables:
-        if inlined.name in work.inlined:
-            it = sa.Table(inlined.name, sa.MetaData(), sa.Column("begin_snapshot", sa.BigInteger), schema=ctx.pg_schema)
-            ctx.emit(it.delete().where(it.c.begin_snapshot <= base))
-    if work.deletions:
-        remove_inlined_file_deletions(ctx, t.table_id, list(work.deletions), base)

@@ -1,39 +1,13 @@
-"""What a file-rewriting job reads before it plans: one table at the latest snapshot, with
-its schema versions, inlined file deletions and the oldest snapshot still kept."""
+"""What a file-rewriting job reads before it plans (through ``catalog.job_inputs``), and the
+lakes it refuses."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.catalog.files import inlined_file_deletions, oldest_snapshot
-from ducklake_operator.catalog.read import layout_snapshot, load_layout_at, load_schema_versions
-from ducklake_operator.errors import DuckLakeError, TableNotFound
-from ducklake_operator.model.state import CatalogState, ColumnState, TableState
-
-
-@dataclass(frozen=True)
-class TableInputs:
-    state: CatalogState
-    table: TableState
-    base: int  # the snapshot planned against
-    schema_versions: list[tuple[int, int]]
-    inlined_deletions: dict[int, list[tuple[int, int]]]  # data file id -> [(position, snapshot)]
-    oldest_snapshot: int
-
-    def layouts(self, catalog: Catalog, schema_versions: Iterable[int]) -> dict[int, tuple[ColumnState, ...]]:
-        """The table's columns in each schema version a file group was planned under: files
-        of one version may have been written in an older layout (a rewrite keeps its
-        source's columns), and the group is written in the version's."""
-        out: dict[int, tuple[ColumnState, ...]] = {}
-        with catalog.engine.connect() as conn:
-            for version in set(schema_versions):
-                at = layout_snapshot(self.schema_versions, version)
-                out[version] = (
-                    load_layout_at(conn, self.table.table_id, at)[0] if at is not None else self.table.columns
-                )
-        return out
+from ducklake_operator.catalog.job_inputs import TableInputs, read_table_inputs
+from ducklake_operator.errors import DuckLakeError
+from ducklake_operator.model.file_changes import PlannedInputs
+from ducklake_operator.model.state import CatalogState, TableState
 
 
 def refuse_encrypted(state: CatalogState) -> None:
@@ -46,18 +20,20 @@ def refuse_encrypted(state: CatalogState) -> None:
 
 
 def read_inputs(catalog: Catalog, schema: str, table: str) -> TableInputs:
-    state = catalog.state(table_names=[(schema, table)])
-    refuse_encrypted(state)
-    t = state.table(schema, table)
-    if t is None:
-        raise TableNotFound(f"table {schema}.{table} does not exist")
-    base = state.snapshot.snapshot_id
-    with catalog.engine.connect() as conn:
-        return TableInputs(
-            state,
-            t,
-            base,
-            load_schema_versions(conn, t.table_id),
-            inlined_file_deletions(conn, catalog.location.schema, t.table_id, at_most=base),
-            oldest_snapshot(conn),
-        )
+    inputs = read_table_inputs(catalog, schema, table)
+    refuse_encrypted(inputs.state)
+    return inputs
+
+
+def planned_inputs(table: TableState, sources: list[int], inlined: dict[int, list[tuple[int, int]]]) -> PlannedInputs:
+    """Source files as planned at the base snapshot: with their live delete files and inlined
+    deletions, none of which may change before the commit."""
+    return PlannedInputs(
+        tuple(sources),
+        tuple(
+            (d.data_file_id, d.delete_file_id)
+            for d in table.delete_files
+            if d.end_snapshot is None and d.data_file_id in sources
+        ),
+        tuple((k, len(inlined[k])) for k in sources if k in inlined),
+    )

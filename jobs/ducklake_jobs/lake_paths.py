@@ -1,5 +1,5 @@
-"""DuckLake's path chain for one table (memo §4.2), new file names, and the options that
-shape a table's Parquet output."""
+"""A table's directory (resolved by ``catalog.paths``, as every reader does), new file
+names, and the options that shape a table's Parquet output."""
 
 from __future__ import annotations
 
@@ -9,37 +9,24 @@ from dataclasses import dataclass
 
 from uuid6 import uuid7
 
-from ducklake_operator.catalog.paths import join
+from ducklake_operator.catalog.paths import resolve, table_directory
 from ducklake_operator.model.state import CatalogState, TableState
 
 
 @dataclass(frozen=True)
 class TablePaths:
-    data_path: str  # the catalog's data path (ends in /)
-    schema_path: str  # relative to data_path when schema_relative
-    table_path: str  # relative to the schema directory when table_relative
-    schema_relative: bool = True
-    table_relative: bool = True
-
-    @property
-    def directory(self) -> str:
-        schema_dir = join(self.data_path, self.schema_path) if self.schema_relative else self.schema_path
-        return join(schema_dir, self.table_path) if self.table_relative else self.table_path
+    directory: str  # the table's directory (ends in /)
 
     def full(self, path: str, is_relative: bool) -> str:
         """Where a data or delete file row's ``path`` points."""
-        return join(self.directory, path) if is_relative else path
-
-    def scheduled(self, path: str, is_relative: bool) -> str:
-        """The path ``ducklake_files_scheduled_for_deletion`` stores: relative to the data path."""
-        if not is_relative:
-            return path
-        return self.schema_path + self.table_path + path
+        return resolve(self.directory, path, is_relative)
 
 
 def table_paths(state: CatalogState, table: TableState) -> TablePaths:
     schema = state.schemas[table.schema_name]
-    return TablePaths(state.data_path, schema.path, table.path, schema.path_is_relative, table.path_is_relative)
+    return TablePaths(
+        table_directory(state.data_path, schema.path, schema.path_is_relative, table.path, table.path_is_relative)
+    )
 
 
 def new_file_name(directory: str = "", suffix: str = "") -> str:

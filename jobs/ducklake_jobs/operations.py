@@ -7,11 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import sqlalchemy as sa
-
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.catalog.connect import describe_db_error
-from ducklake_operator.errors import CatalogUnavailable, CommitConflict, DuckLakeError, SpecError
+from ducklake_operator.catalog.connect import safe_to_rerun
+from ducklake_operator.errors import CommitConflict, DuckLakeError, SpecError
 from ducklake_operator.model.job_params import OPERATIONS, job_keywords
 
 from .runtime import Runner, run_in_process
@@ -44,15 +42,12 @@ def run_operation(
     ``replans`` times; the report counts the re-plans."""
     for attempt in range(replans + 1):
         try:
-            result = _run_once(catalog, operation, table, params, runner, author)
+            with safe_to_rerun(operation):
+                result = _run_once(catalog, operation, table, params, runner, author)
             return {**result, "replanned": attempt} if attempt else result
         except CommitConflict:
             if attempt == replans or OPERATIONS[operation].table == "none":
                 raise
-        except sa.exc.DBAPIError as exc:  # outside a snapshot commit, which settles its own
-            raise CatalogUnavailable(
-                f"{operation}: the catalog database failed: {describe_db_error(exc)}; running it again is safe"
-            ) from None
     raise AssertionError("unreachable")
 
 

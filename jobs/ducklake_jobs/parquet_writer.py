@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ducklake_operator.catalog.files import FileColumnStats
+from ducklake_operator.model.file_changes import FileColumnStats
 from ducklake_operator.model.state import ColumnState
 
 from . import task_resources

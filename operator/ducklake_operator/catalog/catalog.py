@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from ..errors import CatalogNotFound, CatalogUnavailable, SchemaNotFound, TableNotFound
 from ..model.changes import Change
+from ..model.file_changes import FileChange
 from ..model.state import CatalogState, SnapshotInfo, SnapshotRecord, TableState
 from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog
 from .commit import DEFAULT_AUTHOR, CommitResult, commit_changes
@@ -123,7 +124,7 @@ class Catalog:
 
     def commit(
         self,
-        changes: Sequence[Change],
+        changes: Sequence[Change | FileChange],
         *,
         author: str = DEFAULT_AUTHOR,
         message: str | None = None,

@@ -34,8 +34,9 @@ from tenacity import (
 
 from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted, CommitStateUnknown
 from ..model.changes import Change, SetOption
+from ..model.file_changes import FileChange
 from ..model.state import SnapshotInfo
-from . import write_columns  # noqa: F401  (registers the column writers)
+from . import write_columns, write_files  # noqa: F401  (register the column and file writers)
 from .changes_made import Change as Token
 from .changes_made import parse_changes, render_changes
 from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_committed
@@ -83,7 +84,7 @@ def is_collision(exc: sa.exc.DBAPIError) -> bool:
 
 def commit_changes(
     engine: sa.Engine,
-    changes: Sequence[Change],
+    changes: Sequence[Change | FileChange],
     *,
     dialect: str,
     pg_schema: str | None = None,
@@ -94,13 +95,13 @@ def commit_changes(
     max_attempts: int = MAX_ATTEMPTS,
     wait: Callable | None = None,  # type: ignore[type-arg]
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None = None,
-    extra_writer: Callable[[CommitContext], None] | None = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> CommitResult:
     """Commit ``changes`` as one snapshot; see the module docstring for the protocol.
 
     ``base_snapshot`` is the snapshot the changes were planned against; if omitted, the
-    latest snapshot at the first attempt. ``extra_writer`` lets other layers (the Spark
-    jobs) add rows inside the same transaction.
+    latest snapshot at the first attempt. ``before_commit`` runs inside the transaction once
+    every row is written, right before COMMIT (the jobs' fault point for kill tests).
     """
     base: list[int] = [] if base_snapshot is None else [base_snapshot]
     attempts = 0
@@ -119,7 +120,7 @@ def commit_changes(
             base,
             attempts,
             same_files_deleted,
-            extra_writer,
+            before_commit,
         )
 
     retrying = Retrying(
@@ -147,7 +148,7 @@ def _attempt(
     base: list[int],
     attempt_no: int,
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
-    extra_writer: Callable[[CommitContext], None] | None,
+    before_commit: Callable[[], None] | None,
 ) -> CommitResult:
     try:
         conn = engine.connect().execution_options(ducklake_write=True)
@@ -163,15 +164,13 @@ def _attempt(
             # so the window in which another commit can slip in is one round trip, not the
             # whole attempt (otherwise a busy DuckDB writer starves us). Counters are final-
             # ised below, before COMMIT; nobody sees the row until then.
-            reserved = any(not isinstance(c, SetOption) for c in changes) or extra_writer is not None
+            reserved = any(not isinstance(c, SetOption) for c in changes)
             snapshot_time = _insert_snapshot(conn, latest, dialect) if reserved else None
             metadata = load_metadata(conn)
             check_format_version(metadata, "the catalog")
             ctx = CommitContext(conn=conn, dialect=dialect, pg_schema=pg_schema, base=latest, metadata=metadata)
             for change in changes:
                 write_change(change, ctx)
-            if extra_writer is not None:
-                extra_writer(ctx)
             if latest.snapshot_id > base[0]:
                 _check_conflicts(conn, ctx.tokens, base[0], same_files_deleted)
             changes_made = render_changes(ctx.tokens)
@@ -215,6 +214,8 @@ def _attempt(
                 )
             elif reserved:  # nothing to record after all (e.g. tags already as asked)
                 conn.execute(snap.delete().where(snap.c.snapshot_id == ctx.snapshot_id))
+            if before_commit is not None:
+                before_commit()
         except sa.exc.DBAPIError as exc:
             trans.rollback()
             if is_collision(exc):

@@ -8,12 +8,14 @@ failing half-way), reads with a plain ``BEGIN``; the busy timeout is 5 s, DuckDB
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from ..errors import SpecError
+from ..errors import CatalogUnavailable, SpecError
 from .scrub import describe_failure
 
 
@@ -120,3 +122,15 @@ def create_engine(location: CatalogLocation, *, connect_timeout: int = 10) -> sa
 def describe_db_error(exc: sa.exc.DBAPIError) -> str:
     """The driver's error as one clause, never with credentials (``scrub.describe_failure``)."""
     return describe_failure(str(exc.orig) if exc.orig is not None else type(exc).__name__)
+
+
+@contextmanager
+def safe_to_rerun(what: str) -> Iterator[None]:
+    """Work outside a snapshot commit (which settles its own failures): a catalog database
+    failure is ``CatalogUnavailable`` saying that running ``what`` again is safe."""
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        raise CatalogUnavailable(
+            f"{what}: the catalog database failed: {describe_db_error(exc)}; running it again is safe"
+        ) from None

@@ -13,8 +13,7 @@ import sqlalchemy as sa
 
 from ..errors import CatalogUnavailable
 from .connect import CatalogLocation, describe_db_error
-from .paths import join
-from .read import data_path, referenced_files
+from .read import data_path, load_lake_paths, referenced_files
 from .tables import qualified
 
 LOCK_TIMEOUT = "10s"
@@ -45,8 +44,8 @@ def _drop(engine: sa.Engine, location: CatalogLocation, delete_file: Callable[[s
             conn.exec_driver_sql(
                 "LOCK TABLE " + ", ".join(qualified(n, schema) for n in names) + " IN ACCESS EXCLUSIVE MODE"
             )
-        root = data_path(conn)
-        deleted = sum(delete_file(join(root, p)) for p in sorted(referenced_files(conn)))
+        lake = load_lake_paths(conn, data_path(conn))
+        deleted = sum(delete_file(path) for path in sorted(referenced_files(conn, lake)))
         for name in names:
             conn.exec_driver_sql(f"DROP TABLE {qualified(name, schema)}")
         others = [n for n in sa.inspect(conn).get_table_names(schema=schema) if n not in names]

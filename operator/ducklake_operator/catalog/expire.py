@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from .read import table_path_prefixes
+from .paths import relative_to_data_path
+from .read import data_path, load_lake_paths
 from .tables import T, catalog_now, inlined_delete_table_name, qualified
 
 # rows removed with a purged table (DeleteSnapshots, step 4)
@@ -65,7 +66,7 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
     # tables none of whose versions is visible any more, and that are dropped
     visible = sa.select(tb.c.table_id).where(~_unseen(tb))
     purged = tuple(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id.not_in(visible)).distinct()).scalars())
-    prefixes = table_path_prefixes(conn)
+    lake = load_lake_paths(conn, data_path(conn))
 
     scheduled: list[str] = []
     now = catalog_now(dialect)
@@ -92,9 +93,9 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
             conn.execute(T[name].delete().where(T[name].c[id_col if name == files else "data_file_id"].in_(gone_ids)))
         rows = []
         for file_id, table_id, path, relative in gone:
-            full = prefixes.get(table_id, "") + path if relative else path
-            rows.append(dict(data_file_id=file_id, path=full, path_is_relative=bool(relative), schedule_start=now))
-            scheduled.append(full)
+            stored, is_relative = relative_to_data_path(lake.data_path, lake.file(table_id, path, relative))
+            rows.append(dict(data_file_id=file_id, path=stored, path_is_relative=is_relative, schedule_start=now))
+            scheduled.append(stored)
         conn.execute(T["ducklake_files_scheduled_for_deletion"].insert().values(rows))
 
     if purged:

@@ -1,15 +1,17 @@
-"""Catalog rows for data and delete files, as DuckDB 1.5.5 writes them (memo §4): one home
-for every job that adds, replaces or retires files inside a commit."""
+"""Catalog rows for data and delete files, as DuckDB 1.5.5 writes them (memo §4), and the
+check that a job's input files are still as it planned them: the building blocks of the
+file change writers (``write_files``), and the reads a job plans from."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from ..errors import CommitConflict
+from ..model.file_changes import NewDataFile, NewDeleteFile, PlannedInputs
 from .changes_made import parse_changes
+from .paths import relative_to_data_path, resolve, table_directory
 from .read import load_snapshots
 from .tables import T, catalog_now
 from .write import CommitContext
@@ -39,55 +41,30 @@ def inputs_changed(ctx: CommitContext, table_id: int, job: str, base: int) -> Co
     return CommitConflict(f"{job}: its input files changed after snapshot {base}; nothing was committed")
 
 
-@dataclass(frozen=True)
-class FileColumnStats:
-    """One ``ducklake_file_column_stats`` row's values."""
-
-    column_id: int
-    column_size_bytes: int
-    value_count: int | None  # non-NULL values (memo §4.6); None: unknown
-    null_count: int | None
-    min_value: str | None
-    max_value: str | None
-    contains_nan: bool | None
-
-
-@dataclass(frozen=True)
-class NewDataFile:
-    table_id: int
-    path: str  # relative to the table directory
-    record_count: int
-    file_size_bytes: int
-    footer_size: int
-    begin_snapshot: int
-    row_id_start: int | None
-    partial_max: int | None
-    partition_id: int | None
-    partition_values: tuple[tuple[int, str | None], ...]
-    column_stats: Sequence[FileColumnStats]
+def check_inputs(ctx: CommitContext, table_id: int, job: str, base: int, inputs: PlannedInputs) -> None:
+    """Refuse when an input file ended or was removed, got another delete file, or (unless
+    ``inputs.inlined_deletions`` is None) another inlined deletion since the base snapshot:
+    the job's output would resurrect those rows. (DuckDB's conflict rules let a small
+    inlined delete and its own merge both commit.)"""
+    ids = list(inputs.data_files)
+    changed = live_inputs(ctx, ids) != set(ids) or live_delete_files(ctx, ids) != dict(inputs.delete_files)
+    if not changed and inputs.inlined_deletions is not None:
+        now = inlined_file_deletions(ctx.conn, ctx.pg_schema, table_id, ids)
+        changed = {k: len(v) for k, v in now.items()} != dict(inputs.inlined_deletions)
+    if changed:
+        raise inputs_changed(ctx, table_id, job, base)
 
 
-@dataclass(frozen=True)
-class NewDeleteFile:
-    table_id: int
-    data_file_id: int
-    path: str  # relative to the table directory
-    delete_count: int
-    file_size_bytes: int
-    footer_size: int
-    begin_snapshot: int
-    partial_max: int | None
-
-
-def add_data_file(ctx: CommitContext, f: NewDataFile) -> int:
+def add_data_file(ctx: CommitContext, table_id: int, f: NewDataFile) -> int:
+    """Insert a new data file with its statistics, partition values and delete file."""
     df, st, pv = T["ducklake_data_file"], T["ducklake_file_column_stats"], T["ducklake_file_partition_value"]
     file_id = ctx.next_file_id
     ctx.next_file_id += 1
     ctx.emit(
         df.insert().values(
             data_file_id=file_id,
-            table_id=f.table_id,
-            begin_snapshot=f.begin_snapshot,
+            table_id=table_id,
+            begin_snapshot=ctx.snapshot_id if f.begin_snapshot is None else f.begin_snapshot,
             end_snapshot=None,
             file_order=None,
             path=f.path,
@@ -109,7 +86,7 @@ def add_data_file(ctx: CommitContext, f: NewDataFile) -> int:
                 [
                     dict(
                         data_file_id=file_id,
-                        table_id=f.table_id,
+                        table_id=table_id,
                         column_id=s.column_id,
                         column_size_bytes=s.column_size_bytes,
                         value_count=s.value_count,
@@ -127,15 +104,17 @@ def add_data_file(ctx: CommitContext, f: NewDataFile) -> int:
         ctx.emit(
             pv.insert().values(
                 [
-                    dict(data_file_id=file_id, table_id=f.table_id, partition_key_index=k, partition_value=v)
+                    dict(data_file_id=file_id, table_id=table_id, partition_key_index=k, partition_value=v)
                     for k, v in f.partition_values
                 ]
             )
         )
+    if f.delete_file is not None:
+        add_delete_file(ctx, table_id, file_id, f.delete_file)
     return file_id
 
 
-def add_delete_file(ctx: CommitContext, f: NewDeleteFile) -> int:
+def add_delete_file(ctx: CommitContext, table_id: int, data_file_id: int, f: NewDeleteFile) -> int:
     file_id = ctx.next_file_id
     ctx.next_file_id += 1
     ctx.emit(
@@ -143,10 +122,10 @@ def add_delete_file(ctx: CommitContext, f: NewDeleteFile) -> int:
         .insert()
         .values(
             delete_file_id=file_id,
-            table_id=f.table_id,
+            table_id=table_id,
             begin_snapshot=f.begin_snapshot,
             end_snapshot=None,
-            data_file_id=f.data_file_id,
+            data_file_id=data_file_id,
             path=f.path,
             path_is_relative=True,
             format="parquet",
@@ -160,15 +139,34 @@ def add_delete_file(ctx: CommitContext, f: NewDeleteFile) -> int:
     return file_id
 
 
-def schedule_deletion(ctx: CommitContext, file_id: int, path: str, path_is_relative: bool) -> None:
-    """``path`` relative to the data path when ``path_is_relative`` (memo §4.2)."""
-    ctx.emit(
-        T["ducklake_files_scheduled_for_deletion"]
-        .insert()
-        .values(
-            data_file_id=file_id, path=path, path_is_relative=path_is_relative, schedule_start=catalog_now(ctx.dialect)
+def table_directory_now(ctx: CommitContext, table_id: int) -> str:
+    """The live table's directory, from its row and its schema's."""
+    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    row = ctx.conn.execute(
+        sa.select(tb.c.path, tb.c.path_is_relative, sc.c.path.label("schema_path"), sc.c.path_is_relative.label("sr"))
+        .select_from(tb.outerjoin(sc, sa.and_(sc.c.schema_id == tb.c.schema_id, sc.c.end_snapshot.is_(None))))
+        .where(tb.c.table_id == table_id, tb.c.end_snapshot.is_(None))
+    ).one()
+    return table_directory(ctx.data_path, row.schema_path, row.sr, row.path, row.path_is_relative)
+
+
+def schedule_deletion(ctx: CommitContext, directory: str, table: sa.Table, ids: Sequence[int]) -> None:
+    """Schedule the files of these rows of ``table`` (data or delete files of the table in
+    ``directory``) for deletion, with their paths as DuckDB stores them there."""
+    if not ids:
+        return
+    id_column = table.c.data_file_id if table.name == "ducklake_data_file" else table.c.delete_file_id
+    rows = ctx.conn.execute(sa.select(id_column, table.c.path, table.c.path_is_relative).where(id_column.in_(ids)))
+    paths = {r[0]: resolve(directory, r.path, r.path_is_relative) for r in rows}
+    for file_id in ids:
+        path, is_relative = relative_to_data_path(ctx.data_path, paths[file_id])
+        ctx.emit(
+            T["ducklake_files_scheduled_for_deletion"]
+            .insert()
+            .values(
+                data_file_id=file_id, path=path, path_is_relative=is_relative, schedule_start=catalog_now(ctx.dialect)
+            )
         )
-    )
 
 
 def remove_data_files(ctx: CommitContext, data_file_ids: Iterable[int]) -> None:

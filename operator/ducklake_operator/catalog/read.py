@@ -31,6 +31,7 @@ from ..model.state import (
     TableState,
     TableStats,
 )
+from .paths import LakePaths, table_directory
 from .tables import T
 
 FORMAT_VERSION = "1.0"
@@ -451,31 +452,45 @@ def load_schema_versions(conn: sa.Connection, table_id: int) -> list[tuple[int, 
     ]
 
 
-def table_path_prefixes(conn: sa.Connection) -> dict[int, str]:
-    """``schema path + table path`` of every table ever (relative to the data path): the
-    prefix of its files' relative paths."""
+def load_lake_paths(conn: sa.Connection, data_path: str) -> LakePaths:
+    """The directory of every table ever (each version with its schema's row; the latest
+    wins), under ``data_path`` (the catalog's, or the one it is attached with)."""
     tb, sc = T["ducklake_table"], T["ducklake_schema"]
-    return {
-        r.table_id: (r.schema_path or "") + (r.table_path or "")
-        for r in conn.execute(
-            sa.select(tb.c.table_id, tb.c.path.label("table_path"), sc.c.path.label("schema_path")).select_from(
-                tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id)
-            )
+    rows = conn.execute(
+        sa.select(
+            tb.c.table_id,
+            tb.c.path.label("table_path"),
+            tb.c.path_is_relative.label("table_relative"),
+            sc.c.path.label("schema_path"),
+            sc.c.path_is_relative.label("schema_relative"),
         )
-    }
+        .select_from(tb.outerjoin(sc, sc.c.schema_id == tb.c.schema_id))
+        .order_by(tb.c.begin_snapshot, sc.c.begin_snapshot)
+    )
+    return LakePaths(
+        data_path,
+        {
+            r.table_id: table_directory(data_path, r.schema_path, r.schema_relative, r.table_path, r.table_relative)
+            for r in rows
+        },
+    )
 
 
-def referenced_files(conn: sa.Connection) -> set[str]:
-    """Every file any catalog row refers to (any version, and those scheduled for deletion):
-    relative to the data path when stored relative, else absolute."""
-    prefix = table_path_prefixes(conn)
+def referenced_files(conn: sa.Connection, lake: LakePaths) -> set[str]:
+    """Where every file any catalog row refers to is (any version, and those scheduled for
+    deletion): the files that are never orphans."""
     out: set[str] = set()
     for name in ("ducklake_data_file", "ducklake_delete_file"):
         f = T[name]
-        for r in conn.execute(sa.select(f.c.table_id, f.c.path, f.c.path_is_relative)):
-            out.add(prefix.get(r.table_id, "") + r.path if r.path_is_relative else r.path)
+        out |= {
+            lake.file(r.table_id, r.path, r.path_is_relative)
+            for r in conn.execute(sa.select(f.c.table_id, f.c.path, f.c.path_is_relative))
+        }
     sched = T["ducklake_files_scheduled_for_deletion"]
-    out |= {r.path for r in conn.execute(sa.select(sched.c.path))}
+    out |= {
+        lake.scheduled(r.path, r.path_is_relative)
+        for r in conn.execute(sa.select(sched.c.path, sched.c.path_is_relative))
+    }
     return out
 
 

@@ -66,6 +66,12 @@ class CommitContext:
         self.next_file_id = self.base.next_file_id
 
     @property
+    def data_path(self) -> str:
+        """The catalog's data path, ending in '/'."""
+        stored = self.option("data_path", [(None, None)]) or ""
+        return stored if stored.endswith("/") else stored + "/"
+
+    @property
     def snapshot_id(self) -> int:
         return self.base.snapshot_id + 1
 

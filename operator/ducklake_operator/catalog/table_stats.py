@@ -1,0 +1,139 @@
+"""A table's statistics after a maintenance commit, as DuckDB keeps them.
+
+Adding files (flush) widens the column statistics with the files': ``contains_null`` if a
+file has NULLs, ``contains_nan`` where it is tracked, min/max by typed comparison (an
+in-process DuckDB compares, as the values are DuckDB's text forms); a file with values but
+no min/max (types DuckDB keeps no statistics for) makes the table's unknown. Statistics only
+ever widen. A rewrite makes the gross counters exact once no delete is left."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import duckdb
+import sqlalchemy as sa
+
+from ..model.file_changes import FileColumnStats, NewDataFile
+from ..model.types import from_catalog_name, to_duckdb_sql
+from .files import inlined_file_deletions
+from .tables import T
+from .write import CommitContext
+
+
+def _compare(con: duckdb.DuckDBPyConnection, type_name: str, table_value: str, file_value: str) -> int | None:
+    """-1/0/1 for table value vs file value; None when either does not parse. File stats hold
+    blobs in hex, while table stats from inlined inserts hold DuckDB's escaped text."""
+    t = from_catalog_name(type_name)
+    if t is None:
+        return None
+    sql_type = to_duckdb_sql(t)
+    file_sql = "unhex($f)" if type_name == "blob" else f"TRY_CAST($f AS {sql_type})"
+    row = con.execute(
+        f"SELECT a < b, a = b FROM (SELECT TRY_CAST($t AS {sql_type}) AS a, {file_sql} AS b)",
+        {"t": table_value, "f": file_value},
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return -1 if row[0] else 0 if row[1] else 1
+
+
+def widen_table_stats(
+    ctx: CommitContext, table_id: int, type_names: dict[int, str], files: Iterable[Iterable[FileColumnStats]]
+) -> None:
+    ts = T["ducklake_table_column_stats"]
+    current: dict[int, dict[str, Any]] = {
+        r.column_id: dict(r._mapping) for r in ctx.conn.execute(sa.select(ts).where(ts.c.table_id == table_id))
+    }
+    before = {k: dict(v) for k, v in current.items()}
+    con = duckdb.connect()
+    try:
+        for file_stats in files:
+            for s in file_stats:
+                row = current.get(s.column_id)
+                if row is None:
+                    continue  # columns added after the first insert have no table-level row (as in DuckDB)
+                # an unknown null count (a field under a list) may hide NULLs
+                row["contains_null"] = bool(row["contains_null"]) or s.null_count is None or s.null_count > 0
+                if row["contains_nan"] is not None:
+                    row["contains_nan"] = bool(row["contains_nan"]) or bool(s.contains_nan)
+                if s.value_count == 0:
+                    continue  # only NULLs: nothing to widen
+                type_name = type_names.get(s.column_id, "varchar")
+                for key, new, keep_if in (("min_value", s.min_value, (-1, 0)), ("max_value", s.max_value, (0, 1))):
+                    if row[key] is None or new is None:
+                        row[key] = None
+                        continue
+                    order = _compare(con, type_name, row[key], new)
+                    row[key] = None if order is None else row[key] if order in keep_if else new
+    finally:
+        con.close()
+    for column_id, row in current.items():
+        if row != before[column_id]:
+            ctx.emit(
+                ts.update()
+                .where(ts.c.table_id == table_id, ts.c.column_id == column_id)
+                .values(
+                    contains_null=row["contains_null"],
+                    contains_nan=row["contains_nan"],
+                    min_value=row["min_value"],
+                    max_value=row["max_value"],
+                )
+            )
+
+
+def add_file_sizes(ctx: CommitContext, table_id: int, outputs: Sequence[NewDataFile]) -> None:
+    """New files add their bytes to the table's (their rows were counted when inlined)."""
+    ts = T["ducklake_table_stats"]
+    ctx.emit(
+        ts.update()
+        .where(ts.c.table_id == table_id)
+        .values(file_size_bytes=ts.c.file_size_bytes + sum(f.file_size_bytes for f in outputs))
+    )
+
+
+def recompute_if_delete_free(
+    ctx: CommitContext, table_id: int, sources: Sequence[int], outputs: Sequence[NewDataFile]
+) -> None:
+    """DuckDB's RecomputeGlobalStatsAfterRewrite: once the table has no live delete file and
+    no inlined file deletion left (those of ended files count, as in DuckDB 1.5.5), its gross
+    counters become exact: rows in live files and live inlined rows, bytes of live files."""
+    df, dl, it = T["ducklake_data_file"], T["ducklake_delete_file"], T["ducklake_inlined_data_tables"]
+    remaining = set(
+        ctx.conn.execute(
+            sa.select(df.c.data_file_id).where(df.c.table_id == table_id, df.c.end_snapshot.is_(None))
+        ).scalars()
+    ) - set(sources)
+    if (
+        remaining
+        and ctx.conn.execute(
+            sa.select(sa.func.count())
+            .select_from(dl)
+            .where(dl.c.data_file_id.in_(remaining), dl.c.end_snapshot.is_(None))
+        ).scalar()
+    ) or inlined_file_deletions(ctx.conn, ctx.pg_schema, table_id):
+        return
+    rows, size = (
+        ctx.conn.execute(
+            sa.select(
+                sa.func.coalesce(sa.func.sum(df.c.record_count), 0),
+                sa.func.coalesce(sa.func.sum(df.c.file_size_bytes), 0),
+            ).where(df.c.data_file_id.in_(remaining))
+        ).one()
+        if remaining
+        else (0, 0)
+    )
+    for name in ctx.conn.execute(sa.select(it.c.table_name).where(it.c.table_id == table_id)).scalars():
+        t = sa.Table(name, sa.MetaData(), sa.Column("end_snapshot", sa.BigInteger), schema=ctx.pg_schema)
+        rows += (
+            ctx.conn.execute(sa.select(sa.func.count()).select_from(t).where(t.c.end_snapshot.is_(None))).scalar() or 0
+        )
+    ts = T["ducklake_table_stats"]
+    ctx.emit(
+        ts.update()
+        .where(ts.c.table_id == table_id)
+        .values(
+            record_count=int(rows) + sum(f.record_count for f in outputs),
+            file_size_bytes=int(size) + sum(f.file_size_bytes for f in outputs),
+        )
+    )
