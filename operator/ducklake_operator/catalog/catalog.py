@@ -17,17 +17,24 @@ from ..errors import CatalogNotFound, CatalogUnavailable, SchemaNotFound, TableN
 from ..model.changes import Change
 from ..model.file_changes import FileChange
 from ..model.state import CatalogState, SnapshotInfo, SnapshotRecord, TableState
-from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog
+from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog, normalize_data_path
 from .commit import DEFAULT_AUTHOR, CommitResult, commit_changes
 from .connect import CatalogLocation, create_engine, describe_db_error
 from .drop import drop_catalog
-from .read import load_catalog_state, load_snapshot, load_snapshots
+from .read import DATA_PATH_OPTION, load_catalog_state, load_snapshot, load_snapshots
 
 
 class Catalog:
-    def __init__(self, location: CatalogLocation, engine: sa.Engine | None = None) -> None:
+    def __init__(
+        self, location: CatalogLocation, engine: sa.Engine | None = None, *, data_path: str | None = None
+    ) -> None:
+        """``data_path``: where the lake's files are when they moved away from the data path
+        the catalog stores (DuckDB's ``OVERRIDE_DATA_PATH``, which never rewrites it): every
+        path is then resolved, and every new file written, under it."""
         self.location = location
         self.engine = engine or create_engine(location)
+        if data_path is not None:
+            self.engine = self.engine.execution_options(**{DATA_PATH_OPTION: normalize_data_path(data_path)})
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -48,15 +55,19 @@ class Catalog:
         return catalog
 
     @classmethod
-    def open(cls, location: CatalogLocation, *, expected_data_path: str | None = None) -> Catalog:
-        """Adopt an existing catalog after checking its format version."""
+    def open(
+        cls, location: CatalogLocation, *, expected_data_path: str | None = None, override_data_path: bool = False
+    ) -> Catalog:
+        """Adopt an existing catalog after checking its format version and that it stores
+        ``expected_data_path``; ``override_data_path``: the lake moved there instead (as
+        DuckDB's ATTACH option of that name)."""
         if location.kind == "sqlite" and not os.path.exists(location.path or ""):
             raise CatalogNotFound(f"{location.describe()} does not exist")  # and do not create an empty file
-        catalog = cls(location)
+        catalog = cls(location, data_path=expected_data_path if override_data_path else None)
         with catalog._connection() as conn:
             if not catalog_exists(conn, location.schema):
                 raise CatalogNotFound(f"{location.describe()} holds no DuckLake catalog")
-            adopt_catalog(conn, location.describe(), expected_data_path)
+            adopt_catalog(conn, location.describe(), None if override_data_path else expected_data_path)
         return catalog
 
     @classmethod

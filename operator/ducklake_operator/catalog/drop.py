@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from ..errors import CatalogUnavailable
 from .connect import CatalogLocation, describe_db_error
-from .read import data_path, load_lake_paths, referenced_files
+from .read import load_lake_paths, referenced_files
 from .tables import qualified
 
 LOCK_TIMEOUT = "10s"
@@ -44,7 +44,7 @@ def _drop(engine: sa.Engine, location: CatalogLocation, delete_file: Callable[[s
             conn.exec_driver_sql(
                 "LOCK TABLE " + ", ".join(qualified(n, schema) for n in names) + " IN ACCESS EXCLUSIVE MODE"
             )
-        lake = load_lake_paths(conn, data_path(conn))
+        lake = load_lake_paths(conn)
         deleted = sum(delete_file(path) for path in sorted(referenced_files(conn, lake)))
         for name in names:
             conn.exec_driver_sql(f"DROP TABLE {qualified(name, schema)}")

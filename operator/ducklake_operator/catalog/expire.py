@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from .paths import relative_to_data_path
-from .read import data_path, load_lake_paths
+from .read import load_lake_paths
 from .tables import T, catalog_now, inlined_delete_table_name, qualified
 
 # rows removed with a purged table (DeleteSnapshots, step 4)
@@ -66,7 +66,7 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
     # tables none of whose versions is visible any more, and that are dropped
     visible = sa.select(tb.c.table_id).where(~_unseen(tb))
     purged = tuple(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id.not_in(visible)).distinct()).scalars())
-    lake = load_lake_paths(conn, data_path(conn))
+    lake = load_lake_paths(conn)
 
     scheduled: list[str] = []
     now = catalog_now(dialect)

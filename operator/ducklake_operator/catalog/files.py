@@ -146,7 +146,9 @@ def table_directory_now(ctx: CommitContext, table_id: int) -> str:
         sa.select(tb.c.path, tb.c.path_is_relative, sc.c.path.label("schema_path"), sc.c.path_is_relative.label("sr"))
         .select_from(tb.outerjoin(sc, sa.and_(sc.c.schema_id == tb.c.schema_id, sc.c.end_snapshot.is_(None))))
         .where(tb.c.table_id == table_id, tb.c.end_snapshot.is_(None))
-    ).one()
+    ).one_or_none()
+    if row is None:
+        raise CommitConflict(f"table {table_id} was dropped by a concurrent commit; nothing was committed")
     return table_directory(ctx.data_path, row.schema_path, row.sr, row.path, row.path_is_relative)
 
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from ..model.state import SnapshotRecord
 from .catalog import Catalog
 from .expire import ExpiryResult, expire_snapshots
-from .read import data_path, load_lake_paths, load_snapshots, referenced_files
+from .read import load_lake_paths, load_snapshots, referenced_files
 from .tables import T
 
 
@@ -51,7 +51,7 @@ def delete_scheduled_files(
     already gone is forgotten too), then their rows; ``delete_file=None`` is a dry run."""
     sched = T["ducklake_files_scheduled_for_deletion"]
     with _transaction(catalog, write=True) as conn:
-        lake = load_lake_paths(conn, data_path(conn))
+        lake = load_lake_paths(conn)
         files = [
             f
             for f in (
@@ -73,5 +73,5 @@ def delete_scheduled_files(
 def lake_files(catalog: Catalog) -> tuple[str, set[str]]:
     """The data path, and where every file any catalog row refers to is (none is an orphan)."""
     with _transaction(catalog, write=False) as conn:
-        lake = load_lake_paths(conn, data_path(conn))
+        lake = load_lake_paths(conn)
         return lake.data_path, referenced_files(conn, lake)

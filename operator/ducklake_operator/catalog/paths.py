@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 
 def resolve(parent: str, path: str | None, is_relative: bool | None) -> str:
-    """``path`` of a row whose parent directory is ``parent`` (ending in ``/``)."""
+    """``path`` of a row whose parent directory is ``parent`` (ending in ``/``). A NULL flag,
+    which DuckDB 1.5.5 fails to read, counts as relative (MigrateV01's default)."""
     if path is None:
         return parent
     return parent + path if is_relative is not False else path
@@ -42,8 +43,9 @@ def relative_to_data_path(data_path: str, full: str) -> tuple[str, bool]:
 class LakePaths:
     """The directories of every table of a catalog (any version), for resolving file rows."""
 
-    data_path: str  # ends in '/'
+    data_path: str  # where the lake is, ending in '/'
     tables: Mapping[int, str]  # table id -> its directory
+    moved_from: str | None = None  # the stored data path, when the lake moved away from it
 
     def file(self, table_id: int, path: str, is_relative: bool | None) -> str:
         """A data or delete file row's path; a table whose rows are gone resolves under the data path."""
@@ -52,3 +54,11 @@ class LakePaths:
     def scheduled(self, path: str, is_relative: bool | None) -> str:
         """A ``ducklake_files_scheduled_for_deletion`` row's path."""
         return resolve(self.data_path, path, is_relative)
+
+    def moved(self, path: str) -> str | None:
+        """Where an absolute path under the stored data path is now that the lake moved: rows
+        keep the old path (DuckDB reads that), but the file that moved with the lake is still
+        the row's, never an orphan."""
+        if self.moved_from is None or not path.startswith(self.moved_from):
+            return None
+        return self.data_path + path[len(self.moved_from) :]

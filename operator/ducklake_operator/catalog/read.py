@@ -35,6 +35,7 @@ from .paths import LakePaths, table_directory
 from .tables import T
 
 FORMAT_VERSION = "1.0"
+DATA_PATH_OPTION = "ducklake_data_path"  # engine execution option: the data path attached with
 
 
 def valid_at(table: sa.Table, snapshot_id: int) -> sa.ColumnElement[bool]:
@@ -122,7 +123,6 @@ def with_options(state: CatalogState, metadata: Metadata) -> CatalogState:
     return replace(
         state,
         version=check_format_version(metadata, "the catalog"),
-        data_path=global_opts.get("data_path", ""),
         options=global_opts,
         schemas={n: replace(s, options=scoped.get(("schema", s.schema_id), {})) for n, s in state.schemas.items()},
         tables={k: replace(t, options=scoped.get(("table", t.table_id), {})) for k, t in state.tables.items()},
@@ -264,7 +264,7 @@ def load_catalog_state(
     return CatalogState(
         snapshot=snap,
         version=version,
-        data_path=global_opts.get("data_path", ""),
+        data_path=attached_data_path(conn) or with_slash(global_opts.get("data_path", "")),
         options=global_opts,
         schemas={s.name: s for s in schemas.values()},
         tables=tables,
@@ -452,9 +452,10 @@ def load_schema_versions(conn: sa.Connection, table_id: int) -> list[tuple[int, 
     ]
 
 
-def load_lake_paths(conn: sa.Connection, data_path: str) -> LakePaths:
+def load_lake_paths(conn: sa.Connection) -> LakePaths:
     """The directory of every table ever (each version with its schema's row; the latest
-    wins), under ``data_path`` (the catalog's, or the one it is attached with)."""
+    wins), under the lake's data path (``data_path``)."""
+    root, stored = data_path(conn), stored_data_path(conn)
     tb, sc = T["ducklake_table"], T["ducklake_schema"]
     rows = conn.execute(
         sa.select(
@@ -468,11 +469,12 @@ def load_lake_paths(conn: sa.Connection, data_path: str) -> LakePaths:
         .order_by(tb.c.begin_snapshot, sc.c.begin_snapshot)
     )
     return LakePaths(
-        data_path,
+        root,
         {
-            r.table_id: table_directory(data_path, r.schema_path, r.schema_relative, r.table_path, r.table_relative)
+            r.table_id: table_directory(root, r.schema_path, r.schema_relative, r.table_path, r.table_relative)
             for r in rows
         },
+        moved_from=stored if stored != root else None,
     )
 
 
@@ -491,13 +493,27 @@ def referenced_files(conn: sa.Connection, lake: LakePaths) -> set[str]:
         lake.scheduled(r.path, r.path_is_relative)
         for r in conn.execute(sa.select(sched.c.path, sched.c.path_is_relative))
     }
-    return out
+    return out | {moved for path in out if (moved := lake.moved(path)) is not None}
+
+
+def with_slash(path: str) -> str:
+    return path if path.endswith("/") else path + "/"
+
+
+def stored_data_path(conn: sa.Connection) -> str:
+    """The data path the catalog stores, ending in '/'."""
+    return with_slash(next(v for k, v, s, _ in load_metadata(conn) if k == "data_path" and s is None))
+
+
+def attached_data_path(conn: sa.Connection) -> str | None:
+    """The data path the catalog is attached with when its lake moved (``Catalog(data_path=...)``,
+    DuckDB's OVERRIDE_DATA_PATH); DuckDB never rewrites the stored one."""
+    return conn.get_execution_options().get(DATA_PATH_OPTION)
 
 
 def data_path(conn: sa.Connection) -> str:
-    """The catalog's data path, ending in '/'."""
-    path = next(v for k, v, s, _ in load_metadata(conn) if k == "data_path" and s is None)
-    return path if path.endswith("/") else path + "/"
+    """Where the lake's files are: the data path attached with, else the stored one."""
+    return attached_data_path(conn) or stored_data_path(conn)
 
 
 def load_layout_at(

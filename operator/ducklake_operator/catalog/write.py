@@ -34,6 +34,7 @@ from ..model.state import SnapshotInfo
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
 from . import tables as tb
 from .changes_made import Change as Token
+from .read import attached_data_path, with_slash
 from .tables import T
 
 
@@ -67,9 +68,8 @@ class CommitContext:
 
     @property
     def data_path(self) -> str:
-        """The catalog's data path, ending in '/'."""
-        stored = self.option("data_path", [(None, None)]) or ""
-        return stored if stored.endswith("/") else stored + "/"
+        """Where the lake's files are (``read.data_path``)."""
+        return attached_data_path(self.conn) or with_slash(self.option("data_path", [(None, None)]) or "")
 
     @property
     def snapshot_id(self) -> int:
