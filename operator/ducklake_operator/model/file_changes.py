@@ -73,9 +73,6 @@ class MergeFiles:
     inputs: PlannedInputs
     outputs: tuple[NewDataFile, ...]
 
-    def describe(self) -> str:
-        return f"~ merge {len(self.inputs.data_files)} files of {self.table_name} into {len(self.outputs)}"
-
 
 @dataclass(frozen=True)
 class RewriteFiles:
@@ -88,9 +85,6 @@ class RewriteFiles:
     base_snapshot: int
     inputs: PlannedInputs
     outputs: tuple[NewDataFile, ...]
-
-    def describe(self) -> str:
-        return f"~ rewrite {len(self.inputs.data_files)} files of {self.table_name} into {len(self.outputs)}"
 
 
 @dataclass(frozen=True)
@@ -106,9 +100,6 @@ class FlushInlinedRows:
     outputs: tuple[NewDataFile, ...]
     column_types: tuple[tuple[int, str], ...]  # (column id, type name) of the layouts flushed
 
-    def describe(self) -> str:
-        return f"~ flush {sum(n for _, n, _ in self.flushed)} inlined rows of {self.table_name}"
-
 
 @dataclass(frozen=True)
 class FlushInlinedDeletions:
@@ -121,9 +112,6 @@ class FlushInlinedDeletions:
     base_snapshot: int
     inputs: PlannedInputs  # the data files and their delete files at the base
     delete_files: tuple[tuple[int, NewDeleteFile], ...]  # (data file id, its new delete file)
-
-    def describe(self) -> str:
-        return f"~ flush the inlined deletions of {len(self.delete_files)} files of {self.table_name}"
 
 
 FileChange = MergeFiles | RewriteFiles | FlushInlinedRows | FlushInlinedDeletions
