@@ -1,38 +1,42 @@
-"""Reconcile at scale: N DuckLakeTable objects created on the API emulator -> all Ready.
+"""Reconcile at scale on a real API server: N DuckLakeTables in one ``kubectl apply`` -> all Ready.
 
-Runs the real operator process (kopf) against the in-process API emulator and a
-PostgreSQL catalog; prints, for N = 1, 100, 500: seconds from the first create to all
-Ready, the operator's peak RSS, and catalog queries per reconciled table (from the
-operator's Prometheus counter). A second line per N restarts the operator and measures
-the resync (every table resumed, nothing to apply).
+Starts the test control plane (``tests/support/kube_cluster.py``: etcd, kube-apiserver and
+kube-controller-manager built from Go modules), installs the chart, runs the operator
+process as the chart's service account against a PostgreSQL catalog with its credentials in
+a Secret, and prints for each N: seconds from the apply to all Ready, tables/s, the
+operator's peak RSS, catalog statements per table (the operator's Prometheus counter) and
+API requests the operator made; then restarts the operator and measures the resync (every
+table resumed, nothing to apply).
 
-    python bench/reconcile.py [--sizes 1,100,500]
+    python bench/reconcile.py [--sizes 1,100,1000] [--profile DIR]
+
+``--profile DIR`` samples the operator with py-spy (``pip install py-spy``; all threads,
+native frames off) during the creation storm and the resync, and writes speedscope
+profiles there (open them at https://www.speedscope.app or read the summary printed).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-import requests
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-from support.kube_api import KubeApi  # noqa: E402
-from support.pgserver import PgServer, free_port  # noqa: E402
+import yaml  # noqa: E402
 
-NS = "bench"
+from support.kube_cluster import KubeCluster  # noqa: E402
+from support.operator_process import Operator, install_chart, service_account_kubeconfig  # noqa: E402
+from support.pgserver import PgServer  # noqa: E402
 
-
-def metric(port: int, name: str) -> float:
-    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    return sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+]+)$", text, re.M))
+API = "ducklake.dev/v1alpha1"
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -40,144 +44,120 @@ def peak_rss_mb(pid: int) -> float:
         return int(re.search(r"VmHWM:\s+(\d+)", fh.read()).group(1)) / 1024  # type: ignore[union-attr]
 
 
-def start_operator(kubeconfig: str, metrics_port: int, log) -> subprocess.Popen:  # type: ignore[no-untyped-def,type-arg]
-    env = {
-        **os.environ,
-        "KUBECONFIG": kubeconfig,
-        "DUCKLAKE_RETRY_SCALE": "0.05",
-        "DUCKLAKE_DRIFT_INTERVAL": "3600",
-        "DUCKLAKE_METRICS_PORT": str(metrics_port),
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ducklake_operator.controller.main",
-            "--standalone",
-            "--log-level",
-            "WARNING",
-            "--liveness",
-            f"http://127.0.0.1:{free_port()}/healthz",
-        ],
-        env=env,
-        stdout=log,
-        stderr=log,
-    )
-    for _ in range(100):
-        try:
-            requests.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=1)
-            return proc
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    return proc
-
-
-def ready_count(api: KubeApi) -> int:
+def ready(cluster: KubeCluster, namespace: str) -> int:
+    items = cluster.request("GET", f"/apis/ducklake.dev/v1alpha1/namespaces/{namespace}/ducklaketables")["items"]
     return sum(
         1
-        for (p, _, _), o in list(api.objects.items())
-        if p == "ducklaketables"
-        and any(c["type"] == "Ready" and c["status"] == "True" for c in (o.get("status") or {}).get("conditions", []))
+        for o in items
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in (o.get("status") or {}).get("conditions", []))
     )
 
 
-def run(n: int, server: PgServer, tmp: str) -> None:
-    db = f"reconcile_{n}"
+def sample(op: Operator, directory: str | None, name: str) -> subprocess.Popen[bytes] | None:
+    if not directory or op.proc is None:
+        return None
+    os.makedirs(directory, exist_ok=True)
+    out = os.path.join(directory, f"{name}.speedscope.json")
+    return subprocess.Popen(["py-spy", "record", "--pid", str(op.proc.pid), "--format", "speedscope", "--rate", "200",
+                             "--output", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def stop(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(60)
+
+
+def run(
+    n: int, cluster: KubeCluster, server: PgServer, kubeconfig: str, tmp: str, profile: str | None, memory: bool
+) -> None:
+    namespace, db = f"bench-{n}", f"reconcile_{n}_{int(time.time())}"
     server.create_database(db)
-    api = KubeApi().start()
-    kubeconfig = api.kubeconfig(os.path.join(tmp, f"kc{n}"))
-    metrics_port = free_port()
-    log = open(os.path.join(tmp, f"operator{n}.log"), "w")
-    op = start_operator(kubeconfig, metrics_port, log)
-    base = f"{api.url}/apis/ducklake.dev/v1alpha1/namespaces/{NS}"
+    cluster.kubectl("create", "namespace", namespace)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "pg"},
+              "data": {"username": base64.b64encode(server.user.encode()).decode(),
+                       "password": base64.b64encode(b"unused").decode()}}  # fmt: skip
+    catalog = {"apiVersion": API, "kind": "DuckLakeCatalog", "metadata": {"name": "lake"},
+               "spec": {"metadata": {"postgres": {"host": server.host, "port": server.port, "database": db,
+                                                  "credentialsSecretRef": {"name": "pg"}}},
+                        "dataPath": os.path.join(tmp, f"data{n}") + "/"}}  # fmt: skip
+    tables = [
+        {"apiVersion": API, "kind": "DuckLakeTable", "metadata": {"name": f"t{i}"},
+         "spec": {"catalogRef": {"name": "lake"}, "name": f"t{i}",
+                  "columns": [{"name": "id", "type": "int64"}, {"name": "v", "type": "varchar"}]}}
+        for i in range(n)
+    ]  # fmt: skip
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all([secret, catalog]))
+    env = {"DUCKLAKE_DRIFT_INTERVAL": "3600", **({"DUCKLAKE_TRACEMALLOC": "1"} if memory else {})}
+    args = ["--log-level=WARNING"]
+    op = Operator(kubeconfig, os.path.join(tmp, f"operator{n}.log"), **env).start(*args)
     try:
-        requests.post(
-            f"{api.url}/api/v1/namespaces/{NS}/secrets",
-            timeout=10,
-            json={
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "pg"},
-                "data": {"username": base64.b64encode(server.user.encode()).decode()},
-            },
-        )
-        requests.post(
-            f"{base}/ducklakecatalogs",
-            timeout=10,
-            json={
-                "apiVersion": "ducklake.dev/v1alpha1",
-                "kind": "DuckLakeCatalog",
-                "metadata": {"name": "lake"},
-                "spec": {
-                    "metadata": {
-                        "postgres": {
-                            "host": server.host,
-                            "port": server.port,
-                            "database": db,
-                            "credentialsSecretRef": {"name": "pg"},
-                        }
-                    },
-                    "dataPath": os.path.join(tmp, f"data{n}") + "/",
-                },
-            },
-        )
-        while metric(metrics_port, "ducklake_reconciles_total") < 1:
-            time.sleep(0.05)
-        start_queries = metric(metrics_port, "ducklake_catalog_queries_total")
+        while True:
+            obj = cluster.request("GET", f"/apis/ducklake.dev/v1alpha1/namespaces/{namespace}/ducklakecatalogs/lake")
+            if any(
+                c["type"] == "Ready" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions", [])
+            ):
+                break
+            time.sleep(0.1)
+        queries0 = op.metric("ducklake_catalog_queries_total")
+        spy = sample(op, profile, f"storm-{n}")
         t0 = time.time()
-        for i in range(n):
-            requests.post(
-                f"{base}/ducklaketables",
-                timeout=10,
-                json={
-                    "apiVersion": "ducklake.dev/v1alpha1",
-                    "kind": "DuckLakeTable",
-                    "metadata": {"name": f"t{i}"},
-                    "spec": {
-                        "catalogRef": {"name": "lake"},
-                        "name": f"t{i}",
-                        "columns": [{"name": "id", "type": "int64"}, {"name": "v", "type": "varchar"}],
-                    },
-                },
-            )
-        deadline = time.time() + 600
-        while ready_count(api) < n:
+        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=600)
+        applied = time.time() - t0
+        deadline = time.time() + 900
+        while (count := ready(cluster, namespace)) < n:
             if time.time() > deadline:
-                raise SystemExit(f"only {ready_count(api)}/{n} Ready after 600 s; see {log.name}")
-            time.sleep(0.05)
+                raise SystemExit(f"only {count}/{n} Ready after 900 s; see {op.log_path}")
+            time.sleep(0.25)
         elapsed = time.time() - t0
-        queries = metric(metrics_port, "ducklake_catalog_queries_total") - start_queries
-        print(
-            f"N={n:>4}  create->all Ready {elapsed:7.2f} s  ({n / elapsed:6.1f} tables/s)  peak RSS {peak_rss_mb(op.pid):6.1f} MB  "
-            f"catalog queries/table {queries / n:5.1f}"
-        )
-        op.terminate()
-        op.wait(30)
-        op = start_operator(kubeconfig, metrics_port, log)  # restart: every table is resumed
+        stop(spy)
+        queries = op.metric("ducklake_catalog_queries_total") - queries0
+        print(f"N={n:>5}  apply->all Ready {elapsed:7.2f} s (kubectl apply itself {applied:5.2f} s, {n / elapsed:6.1f} "
+              f"tables/s)  peak RSS {peak_rss_mb(op.proc.pid):6.1f} MB  catalog statements/table {queries / n:5.1f}",
+              flush=True)  # fmt: skip
+        if memory and op.proc is not None:
+            op.proc.send_signal(signal.SIGUSR2)
+            time.sleep(3)
+            print(op.log()[op.log().rfind("largest allocations") :][:6000])
+        op.stop()
+        op.start(*args)  # restart: every table is resumed
+        spy = sample(op, profile, f"resync-{n}")
         t0 = time.time()
-        while metric(metrics_port, "ducklake_reconciles_total") < n + 1:
+        while op.metric_or_zero("ducklake_reconciles_total") < n + 1:
             time.sleep(0.05)
-        queries = metric(metrics_port, "ducklake_catalog_queries_total")
-        print(
-            f"N={n:>4}  restart resync      {time.time() - t0:7.2f} s  nothing applied; catalog queries/table {queries / n:5.1f}"
-        )
+        resync = time.time() - t0
+        stop(spy)
+        if memory and op.proc is not None:
+            op.proc.send_signal(signal.SIGUSR2)
+            time.sleep(3)
+            print(op.log()[op.log().rfind("largest allocations") :][:6000])
+        print(f"N={n:>5}  restart resync      {resync:7.2f} s  nothing applied; catalog statements/table "
+              f"{op.metric('ducklake_catalog_queries_total') / n:5.1f}  peak RSS {peak_rss_mb(op.proc.pid):6.1f} MB",
+              flush=True)  # fmt: skip
     finally:
-        op.terminate()
-        op.wait(30)
-        api.stop()
+        op.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="1,100,500")
+    parser.add_argument("--sizes", default="1,100,1000")
+    parser.add_argument("--profile", help="directory for py-spy profiles of the operator")
+    parser.add_argument("--memory", action="store_true", help="trace allocations; print the largest sites at the end")
     args = parser.parse_args()
-    server = PgServer.start()
     tmp = tempfile.mkdtemp(prefix="bench-reconcile-")
+    server = PgServer.start()
+    cluster = KubeCluster.start()
     try:
+        install_chart(cluster)
+        kubeconfig = service_account_kubeconfig(cluster, os.path.join(tmp, "kubeconfig"))
+        print(f"kube-apiserver {cluster.version()['gitVersion']}, PostgreSQL catalog, operator as the chart's "
+              "service account", flush=True)  # fmt: skip
         for n in (int(x) for x in args.sizes.split(",")):
-            run(n, server, tmp)
+            run(n, cluster, server, kubeconfig, tmp, args.profile, args.memory)
     finally:
+        cluster.stop()
         server.stop()
+        print(json.dumps({"logs": tmp}))
 
 
 if __name__ == "__main__":

@@ -107,13 +107,21 @@ def commit_message(spec: TableSpec | SchemaSpec, plan: TablePlan) -> tuple[str, 
 
 
 def apply_plan(
-    catalog: Catalog, spec: TableSpec | SchemaSpec, *, author: str = AUTHOR, state: CatalogState | None = None
+    catalog: Catalog,
+    spec: TableSpec | SchemaSpec,
+    *,
+    author: str = AUTHOR,
+    state: CatalogState | None = None,
+    commit: Callable[..., CommitResult] | None = None,
 ) -> ApplyResult:
     """Plan against the catalog and commit the plan as one snapshot.
 
     A refused plan commits nothing. If the catalog moved under the plan (a conflicting
     concurrent commit), the plan is made again from fresh state, never replayed.
+    ``commit``: ``Catalog.commit`` or a stand-in with its signature (the controller's
+    ``CommitBatcher`` lets concurrent plans share a snapshot).
     """
+    commit = commit or catalog.commit
     attempt = 0
     while True:
         attempt += 1
@@ -123,7 +131,7 @@ def apply_plan(
             return ApplyResult(plan, None)
         message, extra = commit_message(spec, plan)
         try:
-            result = catalog.commit(
+            result = commit(
                 plan.changes, author=author, message=message, extra_info=extra, base_snapshot=plan.base_snapshot
             )
             return ApplyResult(plan, result)

@@ -192,7 +192,7 @@ class KubeCluster:
                     "--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,job",
                     f"--service-account-private-key-file={pki}/sa.key",
                     f"--root-ca-file={pki}/ca.crt",
-                    "--use-service-account-credentials=false",
+                    "--use-service-account-credentials=true",  # each controller with its own role (the GC may delete anything)
                     "--leader-elect=false",
                     "--bind-address=127.0.0.1",
                     f"--secure-port={free_port()}",

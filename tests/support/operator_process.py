@@ -125,6 +125,13 @@ class Operator:
         with open(self.log_path, errors="replace") as fh:
             return fh.read()
 
+    def metric_or_zero(self, name: str) -> float:
+        """``metric``, or 0 while the process is not serving metrics yet."""
+        try:
+            return self.metric(name)
+        except OSError:
+            return 0.0
+
     def metric(self, name: str) -> float:
         import urllib.request
 

@@ -58,8 +58,9 @@ class SecretStore:
                 secret=key,
             )
         user, password = data[user_key], data[password_key]
-        with self._lock:
-            self._handed_out.update(v for v in (user, password) if len(v) >= 4)
+        if len(password) >= 4:  # user names are not secret (and "postgres" is in every URL)
+            with self._lock:
+                self._handed_out.add(password)
         return user, password
 
     def scrub(self, text: str) -> str:
@@ -115,7 +116,7 @@ class SecretStore:
                 for event in stream:
                     if self._stopped.is_set():
                         return
-                    self._apply(key, event["type"], event["object"])
+                    self._apply(key, event["type"], event["raw_object"])
             except Exception as exc:  # noqa: BLE001 - the watch must survive API hiccups
                 if self._stopped.is_set():
                     return
@@ -125,13 +126,14 @@ class SecretStore:
                     log.warning("watching Secret %s/%s failed (%s); retrying", namespace, name, type(exc).__name__)
                     time.sleep(1)
 
-    def _apply(self, key: SecretKey, kind: str, obj: Any) -> None:
-        version = obj.metadata.resource_version
+    def _apply(self, key: SecretKey, kind: str, obj: dict[str, Any]) -> None:
+        """One watch event, as the API server sent it (a bookmark carries only a version)."""
+        version = obj.get("metadata", {}).get("resourceVersion")
         if kind == "BOOKMARK":
             with self._lock:
                 self._entries[key].resource_version = version
             return
-        self._replace(key, _Entry(None if kind == "DELETED" else _decode(obj.data), version))
+        self._replace(key, _Entry(None if kind == "DELETED" else _decode(obj.get("data")), version))
 
     def _replace(self, key: SecretKey, fresh: _Entry) -> None:
         with self._lock:

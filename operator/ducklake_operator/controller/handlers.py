@@ -260,13 +260,7 @@ def _committed(ctl: Controller) -> Callable[[Any, Outcome], None]:
     return after
 
 
-@kopf.on.resume(GROUP, VERSION, CATALOGS)
-@kopf.on.create(GROUP, VERSION, CATALOGS)
-@kopf.on.update(GROUP, VERSION, CATALOGS, field="spec")
-@kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
-async def catalog_reconcile(
-    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int = 0, **_: Any
-) -> None:
+async def _catalog(body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int, timer: bool) -> None:
     ctl: Controller = memo.controller
     was_ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
@@ -275,9 +269,24 @@ async def catalog_reconcile(
             _notify_catalog(ctl, spec)
 
     await _handle(
-        "DuckLakeCatalog", body, patch, status, memo, retry,
-        lambda spec: reconcile_catalog(spec, ctl.pool), catalog=lambda spec: spec, after=became_ready,
+        "DuckLakeCatalog", body, patch, status, memo, retry, lambda spec: reconcile_catalog(spec, ctl.pool),
+        catalog=lambda spec: spec, after=became_ready, timer=timer, on_invalid="skip" if timer else "report",
     )  # fmt: skip
+
+
+@kopf.on.resume(GROUP, VERSION, CATALOGS)
+@kopf.on.create(GROUP, VERSION, CATALOGS)
+@kopf.on.update(GROUP, VERSION, CATALOGS, field="spec")
+async def catalog_reconcile(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int = 0, **_: Any
+) -> None:
+    await _catalog(body, patch, status, memo, retry, timer=False)
+
+
+@kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
+async def catalog_check(body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, **_: Any) -> None:
+    """The catalog's health and snapshot, checked on a timer (its database may change)."""
+    await _catalog(body, patch, status, memo, 0, timer=True)
 
 
 @kopf.on.delete(GROUP, VERSION, CATALOGS)

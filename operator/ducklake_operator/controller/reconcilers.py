@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..catalog import Catalog
+from ..catalog import Catalog, CommitResult
+from ..catalog.batch import CommitBatcher
 from ..catalog.state_cache import StateCache
 from ..errors import CatalogNotFound, DuckLakeError
 from ..evolution.drift import drift_lines
@@ -25,6 +26,10 @@ from .metrics import CATALOG_QUERIES
 from .status import condition, plan_fields, table_fields
 
 AUTHOR = "ducklake-operator"
+
+
+class DeletionBlocked(DuckLakeError):
+    """A deletion the policy asks for cannot be done yet (it waits, and says why)."""
 
 
 @dataclass
@@ -45,6 +50,7 @@ class CatalogPool:
         self.credentials = credentials
         self._catalogs: dict[tuple[str, str], tuple[tuple[Any, ...], Catalog]] = {}
         self._states: dict[tuple[str, str], StateCache] = {}
+        self._batchers: dict[tuple[str, str], tuple[Catalog, CommitBatcher]] = {}
         self._lock = threading.Lock()
         self.queries = 0  # statements sent to catalog databases (for the benchmark)
 
@@ -81,6 +87,7 @@ class CatalogPool:
         with self._lock:
             old = self._catalogs.pop(self._key(spec), None)
             self._states.pop(self._key(spec), None)
+            self._batchers.pop(self._key(spec), None)
         if old:
             old[1].close()
 
@@ -93,12 +100,23 @@ class CatalogPool:
                 cache = self._states[key] = StateCache(catalog)
         return cache.state()
 
+    def committer(self, spec: CatalogSpec, catalog: Catalog) -> Callable[..., CommitResult]:
+        """``catalog.commit`` through the catalog's ``CommitBatcher``: plans reconciled at
+        once (a folder applied by GitOps) share snapshots instead of colliding."""
+        key = self._key(spec)
+        with self._lock:
+            cached = self._batchers.get(key)
+            if cached is None or cached[0] is not catalog:
+                cached = self._batchers[key] = (catalog, CommitBatcher(catalog.commit))
+        return cached[1].commit
+
     def close(self) -> None:
         with self._lock:
             for _, catalog in self._catalogs.values():
                 catalog.close()
             self._catalogs.clear()
             self._states.clear()
+            self._batchers.clear()
 
 
 def _failed(exc: BaseException, generation: int | None, extra: list[dict[str, Any]] | None = None) -> Outcome:
@@ -229,7 +247,7 @@ def _apply(
     try:
         catalog, _ = pool.catalog(catalog_spec)
         state = pool.state(catalog_spec, catalog)
-        result = apply_plan(catalog, spec, author=AUTHOR, state=state)
+        result = apply_plan(catalog, spec, author=AUTHOR, state=state, commit=pool.committer(catalog_spec, catalog))
     except DuckLakeError as exc:
         return _failed(exc, generation), None, None, None
     plan = result.plan
@@ -330,12 +348,22 @@ def delete_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: Cata
         return Outcome(
             events=[("Normal", "Retained", f"schema {spec.name} stays in the lake (deletionPolicy: Retain)")]
         )
-    return _drop(
-        catalog_spec,
-        pool,
-        spec,
-        lambda state: [DropSchema(s.schema_id, s.name)] if (s := state.schemas.get(spec.name)) else [],
-    )
+
+    def drop(state: CatalogState) -> list[Any]:
+        schema = state.schemas.get(spec.name)
+        if schema is None:
+            return []
+        tables = sorted(t.name for t in state.tables.values() if t.schema_id == schema.schema_id)
+        if tables:
+            names = ", ".join(tables[:10]) + (f", ... ({len(tables)} in all)" if len(tables) > 10 else "")
+            raise DeletionBlocked(
+                f"schema {spec.name} still holds tables ({names}): the schema is dropped once they are gone (delete "
+                "their DuckLakeTable resources with deletionPolicy: Delete, or drop them in DuckDB), or set "
+                "deletionPolicy: Retain to keep the schema"
+            )
+        return [DropSchema(schema.schema_id, schema.name)]
+
+    return _drop(catalog_spec, pool, spec, drop)
 
 
 def _drop(
@@ -354,6 +382,16 @@ def _drop(
         result = catalog.commit(
             todo, author=AUTHOR, message=f"{spec.ref.kind} {spec.ref.name} deleted (deletionPolicy: Delete)"
         )
+    except DeletionBlocked as exc:
+        failure = Failure("DeletionBlocked", str(exc), True, waits=True)
+        return Outcome(
+            conditions=[condition("Ready", False, failure.reason, failure.message, spec.ref.generation)],
+            events=[("Warning", failure.reason, failure.message)],
+            failure=failure,
+        )
     except DuckLakeError as exc:
-        return _failed(exc, spec.ref.generation)
+        outcome = _failed(exc, spec.ref.generation)
+        if outcome.failure is None:  # never let a finalizer go without doing what the policy says
+            outcome.failure = replace(classify(exc), temporary=True, waits=True)
+        return outcome
     return Outcome(events=[("Normal", "Dropped", f"dropped in snapshot {result.snapshot_id}")])
