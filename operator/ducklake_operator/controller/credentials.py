@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalog.scrub import scrub
 from ..errors import CredentialsInvalid
 
 log = logging.getLogger(__name__)
@@ -64,12 +65,11 @@ class SecretStore:
         return user, password
 
     def scrub(self, text: str) -> str:
-        """``text`` with every credential value this store handed out replaced by ``***``."""
+        """``text`` without credentials: every password this store handed out, and what
+        ``catalog.scrub`` finds (libpq ``password=``, URL passwords)."""
         with self._lock:
-            values = sorted(self._handed_out, key=len, reverse=True)
-        for value in values:
-            text = text.replace(value, "***")
-        return text
+            values = list(self._handed_out)
+        return scrub(text, values)
 
     def _data(self, key: SecretKey) -> dict[str, str] | None:
         with self._lock:

@@ -28,8 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     _limit_malloc_arenas()
-    import kopf
-    from prometheus_client import start_http_server
+    try:
+        import kopf
+        from prometheus_client import start_http_server
+    except ImportError as exc:
+        print(f"error: the controller needs {exc.name}: pip install 'ducklake-operator[controller]'", file=sys.stderr)
+        return 1
 
     from . import handlers  # noqa: F401  (registers the handlers)
 
