@@ -18,9 +18,11 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import pyarrow.fs as pafs
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ def s3_config(path: str) -> S3Config | None:
 
 @cache
 def _s3(config: S3Config) -> pafs.S3FileSystem:
+    import pyarrow.fs as pafs  # lazily: the controller rarely touches files
+
     kwargs: dict[str, object] = {}
     if config.endpoint:
         parsed = urlparse(config.endpoint)
@@ -87,6 +91,8 @@ def _s3(config: S3Config) -> pafs.S3FileSystem:
 def filesystem(path: str, s3: S3Config | None = None) -> tuple[pafs.FileSystem, str]:
     """The filesystem holding ``path`` and the path within it; ``s3``: settings for this
     call (else the process's: ``configure``, or the environment)."""
+    import pyarrow.fs as pafs  # lazily: the controller rarely touches files
+
     if path.startswith("s3://"):
         return _s3(s3 or _configured or S3Config.from_env()), path[len("s3://") :]
     if is_remote(path):
@@ -132,6 +138,8 @@ def delete(path: str, s3: S3Config | None = None) -> bool:
 
 
 def exists(path: str, s3: S3Config | None = None) -> bool:
+    import pyarrow.fs as pafs
+
     fs, inner = filesystem(path, s3)
     return fs.get_file_info(inner).type != pafs.FileType.NotFound
 
@@ -152,6 +160,8 @@ def list_files(root: str) -> Iterator[StoredFile]:
                     st = os.lstat(full)
                     yield StoredFile(full, st.st_size, st.st_mtime)
         return
+    import pyarrow.fs as pafs
+
     fs, inner = filesystem(root)
     scheme = root[: len(root) - len(inner)]
     for info in fs.get_file_info(pafs.FileSelector(inner.rstrip("/"), recursive=True, allow_not_found=True)):

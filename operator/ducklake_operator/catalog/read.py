@@ -233,6 +233,22 @@ def load_catalog_state(
     for r in conn.execute(only_tables(it, sa.select(it).order_by(it.c.schema_version))):
         inlined[r.table_id].append(InlinedTable(r.table_name, r.schema_version))
     data_files, delete_files = _load_files(conn, S, only_tables) if include_files else ({}, {})
+    sv = T["ducklake_schema_versions"]
+    layouts = {  # the last snapshot (and its schema version) that changed each table's layout
+        r.table_id: (r.snapshot, r.schema_version)
+        for r in conn.execute(
+            only_tables(
+                sv,
+                sa.select(
+                    sv.c.table_id,
+                    sa.func.max(sv.c.begin_snapshot).label("snapshot"),
+                    sa.func.max(sv.c.schema_version).label("schema_version"),
+                )
+                .where(sv.c.begin_snapshot <= S)
+                .group_by(sv.c.table_id),
+            )
+        )
+    }
 
     tables: dict[tuple[str, str], TableState] = {}
     for r in table_rows:
@@ -260,6 +276,7 @@ def load_catalog_state(
             delete_files=tuple(delete_files.get(r.table_id, ())),
             stats=stats.get(r.table_id),
             inlined_tables=tuple(inlined.get(r.table_id, ())),
+            layout_change=layouts.get(r.table_id),
         )
     return CatalogState(
         snapshot=snap,

@@ -13,6 +13,7 @@ metadata just read.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, replace
 
 import sqlalchemy as sa
@@ -29,36 +30,52 @@ _SCHEMA_TOKENS = {"created_schema", "dropped_schema"}
 class _Cached:
     state: CatalogState
     metadata: Metadata
+    checked: float  # time.monotonic() of the freshness check that produced it
 
 
 class StateCache:
-    """The latest state of one catalog; safe to share between threads."""
+    """The latest state of one catalog; safe to share between threads. One caller reads at a
+    time: callers that arrive while a read is in flight wait for it and take its result, so a
+    storm of reconciles reads the catalog once per change, not once per caller."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._cached: _Cached | None = None
-        self._lock = threading.Lock()
+        self._reading = threading.Lock()
 
-    def state(self) -> CatalogState:
+    def state(self, *, at_least: int | None = None, max_age: float = 0.0) -> CatalogState:
+        """The current state. ``at_least``: a snapshot the caller knows exists (its own
+        commit); a cached state that has it needs no round trip. ``max_age``: seconds for
+        which a freshness check (by any caller) is trusted; 0 checks every time."""
+        asked = time.monotonic()
         cached = self._cached
-        with self.catalog.reading() as conn:
-            latest, metadata = load_freshness(conn)
-            if cached is None:
-                state = load_catalog_state(conn)
-            elif cached.state.snapshot.snapshot_id == latest:
-                if cached.metadata == metadata:
-                    return cached.state
-                state = with_options(cached.state, metadata)
-            else:
-                state = with_options(_refresh(conn, cached.state), metadata)
-        with self._lock:
-            if self._cached is None or self._cached.state.snapshot.snapshot_id <= state.snapshot.snapshot_id:
-                self._cached = _Cached(state, metadata)
-        return state
+        if cached is not None and _fresh_enough(cached, at_least, max_age, asked):
+            return cached.state
+        with self._reading:
+            cached = self._cached
+            if cached is not None and (cached.checked >= asked or _fresh_enough(cached, at_least, max_age, asked)):
+                return cached.state  # read by another caller while this one waited
+            checked = time.monotonic()
+            with self.catalog.reading() as conn:
+                latest, metadata = load_freshness(conn)
+                if cached is None:
+                    state = load_catalog_state(conn)
+                elif cached.state.snapshot.snapshot_id == latest:
+                    state = cached.state if cached.metadata == metadata else with_options(cached.state, metadata)
+                else:
+                    state = with_options(_refresh(conn, cached.state), metadata)
+            self._cached = _Cached(state, metadata, checked)
+            return state
 
     def clear(self) -> None:
-        with self._lock:
+        with self._reading:
             self._cached = None
+
+
+def _fresh_enough(cached: _Cached, at_least: int | None, max_age: float, now: float) -> bool:
+    if at_least is not None and cached.state.snapshot.snapshot_id >= at_least:
+        return True
+    return max_age > 0 and now - cached.checked < max_age
 
 
 def _refresh(conn: sa.Connection, cached: CatalogState) -> CatalogState:

@@ -9,9 +9,8 @@ ever widen. A rewrite makes the gross counters exact once no delete is left."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import sqlalchemy as sa
 
 from ..model.file_changes import FileColumnStats, NewDataFile
@@ -19,6 +18,9 @@ from ..model.types import from_catalog_name, to_duckdb_sql
 from .files import inlined_file_deletions
 from .tables import T
 from .write import CommitContext
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def _compare(con: duckdb.DuckDBPyConnection, type_name: str, table_value: str, file_value: str) -> int | None:
@@ -46,6 +48,8 @@ def widen_table_stats(
         r.column_id: dict(r._mapping) for r in ctx.conn.execute(sa.select(ts).where(ts.c.table_id == table_id))
     }
     before = {k: dict(v) for k, v in current.items()}
+    import duckdb  # lazily: only a commit that widens column stats needs it
+
     con = duckdb.connect()
     try:
         for file_stats in files:

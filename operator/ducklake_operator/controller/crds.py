@@ -312,7 +312,7 @@ def schema_schema() -> Schema:
     status = status_common(
         {
             "schemaId": integer("schema_id in the catalog."),
-            "snapshot": integer("Snapshot last applied or checked."),
+            "snapshot": integer("The snapshot that created the schema."),
             **plan_status(),
         }
     )
@@ -396,8 +396,8 @@ def table_schema() -> Schema:
         {
             "tableId": integer("table_id in the catalog."),
             "tableUuid": string("table_uuid in the catalog."),
-            "snapshot": integer("Snapshot last applied or checked."),
-            "schemaVersion": integer("schema_version of that snapshot."),
+            "snapshot": integer("The latest snapshot that changed the table's definition or its files."),
+            "schemaVersion": integer("The catalog's schema_version when the table's layout last changed."),
             "columnCount": integer("Number of top-level columns."),
             "columns": array(
                 "Columns with their ids (field ids in Parquet).",

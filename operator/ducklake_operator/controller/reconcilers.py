@@ -26,6 +26,10 @@ from .metrics import CATALOG_QUERIES
 from .status import condition, plan_fields, table_fields
 
 AUTHOR = "ducklake-operator"
+# A freshness check of the catalog is trusted this long before planning: a storm of
+# reconciles shares one. A plan made on a state this stale is still safe: its commit
+# re-checks against what was committed since.
+FRESH_FOR = 0.5
 
 
 class DeletionBlocked(DuckLakeError):
@@ -91,14 +95,14 @@ class CatalogPool:
         if old:
             old[1].close()
 
-    def state(self, spec: CatalogSpec, catalog: Catalog) -> CatalogState:
-        """The catalog's current state, from its cache (``catalog.state_cache``)."""
+    def state(self, spec: CatalogSpec, catalog: Catalog, **freshness: Any) -> CatalogState:
+        """The catalog's current state, from its ``StateCache`` (``at_least``, ``max_age``)."""
         key = self._key(spec)
         with self._lock:
             cache = self._states.get(key)
             if cache is None or cache.catalog is not catalog:
                 cache = self._states[key] = StateCache(catalog)
-        return cache.state()
+        return cache.state(**freshness)
 
     def committer(self, spec: CatalogSpec, catalog: Catalog) -> Callable[..., CommitResult]:
         """``catalog.commit`` through the catalog's ``CommitBatcher``: plans reconciled at
@@ -246,7 +250,7 @@ def _apply(
         )
     try:
         catalog, _ = pool.catalog(catalog_spec)
-        state = pool.state(catalog_spec, catalog)
+        state = pool.state(catalog_spec, catalog, max_age=FRESH_FOR)
         result = apply_plan(catalog, spec, author=AUTHOR, state=state, commit=pool.committer(catalog_spec, catalog))
     except DuckLakeError as exc:
         return _failed(exc, generation), None, None, None
@@ -275,11 +279,13 @@ def _apply(
 
 
 def reconcile_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
-    outcome, catalog, result, _ = _apply(spec, catalog_spec, pool)
+    outcome, catalog, result, state = _apply(spec, catalog_spec, pool)
     if catalog is not None and result is not None:
-        state = catalog.state(table_names=[])
+        if result.commit is not None and result.commit.snapshot_id is not None:
+            state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)  # type: ignore[arg-type]
         schema = next((s for n, s in state.schemas.items() if n.casefold() == spec.name.casefold()), None)
-        outcome.status.update(snapshot=state.snapshot.snapshot_id, schemaId=schema.schema_id if schema else None)
+        if schema is not None:
+            outcome.status.update(snapshot=schema.begin_snapshot, schemaId=schema.schema_id)
     return outcome
 
 
@@ -287,10 +293,9 @@ def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: Cat
     outcome, catalog, result, state = _apply(spec, catalog_spec, pool)
     if catalog is None or result is None:
         return outcome
-    if result.commit is not None:
-        state = pool.state(catalog_spec, catalog)  # type: ignore[arg-type]
+    if result.commit is not None and result.commit.snapshot_id is not None:
+        state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)  # type: ignore[arg-type]
     table = find_table(state, spec.schema, spec.name)
-    outcome.status.update(snapshot=state.snapshot.snapshot_id, schemaVersion=state.snapshot.schema_version)
     if table is not None:
         outcome.status.update(table_fields(table))
         if not result.plan.is_refused:
@@ -309,9 +314,11 @@ def check_table_drift(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: C
         lines = drift_lines(plan_for(spec, state))
     except DuckLakeError as exc:
         return _failed(exc, spec.ref.generation)
+    table = find_table(state, spec.schema, spec.name)
+    current = table_fields(table) if table is not None else {}
     if not lines:
         return Outcome(
-            status={"drift": [], "snapshot": state.snapshot.snapshot_id},
+            status={"drift": [], **current},
             conditions=[condition("Drifted", False, "InSync", "", spec.ref.generation)],
         )
     if spec.evolution.on_drift == "revert":
@@ -320,7 +327,7 @@ def check_table_drift(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: C
         return outcome
     message = "; ".join(lines)
     return Outcome(
-        status={"drift": lines, "snapshot": state.snapshot.snapshot_id},
+        status={"drift": lines, **current},
         conditions=[condition("Drifted", True, "ChangedOutside", message, spec.ref.generation)],
         events=[("Warning", "Drifted", message)],
     )

@@ -62,7 +62,16 @@ def table_fields(table: TableState) -> dict[str, Any]:
 
     visit(table.columns, "")
     deleted = sum(d.delete_count for d in table.delete_files)
+    layout_snapshot, schema_version = table.layout_change or (table.begin_snapshot, None)
+    changed = max(
+        [table.begin_snapshot, layout_snapshot]
+        + [c.begin_snapshot for c in table.all_columns()]
+        + [f.begin_snapshot for f in (*table.data_files, *table.delete_files)]
+    )
     return {
+        # the table's own, so that commits to other tables change nothing in its status
+        "snapshot": changed,
+        "schemaVersion": schema_version,
         "tableId": table.table_id,
         "tableUuid": table.table_uuid,
         "columnCount": len(table.columns),

@@ -184,6 +184,7 @@ class TableState:
     delete_files: tuple[DeleteFile, ...] = ()
     stats: TableStats | None = None
     inlined_tables: tuple[InlinedTable, ...] = ()
+    layout_change: tuple[int, int] | None = None  # (snapshot, schema_version) that last changed its layout
 
     @property
     def qualified_name(self) -> str:
