@@ -28,7 +28,6 @@ from .credentials import SecretStore, kubernetes_core_api
 from .reconcilers import (
     CatalogPool,
     Outcome,
-    check_table_drift,
     delete_catalog,
     delete_schema,
     delete_table,
@@ -36,7 +35,8 @@ from .reconcilers import (
     reconcile_schema,
     reconcile_table,
 )
-from .status import condition, merge_conditions, status_changes
+from .status import condition, publication
+from .sweep import SpecCache, StatusWriter, sweep
 
 log = logging.getLogger(__name__)
 DRIFT_INTERVAL = float(os.environ.get("DUCKLAKE_DRIFT_INTERVAL", "60"))
@@ -46,6 +46,14 @@ CATALOGS, SCHEMAS, TABLES = "ducklakecatalogs", "ducklakeschemas", "ducklaketabl
 @lru_cache(maxsize=1)
 def _core_api() -> Any:
     return kubernetes_core_api()
+
+
+@lru_cache(maxsize=1)
+def _custom_objects_api() -> Any:
+    from kubernetes import client
+
+    _core_api()  # loads the configuration
+    return client.CustomObjectsApi()
 
 
 def secret_channel(namespace: str, name: str) -> Hashable:
@@ -75,6 +83,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         )
         memo.controller = controller
         memo.secrets = store
+        memo.table_specs = SpecCache()
+        memo.status_writer = StatusWriter(_custom_objects_api)
     memo.controller.start(asyncio.get_running_loop())
 
 
@@ -108,13 +118,23 @@ def schema_users(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[t
 
 
 @kopf.index(GROUP, VERSION, TABLES)
-def table_users(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], str]:
-    return _user(namespace, name, body)
+def table_manifests(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Tables by their catalog, as last seen: the catalog's drift pass and its deletion use it."""
+    meta = body.get("metadata", {})
+    kept = {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "resourceVersion", "labels")}
+    doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "metadata": kept,
+           "spec": dict(body.get("spec", {})), "status": dict(body.get("status", {}))}  # fmt: skip
+    return {(namespace, str(body.get("spec", {}).get("catalogRef", {}).get("name"))): doc}
 
 
 def _parse(body: kopf.Body) -> Any:
     meta = body.get("metadata", {})
-    doc = {
+    return parse_manifest(_manifest(body), source=f"{meta.get('namespace')}/{meta.get('name')}")
+
+
+def _manifest(body: kopf.Body) -> dict[str, Any]:
+    meta = body.get("metadata", {})
+    return {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
         "spec": body.get("spec"),
@@ -125,16 +145,26 @@ def _parse(body: kopf.Body) -> Any:
             "labels": dict(meta.get("labels") or {}),
         },
     }
-    return parse_manifest(doc, source=f"{meta.get('namespace')}/{meta.get('name')}")
+
+
+_parsed_catalogs: dict[tuple[str | None, str], tuple[object, CatalogSpec | None]] = {}
 
 
 def _catalog_for(spec: SchemaSpec | TableSpec, index: kopf.Index) -> CatalogSpec | None:
-    for doc in index.get((spec.ref.namespace, spec.catalog)) or []:
+    """The catalog manifest a schema or table names, parsed once per version of it (the
+    index holds the same document object until the catalog changes)."""
+    key = (spec.ref.namespace, spec.catalog)
+    for doc in index.get(key) or []:
+        cached = _parsed_catalogs.get(key)
+        if cached is not None and cached[0] is doc:
+            return cached[1]
         try:
             parsed = parse_manifest(doc, source=f"{spec.ref.namespace}/{spec.catalog}")
         except SpecError:
-            return None
-        return parsed if isinstance(parsed, CatalogSpec) else None
+            parsed = None
+        catalog = parsed if isinstance(parsed, CatalogSpec) else None
+        _parsed_catalogs[key] = (doc, catalog)
+        return catalog
     return None
 
 
@@ -151,27 +181,14 @@ def _channels(catalog: CatalogSpec | None, namespace: str | None, name: str) -> 
 
 
 def _publish(ctl: Controller, outcome: Outcome, body: kopf.Body, patch: kopf.Patch, status: Any, kind: str) -> None:
-    """Write what changed (status fields, conditions) and the events; a failure's event only
-    when the failure is new, so a waiting object does not post one per retry."""
-    scrub = ctl.scrub
-    current_ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
-    for key, value in status_changes(dict(status), outcome.status).items():
+    """Write what changed to status and post the events (``status.publication``)."""
+    fields, events = publication(
+        dict(status), outcome.status, outcome.conditions, outcome.events, outcome.failure is not None, ctl.scrub
+    )
+    for key, value in fields.items():
         patch.status[key] = value
-    if outcome.conditions:
-        updates = [{**c, "message": scrub(c.get("message", ""))} for c in outcome.conditions]
-        merged = merge_conditions(status.get("conditions"), updates)
-        if merged != list(status.get("conditions") or []):
-            patch.status["conditions"] = merged
-    for type_, reason, message in outcome.events:
-        message = scrub(message)
-        repeated = (
-            type_ == "Warning"
-            and outcome.failure is not None
-            and current_ready.get("status") == "False"
-            and (current_ready.get("reason"), current_ready.get("message")) == (reason, message)
-        )
-        if not repeated:
-            kopf.event(body, type=type_, reason=reason, message=message)
+    for type_, reason, message in events:
+        kopf.event(body, type=type_, reason=reason, message=message)
     metrics.RECONCILES.labels(kind=kind, result=outcome.failure.reason if outcome.failure else "ok").inc()
 
 
@@ -284,9 +301,25 @@ async def catalog_reconcile(
 
 
 @kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
-async def catalog_check(body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, **_: Any) -> None:
-    """The catalog's health and snapshot, checked on a timer (its database may change)."""
+async def catalog_check(
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, table_manifests: kopf.Index,
+    namespace: str, name: str, **_: Any,
+) -> None:  # fmt: skip
+    """The catalog's health, then the drift and health of each of its tables (``sweep``):
+    its database may change under it at any time."""
     await _catalog(body, patch, status, memo, 0, timer=True)
+    ctl: Controller = memo.controller
+    try:
+        catalog = parse_manifest(_manifest(body))
+    except SpecError:
+        return
+    docs = list(table_manifests.get((namespace, name), []))
+    if not isinstance(catalog, CatalogSpec) or not docs:
+        return
+    updates = await ctl.call(sweep, catalog, docs, ctl.pool, memo.table_specs, memo.status_writer, ctl.scrub)
+    for update in updates:
+        for type_, reason, message in update.events:
+            kopf.event(update.body, type=type_, reason=reason, message=message)
 
 
 @kopf.on.delete(GROUP, VERSION, CATALOGS)
@@ -296,7 +329,7 @@ async def catalog_delete(
     status: Any,
     memo: kopf.Memo,
     schema_users: kopf.Index,
-    table_users: kopf.Index,
+    table_manifests: kopf.Index,
     catalog_manifests: kopf.Index,
     namespace: str,
     name: str,
@@ -306,7 +339,8 @@ async def catalog_delete(
     ctl: Controller = memo.controller
 
     def delete(spec: CatalogSpec) -> Outcome:
-        users = [*schema_users.get((namespace, name), []), *table_users.get((namespace, name), [])]
+        tables = [f"DuckLakeTable/{doc['metadata']['name']}" for doc in table_manifests.get((namespace, name), [])]
+        users = [*schema_users.get((namespace, name), []), *tables]
         sharing = [
             f"{ns}/{n}"
             for (ns, n), docs in catalog_manifests.items()
@@ -344,7 +378,29 @@ async def schema_reconcile(
     )  # fmt: skip
 
 
-@kopf.on.delete(GROUP, VERSION, SCHEMAS)
+def _drops(spec: kopf.Spec, **_: Any) -> bool:
+    """Only objects whose deletion drops something get a finalizer: with Retain (the
+    default) nothing waits on the operator, and a storm of creations costs one write less
+    per object."""
+    return spec.get("deletionPolicy") == "Delete"
+
+
+def _retains(spec: kopf.Spec, **_: Any) -> bool:
+    return not _drops(spec)
+
+
+@kopf.on.delete(GROUP, VERSION, SCHEMAS, optional=True, when=_retains)
+@kopf.on.delete(GROUP, VERSION, TABLES, optional=True, when=_retains)
+def retained(body: kopf.Body, spec: kopf.Spec, **_: Any) -> None:
+    """Said when the operator sees the deletion (no finalizer: it does not wait for us)."""
+    name = spec.get("name")
+    schema = f"{spec.get('schema', 'main')}." if body.get("kind") == "DuckLakeTable" else "schema "
+    kopf.event(
+        body, type="Normal", reason="Retained", message=f"{schema}{name} stays in the lake (deletionPolicy: Retain)"
+    )
+
+
+@kopf.on.delete(GROUP, VERSION, SCHEMAS, when=_drops)
 async def schema_delete(
     body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
     retry: int = 0, **_: Any,
@@ -376,26 +432,7 @@ async def table_reconcile(
     )  # fmt: skip
 
 
-@kopf.timer(GROUP, VERSION, TABLES, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL, idle=DRIFT_INTERVAL / 2)
-async def table_drift(
-    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index, **_: Any
-) -> None:
-    ctl: Controller = memo.controller
-    drifted = any(c.get("type") == "Drifted" and c.get("status") == "True" for c in status.get("conditions") or [])
-
-    def check(spec: TableSpec) -> Outcome:
-        outcome = check_table_drift(spec, _catalog_for(spec, catalog_manifests), ctl.pool)
-        if drifted and outcome.events and outcome.events[0][1] == "Drifted":
-            outcome.events = []  # report a drift event once, when it appears
-        return outcome
-
-    await _handle(
-        "DuckLakeTable", body, patch, status, memo, 0, check,
-        catalog=lambda spec: _catalog_for(spec, catalog_manifests), on_invalid="skip", timer=True,
-    )  # fmt: skip
-
-
-@kopf.on.delete(GROUP, VERSION, TABLES)
+@kopf.on.delete(GROUP, VERSION, TABLES, when=_drops)
 async def table_delete(
     body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
     retry: int = 0, **_: Any,

@@ -304,13 +304,17 @@ def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: Cat
     return outcome
 
 
-def check_table_drift(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
-    """Timer: compare the catalog with the manifest; report, or revert when onDrift: revert."""
+def check_table_drift(
+    spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool, *, max_age: float = 0.0
+) -> Outcome:
+    """Timer: compare the catalog with the manifest; report, or revert when onDrift: revert.
+    ``max_age``: how old a freshness check of the catalog may be (a pass over many tables
+    reads the catalog once)."""
     if catalog_spec is None:
         return Outcome()
     try:
         catalog, _ = pool.catalog(catalog_spec)
-        state = pool.state(catalog_spec, catalog)
+        state = pool.state(catalog_spec, catalog, max_age=max_age)
         lines = drift_lines(plan_for(spec, state))
     except DuckLakeError as exc:
         return _failed(exc, spec.ref.generation)

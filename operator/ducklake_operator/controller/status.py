@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +48,57 @@ def status_changes(current: Mapping[str, Any], desired: Mapping[str, Any]) -> di
     """The fields of ``desired`` that differ from ``current`` (None removes a field): only
     these are patched, so a resync or a timer that finds nothing new writes nothing."""
     return {key: value for key, value in desired.items() if current.get(key) != value}
+
+
+Event = tuple[str, str, str]  # (Normal|Warning, reason, message)
+
+
+def publication(
+    current: Mapping[str, Any],
+    status: Mapping[str, Any],
+    conditions: list[dict[str, Any]],
+    events: list[Event],
+    failing: bool,
+    scrub: Callable[[str], str] = lambda text: text,
+) -> tuple[dict[str, Any], list[Event]]:
+    """What to write for an outcome, given the status the object has: the changed fields
+    (None removes one) and the events to post, every message scrubbed.
+
+    Nothing is written that is already there, so a resync or a timer that finds nothing
+    new writes nothing: a Ready condition that is True at the same generation is kept as it
+    is (its message says what was last applied, not "up to date"); a failure's event is
+    posted once, not on every retry of the same failure."""
+    patch = status_changes(current, status)
+    existing = list(current.get("conditions") or [])
+    ready = next((c for c in existing if c.get("type") == "Ready"), {})
+    updates = []
+    for c in conditions:
+        c = {**c, "message": scrub(c.get("message", ""))}
+        if (
+            c["type"] == "Ready"
+            and c["status"] == "True"
+            and c.get("reason") == "UpToDate"
+            and ready.get("status") == "True"
+            and ready.get("observedGeneration") == c.get("observedGeneration")
+        ):
+            continue
+        updates.append(c)
+    if updates:
+        merged = merge_conditions(existing, updates)
+        if merged != existing:
+            patch["conditions"] = merged
+    posted = []
+    for type_, reason, message in events:
+        message = scrub(message)
+        repeated = (
+            type_ == "Warning"
+            and failing
+            and ready.get("status") == "False"
+            and (ready.get("reason"), ready.get("message")) == (reason, message)
+        )
+        if not repeated:
+            posted.append((type_, reason, message))
+    return patch, posted
 
 
 def table_fields(table: TableState) -> dict[str, Any]:
