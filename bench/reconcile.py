@@ -88,7 +88,11 @@ def run(
         for i in range(n)
     ]  # fmt: skip
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all([secret, catalog]))
-    env = {"DUCKLAKE_DRIFT_INTERVAL": "3600", **({"DUCKLAKE_TRACEMALLOC": "1"} if memory else {})}
+    env = {
+        "DUCKLAKE_DRIFT_INTERVAL": "3600",
+        **({"DUCKLAKE_WORKERS": os.environ["DUCKLAKE_WORKERS"]} if "DUCKLAKE_WORKERS" in os.environ else {}),
+        **({"DUCKLAKE_TRACEMALLOC": "1"} if memory else {}),
+    }
     args = ["--log-level=WARNING"]
     op = Operator(kubeconfig, os.path.join(tmp, f"operator{n}.log"), **env).start(*args)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import replace
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -120,12 +121,17 @@ def options_by_scope(metadata: Metadata) -> tuple[dict[str, str], dict[tuple[str
 def with_options(state: CatalogState, metadata: Metadata) -> CatalogState:
     """``state`` with every option (global, schema, table) as ``metadata`` has it."""
     global_opts, scoped = options_by_scope(metadata)
+
+    def scoped_options(kind: str, obj: Any) -> Any:
+        options = scoped.get((kind, obj.schema_id if kind == "schema" else obj.table_id), {})
+        return obj if obj.options == options else replace(obj, options=options)  # most keep theirs
+
     return replace(
         state,
         version=check_format_version(metadata, "the catalog"),
         options=global_opts,
-        schemas={n: replace(s, options=scoped.get(("schema", s.schema_id), {})) for n, s in state.schemas.items()},
-        tables={k: replace(t, options=scoped.get(("table", t.table_id), {})) for k, t in state.tables.items()},
+        schemas={n: scoped_options("schema", s) for n, s in state.schemas.items()},
+        tables={k: scoped_options("table", t) for k, t in state.tables.items()},
     )
 
 

@@ -61,6 +61,9 @@ class CommitContext:
     layout_changed: dict[int, int] = field(default_factory=dict)  # table id -> schema id: needs a new inlined table
     column_edits: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)  # (table, column) -> new values
     columns_cache: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # live column rows per table
+    # live tables and views per schema as stored (the writers' ends run after them, so this
+    # stays what the database holds for the whole attempt): one read per schema, not per table
+    relations_cache: dict[int, dict[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.next_catalog_id = self.base.next_catalog_id
@@ -145,21 +148,25 @@ def schema_id_for(ctx: CommitContext, name: str) -> int:
 
 def live_relations(ctx: CommitContext, schema_id: int) -> dict[str, int]:
     """Live tables and views of a schema by folded name (they share one namespace)."""
-    t, v = T["ducklake_table"], T["ducklake_view"]
-    out = {
-        fold(r.table_name): r.table_id
-        for r in ctx.conn.execute(
-            sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == schema_id, t.c.end_snapshot.is_(None))
-        )
-    }
-    out.update(
-        {
-            fold(r.view_name): r.view_id
+    stored = ctx.relations_cache.get(schema_id)
+    if stored is None:
+        t, v = T["ducklake_table"], T["ducklake_view"]
+        stored = {
+            fold(r.table_name): r.table_id
             for r in ctx.conn.execute(
-                sa.select(v.c.view_id, v.c.view_name).where(v.c.schema_id == schema_id, v.c.end_snapshot.is_(None))
+                sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == schema_id, t.c.end_snapshot.is_(None))
             )
         }
-    )
+        stored.update(
+            {
+                fold(r.view_name): r.view_id
+                for r in ctx.conn.execute(
+                    sa.select(v.c.view_id, v.c.view_name).where(v.c.schema_id == schema_id, v.c.end_snapshot.is_(None))
+                )
+            }
+        )
+        ctx.relations_cache[schema_id] = stored
+    out = dict(stored)
     out.update({name: tid for (sid, name), tid in ctx.new_tables.items() if sid == schema_id})
     return out
 

@@ -37,7 +37,7 @@ def catalog_channel(namespace: str | None, name: str) -> Hashable:
 class Controller:
     pool: CatalogPool
     scrub: Callable[[str], str] = lambda text: text
-    workers: int = 8
+    workers: int = 16
     signals: Signals = field(default_factory=Signals)
     waiting: dict[str, dict[Hashable, int]] = field(default_factory=dict)  # object uid -> channel versions seen
     _executor: ThreadPoolExecutor | None = None

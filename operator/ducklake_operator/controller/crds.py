@@ -170,6 +170,10 @@ def status_common(extra: dict[str, Schema]) -> Schema:
     props = {
         "conditions": array("Current conditions.", condition()),
         "observedGeneration": integer("The spec generation last reconciled."),
+        "kopf": {
+            **any_value("The operator's bookkeeping (kopf): handler progress and the last spec handled."),
+            "type": "object",
+        },
     }
     props.update(extra)
     return obj("Observed state, written by the operator.", props)

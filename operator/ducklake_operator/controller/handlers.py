@@ -62,10 +62,10 @@ def secret_channel(namespace: str, name: str) -> Hashable:
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration"
-    )
+    # kopf's bookkeeping (handler progress, the last handled spec) in status.kopf: written in
+    # the same request as our status, where annotations would cost one more per change
+    settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
+    settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(field="status.kopf.lastHandledConfiguration")
     # Our own events only (applied, blocked, drifted, failures): kopf would post one more
     # per handler run ("Handler ... succeeded"), an API write per object per timer tick.
     settings.posting.loggers = False
@@ -79,7 +79,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         controller = Controller(
             pool=CatalogPool(credentials=store.read),
             scrub=store.scrub,
-            workers=int(os.environ.get("DUCKLAKE_WORKERS", "8")),
+            workers=int(os.environ.get("DUCKLAKE_WORKERS", "16")),  # more threads, bigger merged commits
         )
         memo.controller = controller
         memo.secrets = store
