@@ -43,6 +43,7 @@ from ..model.spec import (
     Schedule,
     SchemaSpec,
     SecretRef,
+    SelectorRequirement,
     SortKey,
     SparkSettings,
     SqliteSpec,
@@ -368,6 +369,7 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
             "suspend",
             "concurrency",
             "spark",
+            "historyLimit",
         ),
     )
     if "tableSelector" in spec and "tables" in spec:
@@ -377,8 +379,9 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         if not isinstance(t, str) or "." not in t:
             p.add(f"spec.tables[{i}]", f"{t!r} is not schema.table")
     selector = p.get(spec, "tableSelector", "spec", dict, default={})
-    p.keys(selector, "spec.tableSelector", ("matchLabels",))
+    p.keys(selector, "spec.tableSelector", ("matchLabels", "matchExpressions"))
     labels = p.get(selector, "matchLabels", "spec.tableSelector", dict, default={})
+    expressions = _selector_expressions(p.get(selector, "matchExpressions", "spec.tableSelector", list, default=[]), p)
 
     def section(name: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
         raw = p.get(spec, name, "spec", dict)
@@ -416,10 +419,12 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
             p.get(raw, "sort", "spec.compaction", bool, default=True),
         )
     if (raw := section("deleteRewrite", ("deleteRatioThreshold",))) is not None:
-        ratio = p.get(raw, "deleteRatioThreshold", "spec.deleteRewrite", (int, float), default=0.95)
-        if not 0 < ratio <= 1:
+        ratio = p.get(raw, "deleteRatioThreshold", "spec.deleteRewrite", (int, float))
+        if ratio is not None and not 0 < ratio <= 1:
             p.add("spec.deleteRewrite.deleteRatioThreshold", f"{ratio} is not in (0, 1]")
-        delete_rewrite = DeleteRewriteSettings(schedule(raw, "deleteRewrite"), float(ratio))
+        delete_rewrite = DeleteRewriteSettings(
+            schedule(raw, "deleteRewrite"), float(ratio) if ratio is not None else None
+        )
     flush = schedule(raw, "inlinedDataFlush") if (raw := section("inlinedDataFlush", ())) is not None else None
     repartition = schedule(raw, "partitionRewrite") if (raw := section("partitionRewrite", ())) is not None else None
     if (raw := section("snapshotExpiry", ("olderThan", "retainLast"))) is not None:
@@ -450,6 +455,10 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         for k, t in zip(("start", "end"), times, strict=False):
             if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", t):
                 p.add(f"spec.window.{k}", f"{t!r} is not HH:MM")
+        if times[0] == times[1] and "start" in raw:  # all day or never? neither is worth a window: say so
+            p.add(
+                "spec.window", f"start and end are both {times[0]}; a window needs a length (omit it to run any time)"
+            )
         window = Window(times[0], times[1], tz)
     concurrency = p.get(spec, "concurrency", "spec", dict, default={})
     p.keys(concurrency, "spec.concurrency", ("maxJobsPerCatalog",))
@@ -472,6 +481,7 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         _catalog_ref(spec, p),
         tables=tables,
         table_selector=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        table_selector_expressions=expressions,
         compaction=compaction,
         delete_rewrite=delete_rewrite,
         inlined_data_flush=flush,
@@ -482,7 +492,38 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         suspend=p.get(spec, "suspend", "spec", bool, default=False),
         max_jobs_per_catalog=p.get(concurrency, "maxJobsPerCatalog", "spec.concurrency", int),
         spark=spark,
+        history_limit=_history_limit(spec, p),
     )
+
+
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _selector_expressions(raw: list[Any], p: _Problems) -> tuple[SelectorRequirement, ...]:
+    """``matchExpressions`` with Kubernetes' rules: In/NotIn need values, Exists/DoesNotExist none."""
+    out = []
+    for i, item in enumerate(raw):
+        path = f"spec.tableSelector.matchExpressions[{i}]"
+        if not isinstance(item, Mapping):
+            p.add(path, "must be a mapping with key, operator and values")
+            continue
+        p.keys(item, path, ("key", "operator", "values"))
+        key = p.get(item, "key", path, str, required=True, default="")
+        operator = p.enum(item, "operator", path, SELECTOR_OPERATORS, "Exists")
+        values = p.get(item, "values", path, list, default=[])
+        if operator in ("In", "NotIn") and not values:
+            p.add(f"{path}.values", f"must not be empty for {operator}")
+        if operator in ("Exists", "DoesNotExist") and values:
+            p.add(f"{path}.values", f"must be empty for {operator}")
+        out.append(SelectorRequirement(key, operator, tuple(str(v) for v in values)))
+    return tuple(out)
+
+
+def _history_limit(spec: Mapping[str, Any], p: _Problems) -> int:
+    limit = p.get(spec, "historyLimit", "spec", int, default=MaintenancePolicySpec.history_limit)
+    if limit < 0:
+        p.add("spec.historyLimit", f"{limit} is negative")
+    return limit
 
 
 def _duration(value: str | None, path: str, p: _Problems) -> None:

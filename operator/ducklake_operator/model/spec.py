@@ -154,7 +154,7 @@ class CompactionSettings:
 @dataclass(frozen=True)
 class DeleteRewriteSettings:
     schedule: Schedule
-    delete_ratio_threshold: float = 0.95  # DuckDB's default
+    delete_ratio_threshold: float | None = None  # None: the table's rewrite_delete_threshold option, else DuckDB's
 
 
 @dataclass(frozen=True)
@@ -190,11 +190,21 @@ class SparkSettings:
 
 
 @dataclass(frozen=True)
+class SelectorRequirement:
+    """One ``matchExpressions`` entry of a Kubernetes label selector."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class MaintenancePolicySpec:
     ref: ObjectRef
     catalog: str
     tables: tuple[str, ...] = ()  # schema.table
     table_selector: tuple[tuple[str, str], ...] = ()  # matchLabels
+    table_selector_expressions: tuple[SelectorRequirement, ...] = ()  # matchExpressions
     compaction: CompactionSettings | None = None
     delete_rewrite: DeleteRewriteSettings | None = None
     inlined_data_flush: Schedule | None = None
@@ -205,6 +215,7 @@ class MaintenancePolicySpec:
     suspend: bool = False
     max_jobs_per_catalog: int | None = None
     spark: SparkSettings = field(default_factory=SparkSettings)
+    history_limit: int = 3  # finished runs kept per table and operation (as a CronJob's successfulJobsHistoryLimit)
 
 
 @dataclass(frozen=True)
