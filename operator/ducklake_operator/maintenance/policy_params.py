@@ -1,0 +1,118 @@
+"""What a maintenance policy asks of each operation: the DuckLakeJob ``params`` its runs get
+(pure).
+
+Each value is resolved once, here, in this order: the policy's setting, else the table's
+option in force (table > schema > catalog, as DuckDB reads it), else the planner's default.
+The result is both the runs' params and the "effective settings" the policy publishes per
+table, so what a person reads in the status is what the job gets. Every params dict is
+valid for ``model.job_params`` (the tests check it with ``job_keywords``).
+
+Policy section -> operation: ``compaction`` -> ``compact``, ``deleteRewrite`` ->
+``rewriteDeletes``, ``inlinedDataFlush`` -> ``flushInlinedData``, ``partitionRewrite`` ->
+``repartition`` (per table); ``snapshotExpiry`` -> ``expireSnapshots``, ``fileCleanup`` ->
+``cleanupFiles`` and, with ``orphanFiles: true``, ``deleteOrphanFiles`` (catalog-wide).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..model.job_params import job_keywords
+from ..model.spec import MaintenancePolicySpec, Schedule
+from ..model.state import TableState
+from .compaction import DEFAULT_TARGET_FILE_SIZE, CompactionOptions
+from .delete_rewrite import DEFAULT_DELETE_THRESHOLD
+
+# Policy runs merge files that have deletes too (their deletes applied or carried over), as
+# `ducklake run-job compact` does by default; said explicitly so that the small-file trigger
+# counts exactly the files the run will merge.
+POLICY_APPLY_DELETES = True
+
+
+@dataclass(frozen=True)
+class MaintainedTable:
+    """A table a policy selects, as read from the catalog at one snapshot."""
+
+    name: str  # schema.table
+    state: TableState
+    options: Mapping[str, str] | None = None  # options in force (table > schema > catalog); None: the table's own
+    schema_versions: tuple[tuple[int, int], ...] = ()  # (begin_snapshot, schema_version), for compaction's groups
+    inlined_deletions: Mapping[int, int] = field(default_factory=dict)  # data file id -> inlined deletions
+
+    def option(self, key: str) -> str | None:
+        return (self.options if self.options is not None else self.state.options).get(key)
+
+
+def table_schedules(policy: MaintenancePolicySpec) -> dict[str, Schedule]:
+    """Per-table operation -> its schedule, for the sections the policy sets."""
+    sections = {
+        "compact": policy.compaction.schedule if policy.compaction else None,
+        "rewriteDeletes": policy.delete_rewrite.schedule if policy.delete_rewrite else None,
+        "flushInlinedData": policy.inlined_data_flush,
+        "repartition": policy.partition_rewrite,
+    }
+    return {op: s for op, s in sections.items() if s is not None}
+
+
+def catalog_schedules(policy: MaintenancePolicySpec) -> dict[str, Schedule]:
+    """Catalog-wide operation -> its schedule (orphan deletion shares fileCleanup's)."""
+    out: dict[str, Schedule] = {}
+    if policy.snapshot_expiry:
+        out["expireSnapshots"] = policy.snapshot_expiry.schedule
+    if policy.file_cleanup:
+        out["cleanupFiles"] = policy.file_cleanup.schedule
+        if policy.file_cleanup.orphan_files:
+            out["deleteOrphanFiles"] = policy.file_cleanup.schedule
+    return out
+
+
+def sets_catalog_wide(policy: MaintenancePolicySpec) -> bool:
+    return bool(catalog_schedules(policy))
+
+
+def table_params(policy: MaintenancePolicySpec, table: MaintainedTable) -> dict[str, dict[str, Any]]:
+    """Operation -> the params a run of it on ``table`` gets (operations without params
+    have ``{}``; ``repartition`` too, it takes none yet)."""
+    out: dict[str, dict[str, Any]] = {op: {} for op in table_schedules(policy)}
+    if (c := policy.compaction) is not None:
+        configured = table.option("target_file_size")
+        target = c.target_file_size or (int(configured) if configured else DEFAULT_TARGET_FILE_SIZE)
+        out["compact"] = {
+            "targetFileSize": target,
+            "smallFileThreshold": c.small_file_threshold or target,  # the planner's own default
+            "minInputFiles": c.min_input_files,
+            "sort": c.sort,
+            "applyDeletes": POLICY_APPLY_DELETES,
+        }
+    if (d := policy.delete_rewrite) is not None:
+        configured = table.option("rewrite_delete_threshold")
+        threshold = d.delete_ratio_threshold
+        if threshold is None:
+            threshold = float(configured) if configured else DEFAULT_DELETE_THRESHOLD
+        out["rewriteDeletes"] = {"deleteThreshold": threshold}
+    return out
+
+
+def catalog_params(policy: MaintenancePolicySpec) -> dict[str, dict[str, Any]]:
+    """Catalog-wide operation -> its params; ``dryRun`` passes through to cleanup and orphans."""
+    out: dict[str, dict[str, Any]] = {}
+    if (e := policy.snapshot_expiry) is not None:
+        out["expireSnapshots"] = {
+            **({"olderThan": e.older_than} if e.older_than is not None else {}),
+            **({"retainLast": e.retain_last} if e.retain_last is not None else {}),
+        }
+    if (f := policy.file_cleanup) is not None:
+        cleanup = {"olderThan": f.older_than, "dryRun": f.dry_run}  # olderThan defaults to 3d in the spec
+        out["cleanupFiles"] = cleanup
+        if f.orphan_files:
+            out["deleteOrphanFiles"] = dict(cleanup)
+    return out
+
+
+def compaction_options(params: Mapping[str, Any]) -> CompactionOptions:
+    """The planner's options for ``compact`` params: what the job will plan with."""
+    keywords = job_keywords("compact", params)
+    names = {f.name for f in fields(CompactionOptions)}
+    return CompactionOptions(**{k: v for k, v in keywords.items() if k in names})
