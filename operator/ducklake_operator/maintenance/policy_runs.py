@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from ..model.job_params import OPERATIONS
@@ -42,6 +43,9 @@ from .windows import aware, in_window
 DEFAULT_MIN_TRIGGER_INTERVAL = timedelta(minutes=10)
 ACTIVE_STATES = ("Pending", "Running")
 _STAMP = "%Y-%m-%dT%H:%M:%SZ"
+# Tables of one policy mostly share their last cron time: one evaluation computes each answer once.
+_due = lru_cache(maxsize=4096)(due)
+_next_due = lru_cache(maxsize=4096)(next_due)
 
 HistoryKey = tuple[str | None, str]  # (table or None for catalog-wide, operation)
 
@@ -129,7 +133,7 @@ def _run(
     past = history.get((name, op), OperationHistory())
     if past.active:
         return None
-    owed = due(schedule.cron, now, since=past.last_schedule_time or created, window=policy.window)
+    owed = _due(schedule.cron, now, since=past.last_schedule_time or created, window=policy.window)
     if owed is not None:
         return PlannedRun(name, op, dict(params), owed.reason, owed.cron_time)
     if table is None or not in_window(policy.window, now):
@@ -189,7 +193,7 @@ def policy_status(
         if policy.suspend:
             return None
         since = history.get(key, OperationHistory()).last_schedule_time or created
-        return next_due(schedule.cron, now, since=since, window=policy.window)
+        return _next_due(schedule.cron, now, since=since, window=policy.window)
 
     per_table = {t.name: table_params(policy, t) for t in tables}
     for op, schedule in table_schedules(policy).items():
