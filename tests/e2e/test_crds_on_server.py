@@ -107,3 +107,16 @@ def test_immutable_fields_are_refused_on_update(cluster, chart, kube, kind: str,
     out = kube.cluster.kubectl_result("-n", kube.namespace, "apply", "-f", "-", input=yaml.safe_dump(changed))
     assert out.returncode != 0 and message in out.stderr, out.stderr
     kube.apply(doc)  # the unchanged object is still accepted
+
+
+def test_a_job_may_be_cancelled_but_not_changed_or_uncancelled(cluster, chart, kube) -> None:  # type: ignore[no-untyped-def]
+    doc = example("DuckLakeJob")
+    kube.apply(doc)
+    kube.kubectl("patch", "dlj", doc["metadata"]["name"], "--type=merge", "-p", '{"spec": {"cancel": true}}')
+    assert kube.get("dlj", doc["metadata"]["name"])["spec"]["cancel"] is True
+    out = kube.cluster.kubectl_result("-n", kube.namespace, "patch", "dlj", doc["metadata"]["name"], "--type=merge",
+                                      "-p", '{"spec": {"cancel": false}}')  # fmt: skip
+    assert out.returncode != 0 and "stays cancelled" in out.stderr
+    out = kube.cluster.kubectl_result("-n", kube.namespace, "patch", "dlj", doc["metadata"]["name"], "--type=merge",
+                                      "-p", '{"spec": {"spark": {"launcher": "Local"}}}')  # fmt: skip
+    assert out.returncode != 0 and "immutable but for spec.cancel" in out.stderr

@@ -30,7 +30,7 @@ def test_policy_settings_are_typed() -> None:
     )
     assert p.table_selector == (("tier", "gold"),) and p.compaction.target_file_size == 128_000_000
     assert p.compaction.min_input_files == 4 and p.delete_rewrite.delete_ratio_threshold == 0.3
-    assert p.snapshot_expiry.retain_last == 5 and p.window.timezone == "Europe/Amsterdam" and p.spark.launcher == "Job"
+    assert p.snapshot_expiry.retain_last == 5 and p.window.timezone == "Europe/Amsterdam" and p.spark is None
 
 
 @pytest.mark.parametrize(
@@ -145,3 +145,17 @@ def test_job_param_errors(spec: dict[str, Any], fragment: str) -> None:
     with pytest.raises(SpecError) as err:
         parse_manifest(job(**spec))
     assert fragment in str(err.value)
+
+
+def test_job_spark_settings_and_cancel() -> None:
+    job = parse_manifest(
+        {
+            "apiVersion": "ducklake.dev/v1alpha1",
+            "kind": "DuckLakeJob",
+            "metadata": {"name": "j", "namespace": "ns"},
+            "spec": {"catalogRef": {"name": "lake"}, "table": "main.t", "operation": "compact", "cancel": True,
+                     "spark": {"launcher": "Local", "inProcessBelow": "16MB", "executor": {"instances": 2}}},
+        }
+    )  # fmt: skip
+    assert job.cancel and job.spark.launcher == "Local" and job.spark.in_process_below == 16_000_000
+    assert job.spark.executor == (("instances", "2"),) and job.spark.image is None

@@ -462,20 +462,7 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         window = Window(times[0], times[1], tz)
     concurrency = p.get(spec, "concurrency", "spec", dict, default={})
     p.keys(concurrency, "spec.concurrency", ("maxJobsPerCatalog",))
-    raw_spark = p.get(spec, "spark", "spec", dict, default={})
-    p.keys(raw_spark, "spec.spark", ("launcher", "image", "serviceAccount", "driver", "executor", "conf"))
-    spark = SparkSettings(
-        launcher=p.enum(raw_spark, "launcher", "spec.spark", ("SparkApplication", "Job", "Local"), "Job"),
-        image=p.get(raw_spark, "image", "spec.spark", str),
-        service_account=p.get(raw_spark, "serviceAccount", "spec.spark", str),
-        driver=tuple(
-            sorted((k, str(v)) for k, v in p.get(raw_spark, "driver", "spec.spark", dict, default={}).items())
-        ),
-        executor=tuple(
-            sorted((k, str(v)) for k, v in p.get(raw_spark, "executor", "spec.spark", dict, default={}).items())
-        ),
-        conf=tuple(sorted((k, str(v)) for k, v in p.get(raw_spark, "conf", "spec.spark", dict, default={}).items())),
-    )
+    spark = _spark(spec, p)
     return MaintenancePolicySpec(
         ref,
         _catalog_ref(spec, p),
@@ -519,6 +506,38 @@ def _selector_expressions(raw: list[Any], p: _Problems) -> tuple[SelectorRequire
     return tuple(out)
 
 
+LAUNCHERS = ("SparkApplication", "Job", "Local")
+
+
+def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
+    """``spec.spark`` of a policy or a job; None when absent (the next level's settings apply)."""
+    raw = p.get(spec, "spark", "spec", dict)
+    if raw is None:
+        return None
+    keys = ("launcher", "image", "serviceAccount", "driver", "executor", "conf", "inProcessBelow")
+    p.keys(raw, "spec.spark", keys)
+    below = p.get(raw, "inProcessBelow", "spec.spark", (int, str))
+    in_process_below = None
+    if below is not None:
+        try:
+            in_process_below = parse_size(below)
+        except (SpecError, ValueError) as exc:
+            p.add("spec.spark.inProcessBelow", exc.problems[0] if isinstance(exc, SpecError) else str(exc))
+
+    def pairs(key: str) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((k, str(v)) for k, v in p.get(raw, key, "spec.spark", dict, default={}).items()))
+
+    return SparkSettings(
+        launcher=p.enum(raw, "launcher", "spec.spark", LAUNCHERS, None) if "launcher" in raw else None,
+        image=p.get(raw, "image", "spec.spark", str),
+        service_account=p.get(raw, "serviceAccount", "spec.spark", str),
+        driver=pairs("driver"),
+        executor=pairs("executor"),
+        conf=pairs("conf"),
+        in_process_below=in_process_below,
+    )
+
+
 def _history_limit(spec: Mapping[str, Any], p: _Problems) -> int:
     limit = p.get(spec, "historyLimit", "spec", int, default=MaintenancePolicySpec.history_limit)
     if limit < 0:
@@ -536,7 +555,7 @@ def _duration(value: str | None, path: str, p: _Problems) -> None:
 
 
 def _job(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> JobSpec:
-    p.keys(spec, "spec", ("catalogRef", "table", "operation", "params", "timeout", "retries"))
+    p.keys(spec, "spec", ("catalogRef", "table", "operation", "params", "timeout", "retries", "spark", "cancel"))
     operation = p.enum(spec, "operation", "spec", JOB_OPERATIONS, "compact")
     table = p.get(spec, "table", "spec", str)
     op = OPERATIONS[operation]
@@ -560,6 +579,8 @@ def _job(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | 
         params,
         _seconds(timeout, p) if timeout is not None else None,
         p.get(spec, "retries", "spec", int, default=0),
+        spark=_spark(spec, p),
+        cancel=p.get(spec, "cancel", "spec", bool, default=False),
     )
 
 

@@ -491,28 +491,7 @@ def policy_schema() -> Schema:
             ),
             "suspend": boolean("Pause all runs.", False),
             "concurrency": obj("Limits.", {"maxJobsPerCatalog": integer("Concurrent jobs per catalog.", minimum=1)}),
-            "spark": obj(
-                "How jobs run.",
-                {
-                    "launcher": string(
-                        "SparkApplication, Job or Local.", enum=("SparkApplication", "Job", "Local"), default="Job"
-                    ),
-                    "image": string("Image with the operator and PySpark."),
-                    "serviceAccount": string("Service account of the driver."),
-                    "driver": obj(
-                        "Driver resources.", {"cores": integer("Cores.", minimum=1), "memory": string("e.g. 2g.")}
-                    ),
-                    "executor": obj(
-                        "Executor resources.",
-                        {
-                            "instances": integer("Executors.", minimum=0),
-                            "cores": integer("Cores.", minimum=1),
-                            "memory": string("e.g. 4g."),
-                        },
-                    ),
-                    "conf": string_map("Extra Spark configuration."),
-                },
-            ),
+            "spark": spark_settings("How this policy's runs run (a job's own spark block overrides it)."),
         },
         required=("catalogRef",),
         rules=[("!(has(self.tableSelector) && has(self.tables))", "give tableSelector or tables, not both")],
@@ -534,6 +513,44 @@ def _params_description() -> str:
     )
 
 
+def spark_settings(desc: str) -> Schema:
+    """The ``spark`` block of a policy or a job: unset fields take the next level's."""
+    return obj(
+        desc,
+        {
+            "launcher": string(
+                "Local (a child process of the operator), Job (a batch/v1 Job running spark-submit in client mode) "
+                "or SparkApplication (the Kubeflow Spark Operator). Default: the operator's (chart value "
+                "jobs.launcher).",
+                enum=("SparkApplication", "Job", "Local"),
+            ),
+            "image": string("Image with the job program and PySpark; default: the operator's own image."),
+            "serviceAccount": string("Service account of the driver (and executors)."),
+            "driver": obj("Driver resources.", {"cores": integer("Cores.", minimum=1), "memory": string("e.g. 2g.")}),
+            "executor": obj(
+                "Executor resources.",
+                {
+                    "instances": integer("Executors.", minimum=0),
+                    "cores": integer("Cores.", minimum=1),
+                    "memory": string("e.g. 4g."),
+                },
+            ),
+            "conf": string_map("Extra Spark configuration."),
+            "inProcessBelow": int_or_string(
+                "Run in-process, without starting Spark, when the planned input is smaller than this (e.g. 64MB); "
+                "off when unset."
+            ),
+        },
+    )
+
+
+JOB_FIELDS_FIXED = ("catalogRef", "table", "operation", "params", "timeout", "retries", "spark")
+
+
+def _unchanged(name: str) -> str:
+    return f"has(self.{name}) == has(oldSelf.{name}) && (!has(self.{name}) || self.{name} == oldSelf.{name})"
+
+
 def job_schema() -> Schema:
     spec = obj(
         "One maintenance run. Immutable once created.",
@@ -543,10 +560,15 @@ def job_schema() -> Schema:
             "operation": string("What to run.", enum=JOB_OPERATIONS),
             "params": {**any_value(_params_description()), "type": "object"},
             "timeout": int_or_string("Deadline, seconds or e.g. 30m."),
-            "retries": integer("Retries after a failure.", minimum=0, default=0),
+            "retries": integer("Retries after a failure that committed nothing.", minimum=0, default=0),
+            "spark": spark_settings("How this run runs; overrides its policy's spark block."),
+            "cancel": boolean("Set true to cancel the run (deleting the DuckLakeJob cancels it too).", False),
         },
         required=("catalogRef", "operation"),
-        rules=[("self == oldSelf", "a DuckLakeJob is immutable; create a new one")],
+        rules=[
+            (" && ".join(_unchanged(f) for f in JOB_FIELDS_FIXED), "a DuckLakeJob is immutable but for spec.cancel"),
+            ("!has(oldSelf.cancel) || !oldSelf.cancel || self.cancel", "a cancelled run stays cancelled"),
+        ],
     )
     status = status_common(
         {
@@ -568,10 +590,24 @@ def job_schema() -> Schema:
             "rowsWritten": integer("Rows written."),
             "before": {**any_value("Table health before."), "type": "object"},
             "after": {**any_value("Table health after."), "type": "object"},
-            "message": string("Result or error."),
+            "message": string("What happened, or what the run waits for."),
+            "waitingFor": string("Why a Pending run has not started (a lock, a catalog slot)."),
+            "nextAttemptAt": string("When a failed attempt is retried (RFC 3339)."),
+            "duration": string("How long the run took."),
+            "ranOn": string("spark or in-process."),
+            "locks": array("Leases the run holds (coordination.k8s.io).", string("A Lease name.")),
             "launched": obj(
-                "What was launched.", {"kind": string("SparkApplication, Job or Local."), "name": string("Its name.")}
+                "What was launched.",
+                {
+                    "kind": string("SparkApplication, Job or Local."),
+                    "name": string("Its name."),
+                    "detail": {**any_value("Launcher specifics (the Local launcher's process)."), "type": "object"},
+                },
             ),
+            "jobReport": {
+                **any_value("The job program's final report (written by the job program)."),
+                "type": "object",
+            },  # fmt: skip
         }
     )
     return {"spec": spec, "status": status}
@@ -646,7 +682,9 @@ KINDS: list[dict[str, Any]] = [
             {"name": "Operation", "type": "string", "jsonPath": ".spec.operation"},
             {"name": "State", "type": "string", "jsonPath": ".status.state"},
             {"name": "Progress", "type": "string", "jsonPath": ".status.progress"},
-            AGE,
+            {"name": "Started", "type": "date", "jsonPath": ".status.startTime"},
+            {"name": "Duration", "type": "string", "jsonPath": ".status.duration"},
+            {"name": "Message", "type": "string", "jsonPath": ".status.message"},
         ],
     },
 ]

@@ -137,6 +137,18 @@ def table_fields(table: TableState) -> dict[str, Any]:
     }
 
 
+def table_health(table: TableState) -> dict[str, Any]:
+    """Files, small files, delete ratio and bytes of a table: a run's before and after."""
+    rows = sum(f.record_count for f in table.data_files)
+    deleted = sum(d.delete_count for d in table.delete_files)
+    return {
+        "files": len(table.data_files),
+        "smallFiles": sum(1 for f in table.data_files if f.file_size_bytes < SMALL_FILE_BYTES),
+        "deleteRatio": round(deleted / rows, 4) if rows else 0.0,
+        "bytes": sum(f.file_size_bytes for f in table.data_files),
+    }
+
+
 def plan_fields(plan: TablePlan, committed_snapshot: int | None) -> dict[str, Any]:
     """lastPlan / pendingPlan / blockedChanges for a plan just applied or refused."""
     if plan.is_refused:

@@ -181,12 +181,16 @@ class Window:
 
 @dataclass(frozen=True)
 class SparkSettings:
-    launcher: str = "Job"  # SparkApplication | Job | Local
+    """How runs run. Unset fields (None, empty) take the next level's: a job's over its
+    policy's over the operator's defaults (``controller/run_settings.py``)."""
+
+    launcher: str | None = None  # SparkApplication | Job | Local
     image: str | None = None
     service_account: str | None = None
     driver: tuple[tuple[str, str], ...] = ()
     executor: tuple[tuple[str, str], ...] = ()
     conf: tuple[tuple[str, str], ...] = ()
+    in_process_below: int | None = None  # bytes of planned input under which a run skips Spark
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,7 @@ class MaintenancePolicySpec:
     window: Window | None = None
     suspend: bool = False
     max_jobs_per_catalog: int | None = None
-    spark: SparkSettings = field(default_factory=SparkSettings)
+    spark: SparkSettings | None = None
     history_limit: int = 3  # finished runs kept per table and operation (as a CronJob's successfulJobsHistoryLimit)
 
 
@@ -227,6 +231,8 @@ class JobSpec:
     params: dict  # type: ignore[type-arg]
     timeout_seconds: int | None = None
     retries: int = 0
+    spark: SparkSettings | None = None
+    cancel: bool = False
 
 
 Manifest = CatalogSpec | SchemaSpec | TableSpec | MaintenancePolicySpec | JobSpec
