@@ -64,6 +64,17 @@ class SecretStore:
                 self._handed_out.add(password)
         return user, password
 
+    def value(self, namespace: str, name: str, key: str) -> str:
+        """One value of a Secret (for a run started as a child process); handed out, so scrubbed."""
+        key_ = (namespace or "default", name)
+        data = self._data(key_)
+        if data is None or key not in data:
+            raise CredentialsInvalid(f"Secret {key_[0]}/{name} has no key {key!r}", secret=key_)
+        if len(data[key]) >= 4:
+            with self._lock:
+                self._handed_out.add(data[key])
+        return data[key]
+
     def scrub(self, text: str) -> str:
         """``text`` without credentials: every password this store handed out, and what
         ``catalog.scrub`` finds (libpq ``password=``, URL passwords)."""

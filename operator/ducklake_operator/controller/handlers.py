@@ -103,6 +103,10 @@ def catalog_manifests(namespace: str, name: str, body: kopf.Body, **_: Any) -> d
             "apiVersion": body.get("apiVersion"),
             "metadata": {"name": name, "namespace": namespace},
             "spec": dict(body.get("spec", {})),
+            "ready": any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in body.get("status", {}).get("conditions") or []
+            ),
         }
     }
 
@@ -187,6 +191,9 @@ def _publish(ctl: Controller, outcome: Outcome, body: kopf.Body, patch: kopf.Pat
     )
     for key, value in fields.items():
         patch.status[key] = value
+    if kind == "DuckLakeTable":
+        meta = body.get("metadata", {})
+        metrics.table_seen(str(meta.get("uid")), meta.get("namespace", ""), meta.get("name", ""), {**status, **fields})
     for type_, reason, message in events:
         kopf.event(body, type=type_, reason=reason, message=message)
     metrics.RECONCILES.labels(kind=kind, result=outcome.failure.reason if outcome.failure else "ok").inc()
@@ -318,6 +325,10 @@ async def catalog_check(
         return
     updates = await ctl.call(sweep, catalog, docs, ctl.pool, memo.table_specs, memo.status_writer, ctl.scrub)
     for update in updates:
+        meta = update.body["metadata"]
+        metrics.table_seen(
+            str(meta.get("uid")), meta["namespace"], meta["name"], {**update.body["status"], **update.status}
+        )
         for type_, reason, message in update.events:
             kopf.event(update.body, type=type_, reason=reason, message=message)
 
@@ -394,6 +405,8 @@ def _retains(spec: kopf.Spec, **_: Any) -> bool:
 def retained(body: kopf.Body, spec: kopf.Spec, **_: Any) -> None:
     """Said when the operator sees the deletion (no finalizer: it does not wait for us)."""
     name = spec.get("name")
+    meta = body.get("metadata", {})
+    metrics.table_gone(str(meta.get("uid")), meta.get("namespace", ""), meta.get("name", ""))
     schema = f"{spec.get('schema', 'main')}." if body.get("kind") == "DuckLakeTable" else "schema "
     kopf.event(
         body, type="Normal", reason="Retained", message=f"{schema}{name} stays in the lake (deletionPolicy: Retain)"

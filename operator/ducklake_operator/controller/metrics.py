@@ -1,8 +1,12 @@
-"""Prometheus metrics of the controller (served by main on --metrics-port)."""
+"""Prometheus metrics of the controller (served by main on --metrics-port); the README lists them."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
 
 RECONCILES = Counter(
     "ducklake_reconciles_total", "Reconciles by kind and result (ok or a condition reason).", ["kind", "result"]
@@ -11,3 +15,50 @@ RECONCILE_SECONDS = Histogram("ducklake_reconcile_seconds", "Time to reconcile o
 CATALOG_QUERIES = Counter(
     "ducklake_catalog_queries_total", "Statements sent to catalog databases (transaction control excluded)."
 )
+COMMIT_RETRIES = Counter(
+    "ducklake_catalog_commit_retries_total", "Commit attempts that collided with a concurrent writer and were retried."
+)
+COMMIT_CONFLICTS = Counter(
+    "ducklake_catalog_commit_conflicts_total", "Commits refused because a concurrent commit changed what they change."
+)
+JOBS = Counter("ducklake_jobs_total", "Maintenance runs that ended, by operation and state.", ["operation", "state"])
+JOB_SECONDS = Histogram(
+    "ducklake_job_duration_seconds",
+    "Time from a run's start to its end, by operation.",
+    ["operation"],
+    buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, float("inf")),
+)
+JOBS_RUNNING = Gauge("ducklake_jobs_running", "Maintenance runs Running now, by operation.", ["operation"])
+TABLES = Gauge("ducklake_tables", "DuckLakeTables by condition and its status.", ["condition", "status"])
+TABLE_SMALL_FILES = Gauge("ducklake_table_small_files", "Small data files of a table.", ["namespace", "table"])
+TABLE_BYTES = Gauge("ducklake_table_bytes", "Bytes in a table's live data files.", ["namespace", "table"])
+
+_conditions: dict[str, dict[str, str]] = {}  # table uid -> condition type -> status
+_lock = threading.Lock()
+
+
+def table_seen(uid: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    """Record a table's status as published (conditions and health)."""
+    conditions = {c.get("type", ""): c.get("status", "Unknown") for c in status.get("conditions") or []}
+    with _lock:
+        _conditions[uid] = conditions
+        counts: dict[tuple[str, str], int] = {}
+        for per_table in _conditions.values():
+            for type_, value in per_table.items():
+                counts[(type_, value)] = counts.get((type_, value), 0) + 1
+    for (type_, value), n in counts.items():
+        TABLES.labels(condition=type_, status=value).set(n)
+    stats = status.get("stats") or {}
+    if stats:
+        TABLE_SMALL_FILES.labels(namespace=namespace, table=name).set(stats.get("smallFiles") or 0)
+        TABLE_BYTES.labels(namespace=namespace, table=name).set(stats.get("bytes") or 0)
+
+
+def table_gone(uid: str, namespace: str, name: str) -> None:
+    with _lock:
+        _conditions.pop(uid, None)
+    for gauge in (TABLE_SMALL_FILES, TABLE_BYTES):
+        try:
+            gauge.remove(namespace, name)
+        except KeyError:
+            pass

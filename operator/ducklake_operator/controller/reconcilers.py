@@ -14,7 +14,7 @@ from typing import Any
 from ..catalog import Catalog, CommitResult
 from ..catalog.batch import CommitBatcher
 from ..catalog.state_cache import StateCache
-from ..errors import CatalogNotFound, DuckLakeError
+from ..errors import CatalogNotFound, CommitConflict, DuckLakeError
 from ..evolution.drift import drift_lines
 from ..evolution.planner import find_table
 from ..model.changes import DropSchema, DropTable
@@ -22,7 +22,7 @@ from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ..model.state import CatalogState
 from ..reconcile import Credentials, apply_plan, destroy_catalog, ensure_catalog, location_for, plan_for, s3_settings
 from .boundary import Failure, classify
-from .metrics import CATALOG_QUERIES
+from .metrics import CATALOG_QUERIES, COMMIT_CONFLICTS, COMMIT_RETRIES
 from .status import condition, plan_fields, table_fields
 
 AUTHOR = "ducklake-operator"
@@ -125,6 +125,8 @@ class CatalogPool:
 
 def _failed(exc: BaseException, generation: int | None, extra: list[dict[str, Any]] | None = None) -> Outcome:
     failure = classify(exc)
+    if isinstance(exc, CommitConflict):
+        COMMIT_CONFLICTS.inc()
     conditions = [
         condition("Ready", False, failure.reason, failure.message, generation),
         condition("Progressing", False, failure.reason, "", generation),
@@ -256,6 +258,8 @@ def _apply(
         return _failed(exc, generation), None, None, None
     plan = result.plan
     snapshot = result.commit.snapshot_id if result.commit else None
+    if result.commit is not None and result.commit.attempts > 1:
+        COMMIT_RETRIES.inc(result.commit.attempts - 1)
     status: dict[str, Any] = {"observedGeneration": generation, **plan_fields(plan, snapshot)}
     events = []
     if plan.is_refused:
