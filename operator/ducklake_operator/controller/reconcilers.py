@@ -25,7 +25,6 @@ from .boundary import Failure, classify
 from .metrics import CATALOG_QUERIES, COMMIT_CONFLICTS, COMMIT_RETRIES
 from .status import condition, plan_fields, table_fields
 
-AUTHOR = "ducklake-operator"
 # A freshness check of the catalog is trusted this long before planning: a storm of
 # reconciles shares one. A plan made on a state this stale is still safe: its commit
 # re-checks against what was committed since.
@@ -253,7 +252,7 @@ def _apply(
     try:
         catalog, _ = pool.catalog(catalog_spec)
         state = pool.state(catalog_spec, catalog, max_age=FRESH_FOR)
-        result = apply_plan(catalog, spec, author=AUTHOR, state=state, commit=pool.committer(catalog_spec, catalog))
+        result = apply_plan(catalog, spec, state=state, commit=pool.committer(catalog_spec, catalog))
     except DuckLakeError as exc:
         return _failed(exc, generation), None, None, None
     plan = result.plan
@@ -394,9 +393,7 @@ def _drop(
         todo = changes(catalog.state(include_files=False))
         if not todo:
             return Outcome(events=[("Normal", "AlreadyGone", "nothing to drop")])
-        result = catalog.commit(
-            todo, author=AUTHOR, message=f"{spec.ref.kind} {spec.ref.name} deleted (deletionPolicy: Delete)"
-        )
+        result = catalog.commit(todo, message=f"{spec.ref.kind} {spec.ref.name} deleted (deletionPolicy: Delete)")
     except DeletionBlocked as exc:
         failure = Failure("DeletionBlocked", str(exc), True, waits=True)
         return Outcome(
