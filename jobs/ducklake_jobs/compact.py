@@ -21,9 +21,11 @@ from typing import Any
 
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import read_layouts
 from ducklake_operator.maintenance.compaction import CompactionOptions, FileGroup, plan_compaction
 from ducklake_operator.model.file_changes import MergeFiles, NewDataFile, NewDeleteFile
+from ducklake_operator.model.maintenance_params import DRY_RUN, SORT, TARGET_FILE_SIZE
 from ducklake_operator.model.state import TableState
 
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
@@ -34,12 +36,10 @@ from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_pro
 
 
 def compaction_options(state: Any, table: TableState, **overrides: Any) -> CompactionOptions:
-    """Options from the catalog (``target_file_size`` by scope), overridden by the job's;
-    files with deletes are merged (their deletes applied) unless ``apply_deletes=False``."""
-    size = option(state, table, "target_file_size")
-    values: dict[str, Any] = {"apply_deletes": True, **({"target_file_size": int(size)} if size else {})}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return CompactionOptions(**values)
+    """The job's options; the target size when not given from the table's option in force."""
+    values = {k: v for k, v in overrides.items() if v is not None}
+    target = TARGET_FILE_SIZE.resolve(values.pop("target_file_size", None), lambda key: option(state, table, key))
+    return CompactionOptions(target_file_size=target, **values)
 
 
 def compact(
@@ -48,10 +48,10 @@ def compact(
     table: str,
     options: CompactionOptions | None = None,
     *,
-    author: str = "ducklake-operator",
-    dry_run: bool = False,
+    author: str = DEFAULT_AUTHOR,
+    dry_run: bool = DRY_RUN.default,
     runner: Runner = run_in_process,
-    sort: bool = True,
+    sort: bool = SORT.default,
     **overrides: Any,
 ) -> dict[str, Any]:
     """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups,

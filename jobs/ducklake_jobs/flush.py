@@ -27,6 +27,7 @@ from typing import Any
 
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
 from ducklake_operator.catalog.job_inputs import read_inlined_data
 from ducklake_operator.errors import DuckLakeError, TableNotFound
@@ -38,7 +39,9 @@ from ducklake_operator.model.file_changes import (
     NewDeleteFile,
     PlannedInputs,
 )
+from ducklake_operator.model.maintenance_params import DRY_RUN
 from ducklake_operator.model.partitioning import hive_directory, key_names, needs_ducklake_functions, transform_sql
+from ducklake_operator.model.spec import DEFAULT_SCHEMA
 from ducklake_operator.model.state import CatalogState, ColumnState, PartitionSpec, TableState
 
 from .inlined_rows import register_decoded
@@ -97,15 +100,15 @@ def flush_inlined_data(
     schema: str | None = None,
     table: str | None = None,
     *,
-    author: str = "ducklake-operator",
-    dry_run: bool = False,
+    author: str = DEFAULT_AUTHOR,
+    dry_run: bool = DRY_RUN.default,
 ) -> dict[str, Any]:
     """Flush one table, or every table of the catalog (or of ``schema``) whose
     ``auto_compact`` option is not false."""
     state = catalog.state(table_names=[(schema, table)] if schema and table else None)
     refuse_encrypted(state)
     if table is not None:
-        t = state.table(schema or "main", table)
+        t = state.table(schema or DEFAULT_SCHEMA, table)
         if t is None:
             raise TableNotFound(f"table {schema}.{table} does not exist")
         targets = [t]

@@ -15,11 +15,10 @@ from typing import Any
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog, housekeeping
 from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
+from ducklake_operator.model.maintenance_params import CLEANUP_OLDER_THAN, DRY_RUN, ORPHAN_OLDER_THAN
 from ducklake_operator.model.state import SnapshotRecord
 
 from .runtime import Report
-
-DEFAULT_CLEANUP_AGE = "3d"  # as the managed services do (DuckDB's default is 2 days)
 
 
 def expire(
@@ -28,7 +27,7 @@ def expire(
     older_than: str | None = None,
     retain_last: int | None = None,
     versions: list[int] | None = None,
-    dry_run: bool = False,
+    dry_run: bool = DRY_RUN.default,
 ) -> dict[str, Any]:
     now = datetime.now(UTC)
     report = Report("expireSnapshots")
@@ -57,7 +56,9 @@ def expire(
     )
 
 
-def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dry_run: bool = False) -> dict[str, Any]:
+def cleanup_files(
+    catalog: Catalog, *, older_than: str = CLEANUP_OLDER_THAN.default, dry_run: bool = DRY_RUN.default
+) -> dict[str, Any]:
     """Delete files scheduled for deletion longer than ``older_than`` ago, then their rows."""
     cutoff = datetime.now(UTC) - parse_duration(older_than)
     report = Report("cleanupFiles")
@@ -70,7 +71,7 @@ def cleanup_files(catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dr
 
 
 def delete_orphan_files(
-    catalog: Catalog, *, older_than: str = DEFAULT_CLEANUP_AGE, dry_run: bool = False
+    catalog: Catalog, *, older_than: str = ORPHAN_OLDER_THAN.default, dry_run: bool = DRY_RUN.default
 ) -> dict[str, Any]:
     """Delete Parquet files under the data path that no catalog row references and that are
     older than ``older_than`` (files of running, uncommitted writes are young). Never

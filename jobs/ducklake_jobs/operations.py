@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.connect import safe_to_rerun
 from ducklake_operator.errors import CommitConflict, DuckLakeError, SpecError
 from ducklake_operator.model.job_params import OPERATIONS, job_keywords
@@ -34,7 +35,7 @@ def run_operation(
     params: Mapping[str, object],
     *,
     runner: Runner = run_in_process,
-    author: str = "ducklake-operator",
+    author: str = DEFAULT_AUTHOR,
     replans: int = REPLANS,
 ) -> dict[str, Any]:
     """Run one operation. A data-writing job refused because a concurrent writer changed

@@ -15,9 +15,11 @@ from typing import Any
 
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import read_layouts
-from ducklake_operator.maintenance.delete_rewrite import DEFAULT_DELETE_THRESHOLD, RewriteGroup, plan_delete_rewrite
+from ducklake_operator.maintenance.delete_rewrite import RewriteGroup, plan_delete_rewrite
 from ducklake_operator.model.file_changes import NewDataFile, RewriteFiles
+from ducklake_operator.model.maintenance_params import DELETE_THRESHOLD, DRY_RUN
 from ducklake_operator.model.state import TableState
 
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
@@ -33,15 +35,13 @@ def rewrite_deletes(
     table: str,
     *,
     delete_threshold: float | None = None,
-    author: str = "ducklake-operator",
-    dry_run: bool = False,
+    author: str = DEFAULT_AUTHOR,
+    dry_run: bool = DRY_RUN.default,
     runner: Runner = run_in_process,
 ) -> dict[str, Any]:
     inputs = read_inputs(catalog, schema, table)
     state, t, base, inlined = inputs.state, inputs.table, inputs.base, inputs.inlined_deletions
-    if delete_threshold is None:
-        configured = option(state, t, "rewrite_delete_threshold")
-        delete_threshold = float(configured) if configured else DEFAULT_DELETE_THRESHOLD
+    delete_threshold = DELETE_THRESHOLD.resolve(delete_threshold, lambda key: option(state, t, key))
     plan = plan_delete_rewrite(
         t, base, inputs.schema_versions, delete_threshold, inlined_deletions={k: len(v) for k, v in inlined.items()}
     )

@@ -34,11 +34,13 @@ from .catalog import Catalog
 from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
 from .model.job_params import OPERATIONS, job_keywords, params_help
+from .model.maintenance_params import DRY_RUN
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .model.state import ColumnState
 from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for, s3_settings
 
 EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
+CLI_AUTHOR = "ducklake-cli"  # ducklake_snapshot_changes.author of what the CLI commits
 W = TypeVar("W")
 R = TypeVar("R")
 
@@ -204,6 +206,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Flags that stand for ``-p <param>=<value>`` (parsed and checked as -p values are).
+SHORTHANDS = {"--older-than": "olderThan", "--retain-last": "retainLast"}
+
+
 def _job_params(args: argparse.Namespace) -> dict[str, object]:
     """``-p key=value`` (values read as YAML scalars: 5, 0.5, true, 7d) plus the shorthand flags."""
     params: dict[str, object] = {}
@@ -212,12 +218,18 @@ def _job_params(args: argparse.Namespace) -> dict[str, object]:
         if not sep or not key:
             raise SpecError(f"-p {item!r}: expected key=value")
         params[key.strip()] = yaml.safe_load(value)
-    for key, value in (("olderThan", args.older_than), ("retainLast", args.retain_last)):
+    for flag, key in SHORTHANDS.items():
+        value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None:
-            params[key] = value
+            params[key] = yaml.safe_load(value)
     if args.dry_run:
         params["dryRun"] = True
     return params
+
+
+def _shorthand_help(key: str) -> str:
+    takers = [name for name, op in OPERATIONS.items() if key in op.params]
+    return f"-p {key}=VALUE, for {', '.join(takers)} (see the operation parameters below)"
 
 
 SPARK_MISSING = (
@@ -256,7 +268,7 @@ def cmd_run_job(args: argparse.Namespace) -> int:
                     args.table,
                     params,
                     runner=run_in_process if args.no_spark else run_on_spark_if_installed,
-                    author="ducklake-cli",
+                    author=CLI_AUTHOR,
                 )
             finally:
                 storage.configure(None)
@@ -291,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "plan":
             p.add_argument("-o", "--output", choices=("text", "json"), default="text")
         if name == "apply":
-            p.add_argument("--author", default="ducklake-cli")
+            p.add_argument("--author", default=CLI_AUTHOR)
         if name == "sql":
             p.add_argument("sql", nargs="+", help="SQL statements")
     available = [name for name, op in OPERATIONS.items() if op.available]
@@ -307,9 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "-p", "--param", action="append", help="operation parameter key=value, e.g. -p targetFileSize=128MB"
     )
     job.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
-    job.add_argument("--older-than", help="age, e.g. 7d, 12h")
-    job.add_argument("--retain-last", type=int, help="expireSnapshots: always keep this many")
-    job.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
+    for flag, key in SHORTHANDS.items():
+        job.add_argument(flag, help=_shorthand_help(key))
+    job.add_argument("--dry-run", action="store_true", help=f"-p dryRun=true: {DRY_RUN.help}")
     job.add_argument(
         "--no-spark",
         action="store_true",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from . import storage
 from .catalog import Catalog, CatalogLocation, CommitResult
+from .catalog.commit import DEFAULT_AUTHOR
 from .errors import CommitConflict, DuckLakeError
 from .evolution.drift import drift_lines
 from .evolution.planner import plan_schema, plan_table
@@ -21,7 +22,6 @@ from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
 from .model.state import CatalogState, SchemaState, SnapshotInfo
 from .storage import S3Config
 
-AUTHOR = "ducklake-operator"
 MAX_REPLANS = 3
 
 Credentials = Callable[
@@ -110,7 +110,7 @@ def apply_plan(
     catalog: Catalog,
     spec: TableSpec | SchemaSpec,
     *,
-    author: str = AUTHOR,
+    author: str = DEFAULT_AUTHOR,
     state: CatalogState | None = None,
     commit: Callable[..., CommitResult] | None = None,
 ) -> ApplyResult:

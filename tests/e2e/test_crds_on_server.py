@@ -78,6 +78,22 @@ INVALID: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
                                               tableSelector={"matchLabels": {"a": "b"}}), "not both"),
     ("unknown launcher", lambda: with_spec("DuckLakeMaintenancePolicy", spark={"launcher": "Pod"}), "Unsupported value"),
     ("window not HH:MM", lambda: with_spec("DuckLakeMaintenancePolicy", window={"start": "1am"}), "should match"),
+    ("window at 24:00", lambda: with_spec("DuckLakeMaintenancePolicy", window={"start": "24:00"}), "should match"),
+    # maintenance settings, from their one definition (model/maintenance_params.py)
+    ("a one-file merge", lambda: with_spec("DuckLakeMaintenancePolicy",
+                                           compaction={"schedule": "0 2 * * *", "minInputFiles": 1}),
+     "should be greater than or equal to 2"),
+    ("a size that is not one", lambda: with_spec("DuckLakeMaintenancePolicy",
+                                                 compaction={"schedule": "0 2 * * *", "targetFileSize": "big"}),
+     "should match"),
+    ("a duration that is not one", lambda: with_spec("DuckLakeMaintenancePolicy",
+                                                     fileCleanup={"schedule": "0 5 * * 0", "olderThan": "a week"}),
+     "should match"),
+    ("expiry with neither bound", lambda: with_spec("DuckLakeMaintenancePolicy",
+                                                    snapshotExpiry={"schedule": "0 5 * * 0"}),
+     "needs olderThan and/or retainLast"),
+    ("negative historyLimit", lambda: with_spec("DuckLakeMaintenancePolicy", historyLimit=-1),
+     "should be greater than or equal to 0"),
 ]  # fmt: skip
 
 
@@ -89,6 +105,18 @@ def test_invalid_manifests_are_rejected_by_the_server(cluster, chart, kube, name
     )  # fmt: skip
     assert out.returncode != 0, f"{name}: accepted"
     assert message in out.stderr, out.stderr
+
+
+def test_sizes_and_durations_the_loader_reads_are_accepted_by_the_server(cluster, chart, kube) -> None:  # type: ignore[no-untyped-def]
+    for size, duration in ((536870912, "2 weeks"), ("1.5 GiB", "12H"), ("512mb", "30 minutes")):
+        doc = with_spec(
+            "DuckLakeMaintenancePolicy",
+            compaction={"schedule": "0 2 * * *", "targetFileSize": size, "smallFileThreshold": size},
+            fileCleanup={"schedule": "0 5 * * 0", "olderThan": duration},
+        )
+        parse_manifest(doc)  # the operator reads it
+        out = kube.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=yaml.safe_dump(doc))
+        assert "(server dry run)" in out, (size, duration)
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,10 @@ def test_policy_settings_are_typed() -> None:
         ({"window": {"start": "25:00", "end": "01:00", "timezone": "Mars/Olympus"}}, "is not an IANA time zone"),
         ({"tables": ["orders"], "tableSelector": {"matchLabels": {}}}, "give tableSelector or tables, not both"),
         ({"spark": {"launcher": "Yarn"}}, "spec.spark.launcher: 'Yarn' is not one of"),
-        ({"deleteRewrite": {"schedule": "0 2 * * *", "deleteRatioThreshold": 2}}, "is not in (0, 1]"),
+        (
+            {"deleteRewrite": {"schedule": "0 2 * * *", "deleteRatioThreshold": 2}},
+            "2 is not a fraction between 0 and 1",
+        ),
     ],
 )
 def test_policy_errors(spec: dict[str, Any], fragment: str) -> None:

@@ -13,7 +13,6 @@ from test_compaction_plan import df
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.errors import SpecError
-from ducklake_operator.maintenance.compaction import DEFAULT_TARGET_FILE_SIZE
 from ducklake_operator.maintenance.policy_params import MaintainedTable, catalog_params, table_params
 from ducklake_operator.maintenance.policy_runs import (
     DEFAULT_MIN_TRIGGER_INTERVAL,
@@ -29,6 +28,7 @@ from ducklake_operator.maintenance.policy_runs import (
 )
 from ducklake_operator.maintenance.selection import catalog_wide_owner, conflict_message, selects
 from ducklake_operator.model.job_params import job_keywords
+from ducklake_operator.model.options import DEFAULT_TARGET_FILE_SIZE
 from ducklake_operator.model.spec import MaintenancePolicySpec
 from ducklake_operator.model.state import DataFile, DeleteFile, TableState
 
@@ -319,7 +319,7 @@ def test_loader_checks_the_selector_history_limit_and_window() -> None:
     assert rewrite is not None and rewrite.delete_ratio_threshold is None  # the table's option decides
     cases = [
         ({"window": {"start": "02:00", "end": "02:00"}}, "spec.window: start and end are both 02:00"),
-        ({"historyLimit": -1}, "spec.historyLimit: -1 is negative"),
+        ({"historyLimit": -1}, "spec.historyLimit: must be at least 0, got -1"),
         (
             {"tableSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
             "matchExpressions[0].values: must not be empty for In",

@@ -20,14 +20,29 @@ from ..errors import SpecError
 from ..model.defaults import encode_default
 from ..model.durations import parse_duration
 from ..model.job_params import OPERATIONS, job_keywords
+from ..model.maintenance_params import JOB_SETTINGS, POLICY_SETTINGS, Param
 from ..model.names import fold, identifier_problem
 from ..model.options import normalize_option, parse_size
 from ..model.spec import (
     API_VERSION,
-    JOB_OPERATIONS,
+    DEFAULT_SCHEMA,
+    DEFAULT_TIMEZONE,
+    DELETION_POLICY,
+    EVOLUTION_MODE,
+    JOB_OPERATION,
     KINDS,
-    TRANSFORMS,
+    LAUNCHER,
+    NULL_ORDER,
+    ON_DRIFT,
+    SELECTOR_OPERATOR,
+    SORT_DIRECTION,
+    SSL_MODE,
+    TRANSFORM,
+    TYPE_CHANGES,
+    URL_STYLE,
+    WINDOW_TIME_PATTERN,
     CatalogSpec,
+    Choice,
     CleanupSettings,
     CompactionSettings,
     DeleteRewriteSettings,
@@ -86,12 +101,29 @@ class _Problems:
             return default
         return value
 
-    def enum(self, obj: Any, key: str, path: str, allowed: tuple[str, ...], default: str) -> str:
-        value = self.get(obj, key, path, str, default=default)
-        if value not in allowed:
-            self.add(f"{path}.{key}", f"{value!r} is not one of {', '.join(allowed)}")
-            return default
+    def enum(self, obj: Any, key: str, path: str, choice: Choice) -> str | None:
+        """One of ``choice``'s words; its default when absent (or wrong)."""
+        value = self.get(obj, key, path, str)
+        if value is None:
+            return choice.default
+        if value not in choice.values:
+            self.add(f"{path}.{key}", f"{value!r} is not one of {', '.join(choice.values)}")
+            return choice.default
         return value
+
+    def setting(self, obj: Any, key: str, path: str, param: Param) -> Any:
+        """A maintenance setting checked by its one definition; its default when absent."""
+        if not isinstance(obj, Mapping) or obj.get(key) is None:
+            return param.default
+        try:
+            return param.parse(obj[key])
+        except ValueError as exc:
+            self.add(f"{path}.{key}", str(exc))
+            return param.default
+
+    def settings(self, obj: Any, path: str, section: str) -> dict[str, Any]:
+        """Every setting of a policy section, by field name."""
+        return {key: self.setting(obj, key, path, param) for key, param in POLICY_SETTINGS[section].items()}
 
 
 def _article(name: str) -> str:
@@ -226,7 +258,7 @@ def _catalog(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: st
             database=p.get(pg, "database", path, str, required=True, default=""),
             port=p.get(pg, "port", path, int, default=5432),
             schema=p.get(pg, "schema", path, str),
-            ssl_mode=p.get(pg, "sslMode", path, str),
+            ssl_mode=p.enum(pg, "sslMode", path, SSL_MODE),
             credentials=_secret(pg, path, p),
         )
     data_path = p.get(spec, "dataPath", "spec", str, required=True, default="")
@@ -244,7 +276,7 @@ def _catalog(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: st
         s3 = S3Spec(
             p.get(raw, "endpoint", "spec.storage.s3", str),
             p.get(raw, "region", "spec.storage.s3", str),
-            p.get(raw, "urlStyle", "spec.storage.s3", str),
+            p.enum(raw, "urlStyle", "spec.storage.s3", URL_STYLE),
             _secret(raw, "spec.storage.s3", p),
         )
     return CatalogSpec(
@@ -253,7 +285,7 @@ def _catalog(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: st
         data_path,
         _options(spec, p, "global"),
         s3,
-        p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"),
+        p.enum(spec, "deletionPolicy", "spec", DELETION_POLICY),
     )
 
 
@@ -265,7 +297,7 @@ def _schema(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         _catalog_ref(spec, p),
         name,
         _tags(spec, "spec", p),
-        p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"),
+        p.enum(spec, "deletionPolicy", "spec", DELETION_POLICY),
     )
 
 
@@ -289,7 +321,7 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
         ),
     )
     name = _identifier(spec, "name", "spec", p, "table")
-    schema = p.get(spec, "schema", "spec", str, default="main")
+    schema = p.get(spec, "schema", "spec", str, default=DEFAULT_SCHEMA)
     problem = identifier_problem(schema, "schema")
     if problem:
         p.add("spec.schema", problem)
@@ -304,7 +336,7 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
         path = f"spec.partitionBy[{i}]"
         p.keys(raw, path, ("column", "transform"))
         column = p.get(raw, "column", path, str, required=True, default="")
-        transform = p.enum(raw, "transform", path, TRANSFORMS, "identity")
+        transform = p.enum(raw, "transform", path, TRANSFORM)
         col = top.get(fold(column))
         if column and col is None:
             p.add(f"{path}.column", f"{column!r} is not a top-level column of the table")
@@ -321,8 +353,8 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
         sort.append(
             SortKey(
                 column,
-                p.enum(raw, "direction", path, ("asc", "desc"), "asc"),
-                p.enum(raw, "nulls", path, ("first", "last"), "last"),
+                p.enum(raw, "direction", path, SORT_DIRECTION),
+                p.enum(raw, "nulls", path, NULL_ORDER),
             )
         )
 
@@ -330,9 +362,9 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
     p.keys(evo, "spec.evolution", ("allowDropColumns", "typeChanges", "mode", "onDrift", "approvedPlan"))
     evolution = EvolutionPolicy(
         allow_drop_columns=p.get(evo, "allowDropColumns", "spec.evolution", bool, default=False),
-        type_changes=p.enum(evo, "typeChanges", "spec.evolution", ("promote", "rewrite"), "promote"),
-        mode=p.enum(evo, "mode", "spec.evolution", ("declared", "auto"), "declared"),
-        on_drift=p.enum(evo, "onDrift", "spec.evolution", ("report", "revert"), "report"),
+        type_changes=p.enum(evo, "typeChanges", "spec.evolution", TYPE_CHANGES),
+        mode=p.enum(evo, "mode", "spec.evolution", EVOLUTION_MODE),
+        on_drift=p.enum(evo, "onDrift", "spec.evolution", ON_DRIFT),
         approved_plan=p.get(evo, "approvedPlan", "spec.evolution", str) or None,
     )
     return TableSpec(
@@ -346,7 +378,7 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
         sort_by=tuple(sort),
         options=_options(spec, p, "table"),
         evolution=evolution,
-        deletion_policy=p.enum(spec, "deletionPolicy", "spec", ("Retain", "Delete"), "Retain"),
+        deletion_policy=p.enum(spec, "deletionPolicy", "spec", DELETION_POLICY),
         renamed_from=_renamed_from(spec, "spec", p),
     )
 
@@ -383,77 +415,47 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
     labels = p.get(selector, "matchLabels", "spec.tableSelector", dict, default={})
     expressions = _selector_expressions(p.get(selector, "matchExpressions", "spec.tableSelector", list, default=[]), p)
 
-    def section(name: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
+    def section(name: str) -> tuple[dict[str, Any], Schedule] | None:
+        """A section's settings (checked, defaulted) and its schedule; None when absent."""
         raw = p.get(spec, name, "spec", dict)
         if raw is None:
             return None
-        p.keys(raw, f"spec.{name}", ("schedule",) + allowed)
-        return raw
-
-    def schedule(raw: Mapping[str, Any], name: str) -> Schedule:
+        p.keys(raw, f"spec.{name}", ("schedule", *POLICY_SETTINGS[name]))
         cron = p.get(raw, "schedule", f"spec.{name}", str, required=True, default="0 0 * * *")
         if not croniter.is_valid(cron) or len(cron.split()) != 5:
             p.add(f"spec.{name}.schedule", f"{cron!r} is not a 5-field cron schedule (minute hour day month weekday)")
-        return Schedule(cron, p.get(raw, "whenSmallFilesAbove", f"spec.{name}", int))
-
-    def size(raw: Mapping[str, Any], key: str, path: str) -> int | None:
-        if raw.get(key) is None:
-            return None
-        try:
-            return parse_size(raw[key])
-        except ValueError as exc:
-            p.add(f"{path}.{key}", str(exc))
-            return None
+        settings = p.settings(raw, f"spec.{name}", name)
+        return settings, Schedule(cron, settings.pop("whenSmallFilesAbove", None))
 
     compaction = delete_rewrite = expiry = cleanup = None
-    if (
-        raw := section(
-            "compaction", ("targetFileSize", "minInputFiles", "smallFileThreshold", "sort", "whenSmallFilesAbove")
-        )
-    ) is not None:
+    if (found := section("compaction")) is not None:
+        c, schedule = found
         compaction = CompactionSettings(
-            schedule(raw, "compaction"),
-            size(raw, "targetFileSize", "spec.compaction"),
-            p.get(raw, "minInputFiles", "spec.compaction", int, default=2),
-            size(raw, "smallFileThreshold", "spec.compaction"),
-            p.get(raw, "sort", "spec.compaction", bool, default=True),
+            schedule, c["targetFileSize"], c["minInputFiles"], c["smallFileThreshold"], c["sort"]
         )
-    if (raw := section("deleteRewrite", ("deleteRatioThreshold",))) is not None:
-        ratio = p.get(raw, "deleteRatioThreshold", "spec.deleteRewrite", (int, float))
-        if ratio is not None and not 0 < ratio <= 1:
-            p.add("spec.deleteRewrite.deleteRatioThreshold", f"{ratio} is not in (0, 1]")
-        delete_rewrite = DeleteRewriteSettings(
-            schedule(raw, "deleteRewrite"), float(ratio) if ratio is not None else None
-        )
-    flush = schedule(raw, "inlinedDataFlush") if (raw := section("inlinedDataFlush", ())) is not None else None
-    repartition = schedule(raw, "partitionRewrite") if (raw := section("partitionRewrite", ())) is not None else None
-    if (raw := section("snapshotExpiry", ("olderThan", "retainLast"))) is not None:
-        older = p.get(raw, "olderThan", "spec.snapshotExpiry", str)
-        retain = p.get(raw, "retainLast", "spec.snapshotExpiry", int)
-        if older is None and retain is None:
+    if (found := section("deleteRewrite")) is not None:
+        delete_rewrite = DeleteRewriteSettings(found[1], found[0]["deleteRatioThreshold"])
+    flush = found[1] if (found := section("inlinedDataFlush")) is not None else None
+    repartition = found[1] if (found := section("partitionRewrite")) is not None else None
+    if (found := section("snapshotExpiry")) is not None:
+        e, schedule = found
+        if not any(spec["snapshotExpiry"].get(k) is not None for k in ("olderThan", "retainLast")):
             p.add("spec.snapshotExpiry", "needs olderThan and/or retainLast")
-        _duration(older, "spec.snapshotExpiry.olderThan", p)
-        expiry = ExpirySettings(schedule(raw, "snapshotExpiry"), older, retain)
-    if (raw := section("fileCleanup", ("olderThan", "orphanFiles", "dryRun"))) is not None:
-        older = p.get(raw, "olderThan", "spec.fileCleanup", str, default="3d")
-        _duration(older, "spec.fileCleanup.olderThan", p)
-        cleanup = CleanupSettings(
-            schedule(raw, "fileCleanup"),
-            older,
-            p.get(raw, "orphanFiles", "spec.fileCleanup", bool, default=False),
-            p.get(raw, "dryRun", "spec.fileCleanup", bool, default=False),
-        )
+        expiry = ExpirySettings(schedule, e["olderThan"], e["retainLast"])
+    if (found := section("fileCleanup")) is not None:
+        f, schedule = found
+        cleanup = CleanupSettings(schedule, f["olderThan"], f["orphanFiles"], f["dryRun"])
     window = None
     if (raw := p.get(spec, "window", "spec", dict)) is not None:
         p.keys(raw, "spec.window", ("start", "end", "timezone"))
-        tz = p.get(raw, "timezone", "spec.window", str, default="UTC")
+        tz = p.get(raw, "timezone", "spec.window", str, default=DEFAULT_TIMEZONE)
         try:
             ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):
             p.add("spec.window.timezone", f"{tz!r} is not an IANA time zone")
         times = [p.get(raw, k, "spec.window", str, required=True, default="00:00") for k in ("start", "end")]
         for k, t in zip(("start", "end"), times, strict=False):
-            if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", t):
+            if not re.match(WINDOW_TIME_PATTERN, t):
                 p.add(f"spec.window.{k}", f"{t!r} is not HH:MM")
         if times[0] == times[1] and "start" in raw:  # all day or never? neither is worth a window: say so
             p.add(
@@ -461,7 +463,8 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
             )
         window = Window(times[0], times[1], tz)
     concurrency = p.get(spec, "concurrency", "spec", dict, default={})
-    p.keys(concurrency, "spec.concurrency", ("maxJobsPerCatalog",))
+    p.keys(concurrency, "spec.concurrency", tuple(POLICY_SETTINGS["concurrency"]))
+    top = p.settings(spec, "spec", "spec")
     spark = _spark(spec, p)
     return MaintenancePolicySpec(
         ref,
@@ -476,14 +479,11 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         snapshot_expiry=expiry,
         file_cleanup=cleanup,
         window=window,
-        suspend=p.get(spec, "suspend", "spec", bool, default=False),
-        max_jobs_per_catalog=p.get(concurrency, "maxJobsPerCatalog", "spec.concurrency", int),
+        suspend=top["suspend"],
+        max_jobs_per_catalog=p.settings(concurrency, "spec.concurrency", "concurrency")["maxJobsPerCatalog"],
         spark=spark,
-        history_limit=_history_limit(spec, p),
+        history_limit=top["historyLimit"],
     )
-
-
-SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def _selector_expressions(raw: list[Any], p: _Problems) -> tuple[SelectorRequirement, ...]:
@@ -496,7 +496,9 @@ def _selector_expressions(raw: list[Any], p: _Problems) -> tuple[SelectorRequire
             continue
         p.keys(item, path, ("key", "operator", "values"))
         key = p.get(item, "key", path, str, required=True, default="")
-        operator = p.enum(item, "operator", path, SELECTOR_OPERATORS, "Exists")
+        operator = p.enum(item, "operator", path, SELECTOR_OPERATOR)
+        if operator is None:
+            p.add(f"{path}.operator", f"is required: one of {', '.join(SELECTOR_OPERATOR.values)}")
         values = p.get(item, "values", path, list, default=[])
         if operator in ("In", "NotIn") and not values:
             p.add(f"{path}.values", f"must not be empty for {operator}")
@@ -504,9 +506,6 @@ def _selector_expressions(raw: list[Any], p: _Problems) -> tuple[SelectorRequire
             p.add(f"{path}.values", f"must be empty for {operator}")
         out.append(SelectorRequirement(key, operator, tuple(str(v) for v in values)))
     return tuple(out)
-
-
-LAUNCHERS = ("SparkApplication", "Job", "Local")
 
 
 def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
@@ -528,7 +527,7 @@ def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
         return tuple(sorted((k, str(v)) for k, v in p.get(raw, key, "spec.spark", dict, default={}).items()))
 
     return SparkSettings(
-        launcher=p.enum(raw, "launcher", "spec.spark", LAUNCHERS, None) if "launcher" in raw else None,
+        launcher=p.enum(raw, "launcher", "spec.spark", LAUNCHER),
         image=p.get(raw, "image", "spec.spark", str),
         service_account=p.get(raw, "serviceAccount", "spec.spark", str),
         driver=pairs("driver"),
@@ -538,47 +537,34 @@ def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
     )
 
 
-def _history_limit(spec: Mapping[str, Any], p: _Problems) -> int:
-    limit = p.get(spec, "historyLimit", "spec", int, default=MaintenancePolicySpec.history_limit)
-    if limit < 0:
-        p.add("spec.historyLimit", f"{limit} is negative")
-    return limit
-
-
-def _duration(value: str | None, path: str, p: _Problems) -> None:
-    if value is None:
-        return
-    try:
-        parse_duration(value)
-    except SpecError as exc:
-        p.add(path, exc.problems[0])
-
-
 def _job(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str | None) -> JobSpec:
     p.keys(spec, "spec", ("catalogRef", "table", "operation", "params", "timeout", "retries", "spark", "cancel"))
-    operation = p.enum(spec, "operation", "spec", JOB_OPERATIONS, "compact")
+    operation = p.enum(spec, "operation", "spec", JOB_OPERATION)
+    if spec.get("operation") is None:
+        p.add("spec.operation", f"is required: one of {', '.join(JOB_OPERATION.values)}")
     table = p.get(spec, "table", "spec", str)
-    op = OPERATIONS[operation]
-    if op.table == "required" and not table:
-        p.add("spec.table", f"is required for {operation} (schema.table)")
-    if op.table == "none" and table:
-        p.add("spec.table", f"{operation} works on the whole catalog; remove the table")
     if table and "." not in table:
         p.add("spec.table", f"{table!r} is not schema.table")
     params = dict(p.get(spec, "params", "spec", dict, default={}))
-    try:
-        job_keywords(operation, params, "spec.params")
-    except SpecError as exc:
-        p.items.extend(exc.problems)
+    if operation is not None:  # else it is reported above
+        op = OPERATIONS[operation]
+        if op.table == "required" and not table:
+            p.add("spec.table", f"is required for {operation} (schema.table)")
+        if op.table == "none" and table:
+            p.add("spec.table", f"{operation} works on the whole catalog; remove the table")
+        try:
+            job_keywords(operation, params, "spec.params")
+        except SpecError as exc:
+            p.items.extend(exc.problems)
     timeout = p.get(spec, "timeout", "spec", (int, str))
     return JobSpec(
         ref,
         _catalog_ref(spec, p),
         table,
-        operation,
+        operation or "",
         params,
         _seconds(timeout, p) if timeout is not None else None,
-        p.get(spec, "retries", "spec", int, default=0),
+        p.setting(spec, "retries", "spec", JOB_SETTINGS["retries"]),
         spark=_spark(spec, p),
         cancel=p.get(spec, "cancel", "spec", bool, default=False),
     )

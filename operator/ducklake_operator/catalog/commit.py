@@ -48,7 +48,7 @@ from .write import CommitContext, finish_commit, write_change
 
 log = logging.getLogger(__name__)
 
-DEFAULT_AUTHOR = "ducklake-operator"
+DEFAULT_AUTHOR = "ducklake-operator"  # ducklake_snapshot_changes.author of the operator's and its jobs' commits
 MAX_ATTEMPTS = 10  # DuckDB's ducklake_max_retry_count
 # PostgreSQL SQLSTATEs that mean "another writer got there first": unique violation,
 # serialization failure, deadlock.

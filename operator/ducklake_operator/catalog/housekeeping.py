@@ -11,6 +11,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from ..model.maintenance_params import DRY_RUN
 from ..model.state import SnapshotRecord
 from .catalog import Catalog
 from .expire import ExpiryResult, expire_snapshots
@@ -25,7 +26,7 @@ def _transaction(catalog: Catalog, write: bool) -> Iterator[sa.Connection]:
 
 
 def expire(
-    catalog: Catalog, choose: Callable[[list[SnapshotRecord]], Sequence[int]], *, dry_run: bool = False
+    catalog: Catalog, choose: Callable[[list[SnapshotRecord]], Sequence[int]], *, dry_run: bool = DRY_RUN.default
 ) -> ExpiryResult:
     """Expire the snapshots ``choose`` picks from all of them, in the same transaction that
     read them; a dry run only says which."""

@@ -14,8 +14,29 @@ from typing import Any
 
 import yaml
 
+from ..model.durations import DURATION_PATTERN
 from ..model.job_params import params_help
-from ..model.spec import GROUP, JOB_OPERATIONS, TRANSFORMS, VERSION
+from ..model.maintenance_params import JOB_SETTINGS, POLICY_SETTINGS, Param
+from ..model.options import OPTIONS, SIZE_PATTERN
+from ..model.spec import (
+    DEFAULT_SCHEMA,
+    DEFAULT_TIMEZONE,
+    DELETION_POLICY,
+    EVOLUTION_MODE,
+    GROUP,
+    JOB_OPERATION,
+    LAUNCHER,
+    NULL_ORDER,
+    ON_DRIFT,
+    SORT_DIRECTION,
+    SSL_MODE,
+    TRANSFORM,
+    TYPE_CHANGES,
+    URL_STYLE,
+    VERSION,
+    WINDOW_TIME_PATTERN,
+    Choice,
+)
 from ..model.types import ALIASES, PRIMITIVES
 
 Schema = dict[str, Any]
@@ -24,14 +45,15 @@ Schema = dict[str, Any]
 def string(
     desc: str,
     *,
-    enum: tuple[str, ...] | None = None,
+    choice: Choice | None = None,
     pattern: str | None = None,
     default: str | None = None,
     min_length: int | None = None,
 ) -> Schema:
     s: Schema = {"type": "string", "description": desc}
-    if enum:
-        s["enum"] = list(enum)
+    if choice is not None:
+        s["enum"] = list(choice.values)
+        default = choice.default
     if pattern:
         s["pattern"] = pattern
     if default is not None:
@@ -87,6 +109,36 @@ def any_value(desc: str) -> Schema:
 
 def int_or_string(desc: str) -> Schema:
     return {"description": desc, "x-kubernetes-int-or-string": True}
+
+
+def _sentence(text: str) -> str:
+    return text[0].upper() + text[1:] + "."
+
+
+def case_insensitive(pattern: str) -> str:
+    """A pattern of ours (Python, compiled with re.I) for the API server (Go's RE2)."""
+    return "(?i)" + pattern
+
+
+def setting(param: Param) -> Schema:
+    """A maintenance setting from its one definition (``model/maintenance_params.py``)."""
+    desc = _sentence(param.describe())
+    if param.kind == "integer":
+        return integer(desc, minimum=param.minimum, maximum=param.maximum, default=param.default)  # type: ignore[arg-type]
+    if param.kind == "boolean":
+        return boolean(desc, param.default)
+    if param.kind == "size":  # an integer is bytes; a string must read as a size
+        return {**int_or_string(desc), "pattern": case_insensitive(SIZE_PATTERN)}
+    if param.kind == "duration":
+        return string(desc, pattern=case_insensitive(DURATION_PATTERN), default=param.default)
+    if param.kind == "fraction":
+        return {"type": "number", "description": desc, "minimum": param.minimum, "maximum": param.maximum}
+    raise AssertionError(f"{param.kind} settings are job params only")
+
+
+def settings(section: str) -> dict[str, Schema]:
+    """Every setting of a policy section."""
+    return {key: setting(param) for key, param in POLICY_SETTINGS[section].items()}
 
 
 def secret_ref(what: str) -> Schema:
@@ -156,7 +208,7 @@ def condition() -> Schema:
         "Standard Kubernetes condition.",
         {
             "type": string("Ready, Progressing, Blocked, Drifted, CatalogReachable, ..."),
-            "status": string("True, False or Unknown.", enum=("True", "False", "Unknown")),
+            "status": string("True, False or Unknown.", choice=Choice(("True", "False", "Unknown"))),
             "reason": string("One-word CamelCase reason."),
             "message": string("Human-readable details."),
             "observedGeneration": integer("Generation the condition was computed for."),
@@ -179,16 +231,18 @@ def status_common(extra: dict[str, Schema]) -> Schema:
     return obj("Observed state, written by the operator.", props)
 
 
-OPTIONS_DOC = (
-    "DuckLake options (ducklake_metadata): targetFileSize, parquetCompression, parquetCompressionLevel, "
-    "parquetRowGroupSize, parquetRowGroupSizeBytes, parquetVersion, dataInliningRowLimit, hiveFilePattern, "
-    "sortOnInsert, rewriteDeleteThreshold, autoCompact, perThreadOutput."
-)
+def options_doc(scope: str) -> str:
+    """The options that may be set at ``scope`` (``model/options.py``)."""
+    names = [manifest for manifest, _, scopes in OPTIONS.values() if scope in scopes]
+    return f"DuckLake options (ducklake_metadata) for this {'catalog' if scope == 'global' else scope}: " + (
+        ", ".join(names) + "."
+    )
+
+
 DELETION = string(
     "Retain (default): deleting the resource leaves the lake untouched. Delete: the object is dropped "
     "from the catalog in one snapshot.",
-    enum=("Retain", "Delete"),
-    default="Retain",
+    choice=DELETION_POLICY,
 )
 
 
@@ -210,7 +264,7 @@ def catalog_schema() -> Schema:
                             ),
                             "sslMode": string(
                                 "libpq sslmode.",
-                                enum=("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+                                choice=SSL_MODE,
                             ),
                             "credentialsSecretRef": secret_ref("database user and password"),
                         },
@@ -239,20 +293,19 @@ def catalog_schema() -> Schema:
                         {
                             "endpoint": string("Endpoint URL (for S3-compatible stores)."),
                             "region": string("Region."),
-                            "urlStyle": string("path or vhost.", enum=("path", "vhost")),
+                            "urlStyle": string("path or vhost.", choice=URL_STYLE),
                             "credentialsSecretRef": secret_ref("access key id (usernameKey) and secret (passwordKey)"),
                         },
                     )
                 },
             ),
-            "options": {**any_value(OPTIONS_DOC), "type": "object"},
+            "options": {**any_value(options_doc("global")), "type": "object"},
             "deletionPolicy": string(
                 "Retain (default): deleting the resource leaves the lake untouched. Delete: once no "
                 "DuckLakeSchema or DuckLakeTable uses the catalog, every file it refers to is deleted and "
                 "its metadata tables are dropped (files no row refers to are left: run deleteOrphanFiles "
                 "first).",
-                enum=("Retain", "Delete"),
-                default="Retain",
+                choice=DELETION_POLICY,
             ),
         },
         required=("metadata", "dataPath"),
@@ -328,7 +381,7 @@ def table_schema() -> Schema:
         "Desired state of a DuckLake table; the operator plans and applies the difference as one snapshot.",
         {
             "catalogRef": catalog_ref(),
-            "schema": string("Schema of the table.", default="main", pattern=NAME_PATTERN),
+            "schema": string("Schema of the table.", default=DEFAULT_SCHEMA, pattern=NAME_PATTERN),
             "name": string("Table name in the catalog.", pattern=NAME_PATTERN),
             "renamedFrom": array("Earlier names of the table: declares a rename.", string("An earlier name.")),
             "comment": string("Table comment (DuckDB COMMENT ON TABLE)."),
@@ -345,8 +398,7 @@ def table_schema() -> Schema:
                         "column": string("Column name.", min_length=1),
                         "transform": string(
                             "identity, or year/month/day/hour of a date or timestamp.",
-                            enum=TRANSFORMS,
-                            default="identity",
+                            choice=TRANSFORM,
                         ),
                     },
                     required=("column",),
@@ -358,13 +410,13 @@ def table_schema() -> Schema:
                     "A sort key.",
                     {
                         "column": string("Column name.", min_length=1),
-                        "direction": string("asc or desc.", enum=("asc", "desc"), default="asc"),
-                        "nulls": string("first or last.", enum=("first", "last"), default="last"),
+                        "direction": string("asc or desc.", choice=SORT_DIRECTION),
+                        "nulls": string("first or last.", choice=NULL_ORDER),
                     },
                     required=("column",),
                 ),
             ),
-            "options": {**any_value("Table-scoped " + OPTIONS_DOC), "type": "object"},
+            "options": {**any_value(options_doc("table")), "type": "object"},
             "evolution": obj(
                 "What the operator may change.",
                 {
@@ -373,18 +425,15 @@ def table_schema() -> Schema:
                     ),
                     "typeChanges": string(
                         "promote: only lossless promotions (metadata only). rewrite: other casts by rewriting the data.",
-                        enum=("promote", "rewrite"),
-                        default="promote",
+                        choice=TYPE_CHANGES,
                     ),
                     "mode": string(
                         "declared: the manifest is the whole truth. auto: columns added by ingestion are kept.",
-                        enum=("declared", "auto"),
-                        default="declared",
+                        choice=EVOLUTION_MODE,
                     ),
                     "onDrift": string(
                         "report or revert changes made outside the operator (checked on a timer).",
-                        enum=("report", "revert"),
-                        default="report",
+                        choice=ON_DRIFT,
                     ),
                     "approvedPlan": string(
                         "Hash of a blocked plan (status.pendingPlan.hash) to apply it anyway; void once the plan changes.",
@@ -439,58 +488,35 @@ def policy_schema() -> Schema:
             "catalogRef": catalog_ref(),
             "tableSelector": {**any_value("Label selector over DuckLakeTables."), "type": "object"},
             "tables": array("Tables by name (schema.table).", string("schema.table")),
-            "compaction": obj(
-                "Merge small files.",
-                {
-                    "schedule": schedule,
-                    "targetFileSize": int_or_string("Target size, e.g. 512MB."),
-                    "minInputFiles": integer("Minimum files to merge.", minimum=2),
-                    "smallFileThreshold": int_or_string("Files below this size are small."),
-                    "sort": boolean("Write in the table's sort order."),
-                    "whenSmallFilesAbove": integer("Also run when a table has more small files.", minimum=1),
-                },
-            ),
+            "compaction": obj("Merge small files.", {"schedule": schedule, **settings("compaction")}),
             "deleteRewrite": obj(
-                "Rewrite files whose rows are mostly deleted.",
-                {
-                    "schedule": schedule,
-                    "deleteRatioThreshold": {
-                        "type": "number",
-                        "description": "Deleted fraction that triggers a rewrite.",
-                        "minimum": 0,
-                        "maximum": 1,
-                    },
-                },
+                "Rewrite files whose rows are mostly deleted.", {"schedule": schedule, **settings("deleteRewrite")}
             ),
-            "inlinedDataFlush": obj("Move inlined rows into Parquet.", {"schedule": schedule}),
-            "partitionRewrite": obj("Rewrite files written under older partition specs.", {"schedule": schedule}),
+            "inlinedDataFlush": obj(
+                "Move inlined rows into Parquet.", {"schedule": schedule, **settings("inlinedDataFlush")}
+            ),
+            "partitionRewrite": obj(
+                "Rewrite files written under older partition specs.",
+                {"schedule": schedule, **settings("partitionRewrite")},
+            ),
             "snapshotExpiry": obj(
-                "Catalog-wide: expire old snapshots.",
-                {
-                    "schedule": schedule,
-                    "olderThan": string("e.g. 7d."),
-                    "retainLast": integer("Always keep this many.", minimum=1),
-                },
+                "Catalog-wide: expire old snapshots (give olderThan and/or retainLast).",
+                {"schedule": schedule, **settings("snapshotExpiry")},
+                rules=[("has(self.olderThan) || has(self.retainLast)", "needs olderThan and/or retainLast")],
             ),
             "fileCleanup": obj(
-                "Catalog-wide: delete files no longer referenced.",
-                {
-                    "schedule": schedule,
-                    "olderThan": string("Grace period, default 3d.", default="3d"),
-                    "orphanFiles": boolean("Also delete orphan files.", False),
-                    "dryRun": boolean("Only list what would be deleted.", False),
-                },
+                "Catalog-wide: delete files no longer referenced.", {"schedule": schedule, **settings("fileCleanup")}
             ),
             "window": obj(
                 "No run starts outside this window.",
                 {
-                    "start": string("HH:MM.", pattern=r"^\d{2}:\d{2}$"),
-                    "end": string("HH:MM.", pattern=r"^\d{2}:\d{2}$"),
-                    "timezone": string("IANA time zone.", default="UTC"),
+                    "start": string("HH:MM.", pattern=WINDOW_TIME_PATTERN),
+                    "end": string("HH:MM.", pattern=WINDOW_TIME_PATTERN),
+                    "timezone": string("IANA time zone.", default=DEFAULT_TIMEZONE),
                 },
             ),
-            "suspend": boolean("Pause all runs.", False),
-            "concurrency": obj("Limits.", {"maxJobsPerCatalog": integer("Concurrent jobs per catalog.", minimum=1)}),
+            **settings("spec"),
+            "concurrency": obj("Limits.", settings("concurrency")),
             "spark": spark_settings("How this policy's runs run (a job's own spark block overrides it)."),
         },
         required=("catalogRef",),
@@ -504,13 +530,11 @@ def policy_schema() -> Schema:
 
 def _params_description() -> str:
     """The parameters of each operation, from their one definition (checked at apply time)."""
-    return "\n".join(
-        ["Operation parameters (checked by the operator, with the field path of each problem):"]
-        + [
-            f"{name}: " + ("; ".join(f"{key} ({text})" for key, text in params) or "none") + "."
-            for name, params in params_help()
-        ]
-    )
+    lines = ["Operation parameters (checked by the operator, with the field path of each problem):"]
+    for name, params in params_help():
+        lines.append(f"{name}:" + ("" if params else " none."))
+        lines += [f"- {key}: {text}." for key, text in params]
+    return "\n".join(lines)
 
 
 def spark_settings(desc: str) -> Schema:
@@ -522,7 +546,7 @@ def spark_settings(desc: str) -> Schema:
                 "Local (a child process of the operator), Job (a batch/v1 Job running spark-submit in client mode) "
                 "or SparkApplication (the Kubeflow Spark Operator). Default: the operator's (chart value "
                 "jobs.launcher).",
-                enum=("SparkApplication", "Job", "Local"),
+                choice=LAUNCHER,
             ),
             "image": string("Image with the job program and PySpark; default: the operator's own image."),
             "serviceAccount": string("Service account of the driver (and executors)."),
@@ -536,10 +560,13 @@ def spark_settings(desc: str) -> Schema:
                 },
             ),
             "conf": string_map("Extra Spark configuration."),
-            "inProcessBelow": int_or_string(
-                "Run in-process, without starting Spark, when the planned input is smaller than this (e.g. 64MB); "
-                "off when unset."
-            ),
+            "inProcessBelow": {
+                **int_or_string(
+                    "Run in-process, without starting Spark, when the planned input is smaller than this (e.g. "
+                    "64MB); off when unset."
+                ),
+                "pattern": case_insensitive(SIZE_PATTERN),
+            },
         },
     )
 
@@ -557,10 +584,13 @@ def job_schema() -> Schema:
         {
             "catalogRef": catalog_ref(),
             "table": string("schema.table (not for catalog-wide operations).", pattern=r"^[^.]+\..+$"),
-            "operation": string("What to run.", enum=JOB_OPERATIONS),
+            "operation": string("What to run.", choice=JOB_OPERATION),
             "params": {**any_value(_params_description()), "type": "object"},
-            "timeout": int_or_string("Deadline, seconds or e.g. 30m."),
-            "retries": integer("Retries after a failure that committed nothing.", minimum=0, default=0),
+            "timeout": {
+                **int_or_string("Deadline: seconds, or a duration such as 30m."),
+                "pattern": case_insensitive(DURATION_PATTERN),
+            },
+            "retries": setting(JOB_SETTINGS["retries"]),
             "spark": spark_settings("How this run runs; overrides its policy's spark block."),
             "cancel": boolean("Set true to cancel the run (deleting the DuckLakeJob cancels it too).", False),
         },
@@ -574,7 +604,7 @@ def job_schema() -> Schema:
         {
             "state": string(
                 "Pending, Running, Succeeded, Failed or Cancelled.",
-                enum=("Pending", "Running", "Succeeded", "Failed", "Cancelled"),
+                choice=Choice(("Pending", "Running", "Succeeded", "Failed", "Cancelled")),
             ),
             "progress": string("Human-readable progress."),
             "attempts": integer("Attempts so far."),

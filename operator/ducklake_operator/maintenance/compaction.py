@@ -23,18 +23,19 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..model.maintenance_params import APPLY_DELETES, MIN_INPUT_FILES, TARGET_FILE_SIZE
 from ..model.state import DataFile, TableState
-
-DEFAULT_TARGET_FILE_SIZE = 1 << 29  # 512 MiB, DuckDB's DEFAULT_TARGET_FILE_SIZE
 
 
 @dataclass(frozen=True)
 class CompactionOptions:
-    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    """The ``compact`` parameters (``model.maintenance_params``), defaulted as there."""
+
+    target_file_size: int = TARGET_FILE_SIZE.fallback
     small_file_threshold: int | None = None  # files at or above it are left alone; default: target
-    min_input_files: int = 2
+    min_input_files: int = MIN_INPUT_FILES.default
     max_groups: int | None = None
-    apply_deletes: bool = False  # DuckDB's merge leaves files with deletes alone
+    apply_deletes: bool = APPLY_DELETES.default  # False: DuckDB's merge, which leaves files with deletes alone
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..model.maintenance_params import DELETE_THRESHOLD
 from ..model.state import DataFile, TableState
 from .compaction import schema_version_at
-
-DEFAULT_DELETE_THRESHOLD = 0.95  # DuckDB's default when the rewrite_delete_threshold option is unset
 
 
 @dataclass(frozen=True)
@@ -52,13 +51,12 @@ def plan_delete_rewrite(
     table: TableState,
     base_snapshot: int,
     schema_versions: list[tuple[int, int]],
-    threshold: float = DEFAULT_DELETE_THRESHOLD,
+    threshold: float = DELETE_THRESHOLD.fallback,
     *,
     inlined_deletions: Mapping[int, int] | None = None,
 ) -> DeleteRewritePlan:
     """``inlined_deletions``: data file id -> number of its inlined file deletions."""
-    if not 0 <= threshold <= 1:
-        raise ValueError(f"delete threshold {threshold} is not a fraction between 0 and 1")
+    threshold = DELETE_THRESHOLD.parse(threshold)  # ValueError outside its bounds
     inlined = inlined_deletions or {}
     delete_file = {d.data_file_id: d for d in table.delete_files if d.end_snapshot is None}
     versions = sorted(schema_versions)

@@ -20,15 +20,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..model.job_params import job_keywords
+from ..model.maintenance_params import APPLY_DELETES, DELETE_THRESHOLD, TARGET_FILE_SIZE
 from ..model.spec import MaintenancePolicySpec, Schedule
 from ..model.state import TableState
-from .compaction import DEFAULT_TARGET_FILE_SIZE, CompactionOptions
-from .delete_rewrite import DEFAULT_DELETE_THRESHOLD
-
-# Policy runs merge files that have deletes too (their deletes applied or carried over), as
-# `ducklake run-job compact` does by default; said explicitly so that the small-file trigger
-# counts exactly the files the run will merge.
-POLICY_APPLY_DELETES = True
+from .compaction import CompactionOptions
 
 
 @dataclass(frozen=True)
@@ -77,21 +72,18 @@ def table_params(policy: MaintenancePolicySpec, table: MaintainedTable) -> dict[
     have ``{}``; ``repartition`` too, it takes none yet)."""
     out: dict[str, dict[str, Any]] = {op: {} for op in table_schedules(policy)}
     if (c := policy.compaction) is not None:
-        configured = table.option("target_file_size")
-        target = c.target_file_size or (int(configured) if configured else DEFAULT_TARGET_FILE_SIZE)
+        target = TARGET_FILE_SIZE.resolve(c.target_file_size, table.option)
         out["compact"] = {
             "targetFileSize": target,
             "smallFileThreshold": c.small_file_threshold or target,  # the planner's own default
             "minInputFiles": c.min_input_files,
             "sort": c.sort,
-            "applyDeletes": POLICY_APPLY_DELETES,
+            # said explicitly (the job's default), so that the small-file trigger counts
+            # exactly the files the run will merge
+            "applyDeletes": APPLY_DELETES.default,
         }
     if (d := policy.delete_rewrite) is not None:
-        configured = table.option("rewrite_delete_threshold")
-        threshold = d.delete_ratio_threshold
-        if threshold is None:
-            threshold = float(configured) if configured else DEFAULT_DELETE_THRESHOLD
-        out["rewriteDeletes"] = {"deleteThreshold": threshold}
+        out["rewriteDeletes"] = {"deleteThreshold": DELETE_THRESHOLD.resolve(d.delete_ratio_threshold, table.option)}
     return out
 
 
@@ -104,7 +96,7 @@ def catalog_params(policy: MaintenancePolicySpec) -> dict[str, dict[str, Any]]:
             **({"retainLast": e.retain_last} if e.retain_last is not None else {}),
         }
     if (f := policy.file_cleanup) is not None:
-        cleanup = {"olderThan": f.older_than, "dryRun": f.dry_run}  # olderThan defaults to 3d in the spec
+        cleanup = {"olderThan": f.older_than, "dryRun": f.dry_run}  # the spec defaults olderThan
         out["cleanupFiles"] = cleanup
         if f.orphan_files:
             out["deleteOrphanFiles"] = dict(cleanup)

@@ -21,9 +21,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from ..model.spec import Window
+from ..model.spec import DEFAULT_TIMEZONE, Window
 
-DEFAULT_TIMEZONE = "UTC"  # schedules without a window are read in UTC
 _SEARCH_DAYS = 370  # a window is open on some day of any year (a DST gap removes at most a day)
 
 

@@ -7,7 +7,9 @@ from datetime import timedelta
 
 from ..errors import SpecError
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w|seconds?|minutes?|hours?|days?|weeks?)\s*$", re.I)
+# Also the CRDs' pattern (Go's RE2 reads it), with case-insensitivity added there.
+DURATION_PATTERN = r"^\s*(\d+)\s*(s|m|h|d|w|seconds?|minutes?|hours?|days?|weeks?)\s*$"
+_DURATION = re.compile(DURATION_PATTERN, re.I)
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 

@@ -31,7 +31,10 @@ OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
 }
 BY_MANIFEST_KEY = {manifest: key for key, (manifest, _, _) in OPTIONS.items()}
 COMPRESSIONS = ("uncompressed", "snappy", "gzip", "zstd", "brotli", "lz4", "lz4_raw")
+# DuckDB's values for options that are not set (at any scope).
 DEFAULT_INLINING_ROW_LIMIT = 10
+DEFAULT_TARGET_FILE_SIZE = 1 << 29  # 512 MiB, DuckDB's DEFAULT_TARGET_FILE_SIZE
+DEFAULT_REWRITE_DELETE_THRESHOLD = 0.95
 _UNITS = {
     "": 1,
     "b": 1,
@@ -44,6 +47,9 @@ _UNITS = {
     "gib": 2**30,
     "tib": 2**40,
 }
+# A size as DuckDB reads one ('512MB', '1 GiB', '100'): also the CRDs' pattern (Go's RE2 reads it).
+SIZE_PATTERN = r"^\s*\d+(\.\d+)?\s*(" + "|".join(u for u in _UNITS if u) + r")?\s*$"
+_SIZE = re.compile(SIZE_PATTERN, re.I)
 _INTERVAL = re.compile(
     r"^\s*\d+\s*(second|minute|hour|day|week|month|year)s?(\s+\d+\s*(second|minute|hour|day|week|month|year)s?)*\s*$",
     re.I,
@@ -113,7 +119,17 @@ def parse_size(value: object) -> int:
         if value < 0:
             raise ValueError(f"{value!r} is negative")
         return value
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(value))
-    if not m or m.group(2).lower() not in _UNITS:
+    text = str(value)
+    if not _SIZE.match(text):
         raise ValueError(f"{value!r} is not a size like 512MB or 1GiB")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    number, unit = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", text).groups()  # type: ignore[union-attr]
+    return int(float(number) * _UNITS[unit.lower()])
+
+
+def render_size(size: int) -> str:
+    """The shortest exact spelling of a size in bytes (``1 << 29`` -> ``512MiB``)."""
+    for unit in ("tib", "tb", "gib", "gb", "mib", "mb", "kib", "kb"):
+        factor = _UNITS[unit]
+        if size >= factor and size % factor == 0:
+            return f"{size // factor}{unit[0].upper()}{unit[1:-1]}{unit[-1].upper()}"
+    return f"{size}B"

@@ -9,24 +9,50 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .job_params import OPERATIONS
+from .maintenance_params import (
+    CLEANUP_GRACE,
+    DRY_RUN,
+    HISTORY_LIMIT,
+    MIN_INPUT_FILES,
+    ORPHAN_FILES,
+    RETRIES,
+    SORT,
+    SUSPEND,
+)
 from .types import Field
 
 GROUP = "ducklake.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KINDS = ("DuckLakeCatalog", "DuckLakeSchema", "DuckLakeTable", "DuckLakeMaintenancePolicy", "DuckLakeJob")
-TRANSFORMS = ("identity", "year", "month", "day", "hour")
-JOB_OPERATIONS = (
-    "compact",
-    "rewriteDeletes",
-    "flushInlinedData",
-    "expireSnapshots",
-    "cleanupFiles",
-    "deleteOrphanFiles",
-    "repartition",
-    "rewriteColumnType",
-    "ingest",
-)
+JOB_OPERATIONS = tuple(OPERATIONS)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A field that takes one of a few words: the loader checks it, the CRD lists it as an enum."""
+
+    values: tuple[str, ...]
+    default: str | None = None  # None: the field may be absent (and means something else then)
+
+
+TRANSFORM = Choice(("identity", "year", "month", "day", "hour"), "identity")
+TRANSFORMS = TRANSFORM.values
+DELETION_POLICY = Choice(("Retain", "Delete"), "Retain")
+SORT_DIRECTION = Choice(("asc", "desc"), "asc")
+NULL_ORDER = Choice(("first", "last"), "last")
+TYPE_CHANGES = Choice(("promote", "rewrite"), "promote")
+EVOLUTION_MODE = Choice(("declared", "auto"), "declared")
+ON_DRIFT = Choice(("report", "revert"), "report")
+SSL_MODE = Choice(("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
+URL_STYLE = Choice(("path", "vhost"))
+LAUNCHER = Choice(("SparkApplication", "Job", "Local"))  # unset: the next level's (run_settings)
+SELECTOR_OPERATOR = Choice(("In", "NotIn", "Exists", "DoesNotExist"))
+JOB_OPERATION = Choice(JOB_OPERATIONS)
+DEFAULT_TIMEZONE = "UTC"  # a policy's window, and schedules without a window, are read in it
+WINDOW_TIME_PATTERN = r"^([01]\d|2[0-3]):[0-5]\d$"  # HH:MM, 00:00 to 23:59
+DEFAULT_SCHEMA = "main"  # a table's schema when its manifest names none (DuckDB's default schema)
 
 
 @dataclass(frozen=True)
@@ -82,7 +108,7 @@ class CatalogSpec:
     data_path: str
     options: tuple[tuple[str, str], ...] = ()  # catalog keys, normalised values
     s3: S3Spec | None = None
-    deletion_policy: str = "Retain"
+    deletion_policy: str = DELETION_POLICY.default
 
 
 @dataclass(frozen=True)
@@ -91,28 +117,28 @@ class SchemaSpec:
     catalog: str
     name: str
     tags: tuple[tuple[str, str], ...] = ()  # 'comment' included
-    deletion_policy: str = "Retain"
+    deletion_policy: str = DELETION_POLICY.default
 
 
 @dataclass(frozen=True)
 class PartitionKey:
     column: str
-    transform: str = "identity"
+    transform: str = TRANSFORM.default
 
 
 @dataclass(frozen=True)
 class SortKey:
     column: str
-    direction: str = "asc"
-    nulls: str = "last"
+    direction: str = SORT_DIRECTION.default
+    nulls: str = NULL_ORDER.default
 
 
 @dataclass(frozen=True)
 class EvolutionPolicy:
     allow_drop_columns: bool = False
-    type_changes: str = "promote"  # promote | rewrite
-    mode: str = "declared"  # declared | auto
-    on_drift: str = "report"  # report | revert
+    type_changes: str = TYPE_CHANGES.default
+    mode: str = EVOLUTION_MODE.default
+    on_drift: str = ON_DRIFT.default
     approved_plan: str | None = None
 
 
@@ -128,7 +154,7 @@ class TableSpec:
     sort_by: tuple[SortKey, ...] = ()
     options: tuple[tuple[str, str], ...] = ()
     evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
-    deletion_policy: str = "Retain"
+    deletion_policy: str = DELETION_POLICY.default
     renamed_from: tuple[str, ...] = ()  # earlier names of the table
 
     @property
@@ -146,9 +172,9 @@ class Schedule:
 class CompactionSettings:
     schedule: Schedule
     target_file_size: int | None = None  # bytes; None: the table's option (or DuckDB's 512 MiB)
-    min_input_files: int = 2
+    min_input_files: int = MIN_INPUT_FILES.default
     small_file_threshold: int | None = None
-    sort: bool = True
+    sort: bool = SORT.default
 
 
 @dataclass(frozen=True)
@@ -167,16 +193,16 @@ class ExpirySettings:
 @dataclass(frozen=True)
 class CleanupSettings:
     schedule: Schedule
-    older_than: str = "3d"
-    orphan_files: bool = False
-    dry_run: bool = False
+    older_than: str = CLEANUP_GRACE
+    orphan_files: bool = ORPHAN_FILES.default
+    dry_run: bool = DRY_RUN.default
 
 
 @dataclass(frozen=True)
 class Window:
     start: str  # HH:MM
     end: str
-    timezone: str = "UTC"
+    timezone: str = DEFAULT_TIMEZONE
 
 
 @dataclass(frozen=True)
@@ -184,7 +210,7 @@ class SparkSettings:
     """How runs run. Unset fields (None, empty) take the next level's: a job's over its
     policy's over the operator's defaults (``controller/run_settings.py``)."""
 
-    launcher: str | None = None  # SparkApplication | Job | Local
+    launcher: str | None = None  # one of LAUNCHER
     image: str | None = None
     service_account: str | None = None
     driver: tuple[tuple[str, str], ...] = ()
@@ -216,10 +242,10 @@ class MaintenancePolicySpec:
     snapshot_expiry: ExpirySettings | None = None  # catalog-wide
     file_cleanup: CleanupSettings | None = None  # catalog-wide
     window: Window | None = None
-    suspend: bool = False
+    suspend: bool = SUSPEND.default
     max_jobs_per_catalog: int | None = None
     spark: SparkSettings | None = None
-    history_limit: int = 3  # finished runs kept per table and operation (as a CronJob's successfulJobsHistoryLimit)
+    history_limit: int = HISTORY_LIMIT.default  # as a CronJob's successfulJobsHistoryLimit
 
 
 @dataclass(frozen=True)
@@ -230,7 +256,7 @@ class JobSpec:
     operation: str
     params: dict  # type: ignore[type-arg]
     timeout_seconds: int | None = None
-    retries: int = 0
+    retries: int = RETRIES.default
     spark: SparkSettings | None = None
     cancel: bool = False
 
