@@ -30,9 +30,10 @@ from ducklake_operator.model.state import TableState
 
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import planned_inputs, read_inputs
+from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
-from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
+from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
 
 
 def compaction_options(state: Any, table: TableState, **overrides: Any) -> CompactionOptions:
@@ -52,6 +53,7 @@ def compact(
     dry_run: bool = DRY_RUN.default,
     runner: Runner = run_in_process,
     sort: bool = SORT.default,
+    run: JobRun = PLAIN_RUN,
     **overrides: Any,
 ) -> dict[str, Any]:
     """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups,
@@ -83,8 +85,13 @@ def compact(
     )
     if dry_run or not plan.groups:  # a dry run shows the file groups it would write
         return report.done(
-            filesWritten=0, committedSnapshot=None, **({"plan": plan.to_json()["groups"]} if dry_run else {})
+            filesWritten=0,
+            committedSnapshot=None,
+            ranOn=ran_on(run_in_process),
+            **({"plan": plan.to_json()["groups"]} if dry_run else {}),
         )
+    runner = run.runner_for(runner, report.fields["bytesRead"])
+    report.fields["ranOn"] = ran_on(runner)
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
@@ -94,7 +101,7 @@ def compact(
     tasks = []
     for g in plan.groups:
         first = files[g.files[0]]
-        output = new_file_beside(first.path, first.path_is_relative)
+        output = new_file_beside(first.path, first.path_is_relative, marker=run.file_marker)
         tasks.append(
             RewriteTask(
                 sources=tuple(
@@ -115,25 +122,31 @@ def compact(
         )
     outputs, commit = produce_and_commit(
         lambda: [task.output for task in tasks] + [task.output_deletes for task in tasks],
-        lambda: runner(rewrite_files, tasks),
+        lambda: run.run_file_groups(runner, rewrite_files, tasks),
         lambda outs: catalog.commit(
             [merge_change(t, plan.groups, outs, paths, base, inlined_deletes)],
             author=author,
             base_snapshot=plan.base_snapshot,
             message=f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
+            extra_info=run.extra_info(report.done(**written(outs, order_by))),
             before_commit=lambda: fault_point("in_commit"),  # the transaction is open, nothing is visible yet
         ),
+        committing=lambda: run.committing(len(tasks)),
     )
-    written = [o.written for o in outputs if o.written]
-    return report.done(
-        filesWritten=len(written),
-        bytesWritten=sum(w.file_size_bytes for w in written),
-        rowsWritten=sum(w.record_count for w in written),
-        deletedRowsDropped=sum(o.rows_read - (o.written.record_count if o.written else 0) for o in outputs),
-        deleteFilesWritten=sum(1 for o in outputs if o.delete_file),
-        sorted=all(o.sorted for o in outputs) if order_by else None,
-        committedSnapshot=commit.snapshot_id,
-    )
+    return report.done(**written(outputs, order_by), committedSnapshot=commit.snapshot_id)
+
+
+def written(outputs: list[RewriteOutput], order_by: str) -> dict[str, Any]:
+    """The report's account of what the file groups wrote."""
+    files = [o.written for o in outputs if o.written]
+    return {
+        "filesWritten": len(files),
+        "bytesWritten": sum(w.file_size_bytes for w in files),
+        "rowsWritten": sum(w.record_count for w in files),
+        "deletedRowsDropped": sum(o.rows_read - (o.written.record_count if o.written else 0) for o in outputs),
+        "deleteFilesWritten": sum(1 for o in outputs if o.delete_file),
+        "sorted": all(o.sorted for o in outputs) if order_by else None,
+    }
 
 
 def merge_change(

@@ -46,6 +46,7 @@ from ducklake_operator.model.state import CatalogState, ColumnState, PartitionSp
 
 from .inlined_rows import register_decoded
 from .inputs import refuse_encrypted
+from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import (
     HIDDEN_FIELD_IDS,
@@ -61,7 +62,7 @@ from .parquet_writer import (
     write_delete_file,
     write_parquet,
 )
-from .runtime import Report, fault_point, produce_and_commit
+from .runtime import Report, fault_point, produce_and_commit, ran_on, run_in_process
 
 
 @dataclass
@@ -75,6 +76,7 @@ class FlushWork:
     replaced: dict[int, int] = field(default_factory=dict)  # data file id -> its delete file, merged into the new one
     planned: list[str] = field(default_factory=list)  # every output path, recorded before it is written
     type_names: dict[int, str] = field(default_factory=dict)  # column id -> type, of the layouts flushed
+    marker: str = ""  # in the names of the files written (the run's, ``model.job_marker``)
 
     def output(self, paths: TablePaths, relative: str) -> str:
         full = paths.full(relative, True)
@@ -102,9 +104,10 @@ def flush_inlined_data(
     *,
     author: str = DEFAULT_AUTHOR,
     dry_run: bool = DRY_RUN.default,
+    run: JobRun = PLAIN_RUN,
 ) -> dict[str, Any]:
     """Flush one table, or every table of the catalog (or of ``schema``) whose
-    ``auto_compact`` option is not false."""
+    ``auto_compact`` option is not false. The driver does the work (no Spark tasks)."""
     state = catalog.state(table_names=[(schema, table)] if schema and table else None)
     refuse_encrypted(state)
     if table is not None:
@@ -119,10 +122,15 @@ def flush_inlined_data(
             if (schema is None or t.schema_name == schema)
             and (option(state, t, "auto_compact") or "true").lower() != "false"
         ]
-    report = Report("flushInlinedData", baseSnapshot=state.snapshot.snapshot_id, dryRun=dry_run)
+    report = Report(
+        "flushInlinedData", baseSnapshot=state.snapshot.snapshot_id, dryRun=dry_run, ranOn=ran_on(run_in_process)
+    )
     results = [
         r
-        for r in (_flush_table(catalog, state, t, author, dry_run) for t in sorted(targets, key=lambda t: t.table_id))
+        for r in (
+            _flush_table(catalog, state, t, author, dry_run, run, report)
+            for t in sorted(targets, key=lambda t: t.table_id)
+        )
         if r
     ]
     return report.done(
@@ -136,10 +144,10 @@ def flush_inlined_data(
 
 
 def _flush_table(
-    catalog: Catalog, state: CatalogState, t: TableState, author: str, dry_run: bool
+    catalog: Catalog, state: CatalogState, t: TableState, author: str, dry_run: bool, run: JobRun, report: Report
 ) -> dict[str, Any] | None:
     base = state.snapshot.snapshot_id
-    work = FlushWork(t, base)
+    work = FlushWork(t, base, marker=run.file_marker)
     inlined = read_inlined_data(catalog, t, base)
     work.inlined = {rows.table_name: (len(rows.rows), rows.deleted) for rows in inlined.batches}
     work.deletions = inlined.deletions
@@ -177,18 +185,19 @@ def _flush_table(
             author=author,
             base_snapshot=base,
             message=f"flushInlinedData {t.qualified_name}",
+            extra_info=run.extra_info(report.done(**summary, **_written(w))),  # this table's part of the report
             before_commit=lambda: fault_point("in_commit"),
         ),
+        committing=run.committing,
     )
-    written = [f.file_size_bytes for f in work.files] + [
+    return {**summary, **_written(work), "committedSnapshot": commit.snapshot_id}
+
+
+def _written(work: FlushWork) -> dict[str, int]:
+    sizes = [f.file_size_bytes for f in work.files] + [
         d.file_size_bytes for d in [f.delete_file for f in work.files] + [m for _, m in work.merged] if d
     ]
-    return {
-        **summary,
-        "filesWritten": len(written),
-        "bytesWritten": sum(written),
-        "committedSnapshot": commit.snapshot_id,
-    }
+    return {"filesWritten": len(sizes), "bytesWritten": sum(sizes)}
 
 
 def _load_ducklake_functions(con: Any) -> None:
@@ -241,7 +250,7 @@ def _write_rows(
     for row_id_start, first, last, *values in groups:
         where = " AND ".join(f"{c} IS NOT DISTINCT FROM ?" for c in part_cols) or "true"
         directory = hive_directory(names, tuple(values)) if names else ""
-        relative = new_file_name(directory)
+        relative = new_file_name(directory, marker=work.marker)
         full = work.output(paths, relative)
         written = write_parquet(
             con,
@@ -258,7 +267,7 @@ def _write_rows(
         deleted = [(int(p), int(s)) for p, s in deletes]
         delete_file = None
         if deleted:
-            delete_path = new_file_name(directory, "-delete")
+            delete_path = new_file_name(directory, "-delete", work.marker)
             written_deletes = _write_delete_file(con, full, deleted, work.output(paths, delete_path), scratch)
             delete_file = _delete_file_row(delete_path, written_deletes, [s for _, s in deleted], merged=False)
         work.files.append(
@@ -302,7 +311,7 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
                 read_delete_file(storage.fetch(paths.full(old.path, old.path_is_relative), scratch), old.begin_snapshot)
             )
         merged = sorted(positions.items())
-        relative = new_file_beside(f.path, f.path_is_relative, "-delete")
+        relative = new_file_beside(f.path, f.path_is_relative, "-delete", work.marker)
         written = _write_delete_file(
             con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch
         )

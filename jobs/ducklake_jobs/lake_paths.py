@@ -29,16 +29,17 @@ def table_paths(state: CatalogState, table: TableState) -> TablePaths:
     )
 
 
-def new_file_name(directory: str = "", suffix: str = "") -> str:
-    """``ducklake-<uuidv7>[-delete].parquet``, in ``directory`` (relative, e.g. a hive directory)."""
-    name = f"ducklake-{uuid7()}{suffix}.parquet"
+def new_file_name(directory: str = "", suffix: str = "", marker: str = "") -> str:
+    """``ducklake-<uuidv7>[-<marker>][-delete].parquet``, in ``directory`` (relative, e.g. a
+    hive directory); ``marker``: the run's (``model.job_marker``), which DuckDB ignores."""
+    name = f"ducklake-{uuid7()}{'-' + marker if marker else ''}{suffix}.parquet"
     return posixpath.join(directory, name) if directory else name
 
 
-def new_file_beside(path: str, is_relative: bool, suffix: str = "") -> str:
+def new_file_beside(path: str, is_relative: bool, suffix: str = "", marker: str = "") -> str:
     """A new file name (relative to the table directory) in the same hive directory as the
     file at ``path``, as DuckDB places compaction output and delete files."""
-    return new_file_name(path.rsplit("/", 1)[0] if is_relative and "/" in path else "", suffix)
+    return new_file_name(path.rsplit("/", 1)[0] if is_relative and "/" in path else "", suffix, marker)
 
 
 def option(state: CatalogState, table: TableState, key: str) -> str | None:

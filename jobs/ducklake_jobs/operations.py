@@ -13,7 +13,8 @@ from ducklake_operator.catalog.connect import safe_to_rerun
 from ducklake_operator.errors import CommitConflict, DuckLakeError, SpecError
 from ducklake_operator.model.job_params import OPERATIONS, job_keywords
 
-from .runtime import Runner, run_in_process
+from .job_run import PLAIN_RUN, JobRun
+from .runtime import Runner, ran_on, run_in_process
 
 
 def split_table(table: str | None, operation: str) -> tuple[str | None, str | None]:
@@ -37,14 +38,21 @@ def run_operation(
     runner: Runner = run_in_process,
     author: str = DEFAULT_AUTHOR,
     replans: int = REPLANS,
+    run: JobRun = PLAIN_RUN,
 ) -> dict[str, Any]:
     """Run one operation. A data-writing job refused because a concurrent writer changed
     its inputs (its files already removed) plans again from the new snapshot, up to
-    ``replans`` times; the report counts the re-plans."""
+    ``replans`` times; the report counts the re-plans. ``run``: the launched run's identity,
+    progress and in-process threshold (``job_run``). The report says where the work ran
+    (``ranOn``: catalog-wide operations run in this process)."""
     for attempt in range(replans + 1):
         try:
+            run.phase("planning")
             with safe_to_rerun(operation):
-                result = _run_once(catalog, operation, table, params, runner, author)
+                result = {
+                    "ranOn": ran_on(run_in_process),
+                    **_run_once(catalog, operation, table, params, runner, author, run),
+                }
             return {**result, "replanned": attempt} if attempt else result
         except CommitConflict:
             if attempt == replans or OPERATIONS[operation].table == "none":
@@ -53,7 +61,13 @@ def run_operation(
 
 
 def _run_once(
-    catalog: Catalog, operation: str, table: str | None, params: Mapping[str, object], runner: Runner, author: str
+    catalog: Catalog,
+    operation: str,
+    table: str | None,
+    params: Mapping[str, object],
+    runner: Runner,
+    author: str,
+    run: JobRun,
 ) -> dict[str, Any]:
     keywords = job_keywords(operation, params)
     op = OPERATIONS[operation]
@@ -70,15 +84,15 @@ def _run_once(
     if operation == "compact":
         from .compact import compact
 
-        return compact(catalog, schema, name, author=author, runner=runner, **keywords)  # type: ignore[arg-type]
+        return compact(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
     if operation == "rewriteDeletes":
         from .rewrite_deletes import rewrite_deletes
 
-        return rewrite_deletes(catalog, schema, name, author=author, runner=runner, **keywords)  # type: ignore[arg-type]
+        return rewrite_deletes(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
     if operation == "flushInlinedData":
         from .flush import flush_inlined_data
 
-        return flush_inlined_data(catalog, schema, name, author=author, **keywords)
+        return flush_inlined_data(catalog, schema, name, author=author, run=run, **keywords)
     from . import housekeeping
 
     if operation == "expireSnapshots":

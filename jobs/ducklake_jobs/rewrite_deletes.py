@@ -24,9 +24,10 @@ from ducklake_operator.model.state import TableState
 
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import planned_inputs, read_inputs
+from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
-from .runtime import Report, Runner, fault_point, produce_and_commit, run_in_process
+from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
 
 
 def rewrite_deletes(
@@ -38,6 +39,7 @@ def rewrite_deletes(
     author: str = DEFAULT_AUTHOR,
     dry_run: bool = DRY_RUN.default,
     runner: Runner = run_in_process,
+    run: JobRun = PLAIN_RUN,
 ) -> dict[str, Any]:
     inputs = read_inputs(catalog, schema, table)
     state, t, base, inlined = inputs.state, inputs.table, inputs.base, inputs.inlined_deletions
@@ -59,8 +61,13 @@ def rewrite_deletes(
     )
     if dry_run or not plan.groups:  # a dry run shows the file groups it would write
         return report.done(
-            filesWritten=0, committedSnapshot=None, **({"plan": plan.to_json()["groups"]} if dry_run else {})
+            filesWritten=0,
+            committedSnapshot=None,
+            ranOn=ran_on(run_in_process),
+            **({"plan": plan.to_json()["groups"]} if dry_run else {}),
         )
+    runner = run.runner_for(runner, report.fields["bytesRead"])
+    report.fields["ranOn"] = ran_on(runner)
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.delete_file_id: d for d in t.delete_files}
@@ -77,7 +84,7 @@ def rewrite_deletes(
                     )
                     for i, d in zip(g.files, g.delete_files, strict=False)
                 ),
-                output=paths.full(new_file_beside(first.path, first.path_is_relative), True),
+                output=paths.full(new_file_beside(first.path, first.path_is_relative, marker=run.file_marker), True),
                 columns=layouts[g.schema_version],
                 keep_snapshot_ids=False,
                 embed_row_ids=True,
@@ -88,22 +95,28 @@ def rewrite_deletes(
         )
     outputs, commit = produce_and_commit(
         lambda: [task.output for task in tasks],
-        lambda: runner(rewrite_files, tasks),
+        lambda: run.run_file_groups(runner, rewrite_files, tasks),
         lambda outs: catalog.commit(
             [rewrite_change(t, plan.groups, outs, paths, inlined, base)],
             author=author,
             base_snapshot=base,
             message=f"rewriteDeletes {schema}.{table}: {plan.input_files} files",
+            extra_info=run.extra_info(report.done(**written(outs))),
             before_commit=lambda: fault_point("in_commit"),
         ),
+        committing=lambda: run.committing(len(tasks)),
     )
-    written = [o.written for o in outputs if o.written]
-    return report.done(
-        filesWritten=len(written),
-        bytesWritten=sum(w.file_size_bytes for w in written),
-        rowsWritten=sum(w.record_count for w in written),
-        committedSnapshot=commit.snapshot_id,
-    )
+    return report.done(**written(outputs), committedSnapshot=commit.snapshot_id)
+
+
+def written(outputs: list[RewriteOutput]) -> dict[str, Any]:
+    """The report's account of what the file groups wrote."""
+    files = [o.written for o in outputs if o.written]
+    return {
+        "filesWritten": len(files),
+        "bytesWritten": sum(w.file_size_bytes for w in files),
+        "rowsWritten": sum(w.record_count for w in files),
+    }
 
 
 def rewrite_change(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ducklake_operator import storage
 from ducklake_operator.errors import DuckLakeError, JobFailed
@@ -16,21 +18,46 @@ from . import task_resources
 
 W = TypeVar("W")
 R = TypeVar("R")
-Runner = Callable[[Callable[[W], R], list[W]], list[R]]
+OnDone = Callable[[int], None]  # told how many items have finished so far
+PROGRESS_POLL_SECONDS = 0.25  # how often the driver asks Spark how many tasks finished
 
 
-def run_in_process(fn: Callable[[W], R], items: list[W]) -> list[R]:
-    return [fn(item) for item in items]
+class Runner(Protocol):
+    """Runs ``fn`` on every item (a job's file groups), results in the items' order."""
+
+    def __call__(self, fn: Callable[[W], R], items: list[W], on_done: OnDone | None = None) -> list[R]: ...
 
 
-def run_on_spark(fn: Callable[[W], R], items: list[W]) -> list[R]:
+def run_in_process(fn: Callable[[W], R], items: list[W], on_done: OnDone | None = None) -> list[R]:
+    results = []
+    for item in items:
+        results.append(fn(item))
+        if on_done is not None:
+            on_done(len(results))
+    return results
+
+
+def ran_on(runner: Runner) -> str:
+    """What a job's report says ran its file groups: this process, or Spark tasks."""
+    return "in-process" if runner is run_in_process else "spark"
+
+
+def run_on_spark(
+    fn: Callable[[W], R],
+    items: list[W],
+    on_done: OnDone | None = None,
+    *,
+    master: str | None = None,
+    conf: tuple[tuple[str, str], ...] = (),
+) -> list[R]:
     """One Spark task per item; tasks do their own I/O with pyarrow/DuckDB (exact control of
-    the Parquet files, and no Hadoop S3 jars needed), their DuckDB sized to the task."""
+    the Parquet files, and no Hadoop S3 jars needed), their DuckDB sized to the task. The
+    session (``master``, ``conf``) starts only when there are items."""
     from .session import spark_session
 
     if not items:
         return []
-    context = spark_session().sparkContext
+    context = spark_session(master, conf).sparkContext
     threads = task_resources.threads_per_task(
         context.master, int(context.getConf().get("spark.task.cpus", "1")), len(items), os.cpu_count() or 1
     )
@@ -39,7 +66,48 @@ def run_on_spark(fn: Callable[[W], R], items: list[W]) -> list[R]:
         with task_resources.using(task_resources.in_spark_task(threads)):
             return fn(item)
 
-    return context.parallelize(items, len(items)).map(run).collect()
+    rdd = context.parallelize(items, len(items)).map(run)
+    if on_done is None:
+        return rdd.collect()
+    return _collect_counting(context, rdd, len(items), on_done)
+
+
+def _collect_counting(context: Any, rdd: Any, total: int, on_done: OnDone) -> list[Any]:
+    """``rdd.collect()`` in a thread of its own job group, while this (the driver's) thread
+    counts the group's finished tasks with Spark's status tracker and tells ``on_done``."""
+    group = f"ducklake-{uuid.uuid4().hex}"
+    outcome: dict[str, Any] = {}
+
+    def collect() -> None:
+        context.setJobGroup(group, "ducklake file groups")
+        try:
+            outcome["results"] = rdd.collect()
+        except BaseException as exc:  # re-raised in the driver's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=collect, name=group, daemon=True)
+    thread.start()
+    tracker, told = context.statusTracker(), 0
+    while thread.is_alive():
+        thread.join(PROGRESS_POLL_SECONDS)
+        done = _finished_tasks(tracker, group)
+        if told < done < total:
+            told = done
+            on_done(done)
+    if "error" in outcome:
+        raise outcome["error"]
+    on_done(total)
+    return outcome["results"]
+
+
+def _finished_tasks(tracker: Any, group: str) -> int:
+    done = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job is not None else ():
+            stage = tracker.getStageInfo(stage_id)
+            done += stage.numCompletedTasks if stage is not None else 0
+    return done
 
 
 def fault_point(name: str) -> None:
@@ -57,14 +125,19 @@ def discard(paths: Iterable[str]) -> None:
 
 
 def produce_and_commit(
-    planned_outputs: Callable[[], Iterable[str]], produce: Callable[[], R], commit: Callable[[R], W]
+    planned_outputs: Callable[[], Iterable[str]],
+    produce: Callable[[], R],
+    commit: Callable[[R], W],
+    committing: Callable[[], None] | None = None,
 ) -> tuple[R, W]:
-    """Write the output, then commit it. On any failure known not to have committed, every
-    file the job planned to write is deleted (a killed job leaves orphans instead, which
-    deleteOrphanFiles removes)."""
+    """Write the output, then commit it (``committing`` is told in between). On any failure
+    known not to have committed, every file the job planned to write is deleted (a killed
+    job leaves orphans instead, which deleteOrphanFiles removes)."""
     try:
         produced = produce()
         fault_point("before_commit")
+        if committing is not None:
+            committing()
         committed = commit(produced)
         fault_point("after_commit")
     except BaseException as exc:

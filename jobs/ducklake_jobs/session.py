@@ -13,13 +13,17 @@ from typing import Any
 
 
 @lru_cache(maxsize=1)
-def spark_session(master: str | None = None) -> Any:
+def spark_session(master: str | None = None, conf: tuple[tuple[str, str], ...] = ()) -> Any:
+    """``master``: else DUCKLAKE_SPARK_MASTER, else local[*]; ``conf``: Spark settings (a
+    run document's ``spark.conf``), over this module's."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName("ducklake-maintenance").config("spark.ui.enabled", "false")
+    for key, value in conf:
+        builder = builder.config(key, value)
     builder = builder.master(master or os.environ.get("DUCKLAKE_SPARK_MASTER", "local[*]"))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")

@@ -238,14 +238,16 @@ SPARK_MISSING = (
 )
 
 
-def run_on_spark_if_installed(fn: Callable[[W], R], items: list[W]) -> list[R]:
+def run_on_spark_if_installed(
+    fn: Callable[[W], R], items: list[W], on_done: Callable[[int], None] | None = None
+) -> list[R]:
     """The Spark runner, saying what to do when pyspark is missing; asked only when the job has
     work for Spark tasks, so jobs that never use Spark run without it."""
     from ducklake_jobs.runtime import run_on_spark
 
     if items and importlib.util.find_spec("pyspark") is None:
         raise DuckLakeError(SPARK_MISSING)
-    return run_on_spark(fn, items)
+    return run_on_spark(fn, items, on_done)
 
 
 def cmd_run_job(args: argparse.Namespace) -> int:

@@ -124,7 +124,7 @@ class Catalog:
 
     def table(self, schema: str, name: str, snapshot_id: int | None = None) -> TableState:
         state = self.state(snapshot_id)
-        if schema not in state.schemas:
+        if state.schema(schema) is None:
             raise SchemaNotFound(f"schema {schema!r} does not exist")
         table = state.table(schema, name)
         if table is None:

@@ -61,8 +61,11 @@ def load_snapshot(conn: sa.Connection, snapshot_id: int | None = None) -> Snapsh
     return SnapshotInfo(row.snapshot_id, row.snapshot_time, row.schema_version, row.next_catalog_id, row.next_file_id)
 
 
-def load_snapshots(conn: sa.Connection, after: int | None = None) -> list[SnapshotRecord]:
-    """Snapshots with their change sets, oldest first (``after``: only later ones)."""
+def load_snapshots(
+    conn: sa.Connection, after: int | None = None, *, extra_info_containing: str | None = None
+) -> list[SnapshotRecord]:
+    """Snapshots with their change sets, oldest first (``after``: only later ones;
+    ``extra_info_containing``: only those whose ``commit_extra_info`` contains that text)."""
     s, c = T["ducklake_snapshot"], T["ducklake_snapshot_changes"]
     query = (
         sa.select(s, c.c.changes_made, c.c.author, c.c.commit_message, c.c.commit_extra_info)
@@ -71,6 +74,8 @@ def load_snapshots(conn: sa.Connection, after: int | None = None) -> list[Snapsh
     )
     if after is not None:
         query = query.where(s.c.snapshot_id > after)
+    if extra_info_containing is not None:
+        query = query.where(c.c.commit_extra_info.contains(extra_info_containing, autoescape=True))
     return [
         SnapshotRecord(
             r.snapshot_id,

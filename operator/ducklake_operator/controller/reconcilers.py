@@ -16,7 +16,6 @@ from ..catalog.batch import CommitBatcher
 from ..catalog.state_cache import StateCache
 from ..errors import CatalogNotFound, CommitConflict, DuckLakeError
 from ..evolution.drift import drift_lines
-from ..evolution.planner import find_table
 from ..model.changes import DropSchema, DropTable
 from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ..model.state import CatalogState
@@ -286,7 +285,7 @@ def reconcile_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: C
     if catalog is not None and result is not None:
         if result.commit is not None and result.commit.snapshot_id is not None:
             state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)  # type: ignore[arg-type]
-        schema = next((s for n, s in state.schemas.items() if n.casefold() == spec.name.casefold()), None)
+        schema = state.schema(spec.name)
         if schema is not None:
             outcome.status.update(snapshot=schema.begin_snapshot, schemaId=schema.schema_id)
     return outcome
@@ -298,7 +297,7 @@ def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: Cat
         return outcome
     if result.commit is not None and result.commit.snapshot_id is not None:
         state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)  # type: ignore[arg-type]
-    table = find_table(state, spec.schema, spec.name)
+    table = state.table(spec.schema, spec.name)
     if table is not None:
         outcome.status.update(table_fields(table))
         if not result.plan.is_refused:
@@ -321,7 +320,7 @@ def check_table_drift(
         lines = drift_lines(plan_for(spec, state))
     except DuckLakeError as exc:
         return _failed(exc, spec.ref.generation)
-    table = find_table(state, spec.schema, spec.name)
+    table = state.table(spec.schema, spec.name)
     current = table_fields(table) if table is not None else {}
     if not lines:
         return Outcome(
@@ -351,9 +350,7 @@ def delete_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: Catalo
         catalog_spec,
         pool,
         spec,
-        lambda state: (
-            [DropTable(t.table_id, t.qualified_name)] if (t := find_table(state, spec.schema, spec.name)) else []
-        ),
+        lambda state: [DropTable(t.table_id, t.qualified_name)] if (t := state.table(spec.schema, spec.name)) else [],
     )
 
 
@@ -364,7 +361,7 @@ def delete_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: Cata
         )
 
     def drop(state: CatalogState) -> list[Any]:
-        schema = state.schemas.get(spec.name)
+        schema = state.schema(spec.name)
         if schema is None:
             return []
         tables = sorted(t.name for t in state.tables.values() if t.schema_id == schema.schema_id)

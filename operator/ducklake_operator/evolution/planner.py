@@ -36,7 +36,7 @@ from ..model.changes import (
     SortExpression,
 )
 from ..model.defaults import BOOLEAN_EXPRESSIONS, default_warnings, for_added_column
-from ..model.names import column_reference_sql, fold
+from ..model.names import column_reference_sql, fold, same_name
 from ..model.plans import BlockedChange, TablePlan
 from ..model.promotion import promotion_problem
 from ..model.spec import SchemaSpec, TableSpec
@@ -44,27 +44,19 @@ from ..model.state import CatalogState, ColumnState, TableState
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
 
 
-def find_table(catalog: CatalogState, schema: str, name: str) -> TableState | None:
-    """A table by name, matched case-insensitively as DuckDB does."""
-    for (s, n), t in catalog.tables.items():
-        if fold(s) == fold(schema) and fold(n) == fold(name):
-            return t
-    return None
-
-
 def plan_table(spec: TableSpec, catalog: CatalogState, pending_schemas: frozenset[str] = frozenset()) -> TablePlan:
     """``pending_schemas``: schemas an earlier plan of the same run creates."""
-    if fold(spec.schema) in {fold(s) for s in pending_schemas}:
+    if any(same_name(s, spec.schema) for s in pending_schemas):
         return _create_plan(spec, catalog.snapshot.snapshot_id)
-    if not any(fold(s) == fold(spec.schema) for s in catalog.schemas):
+    if catalog.schema(spec.schema) is None:
         raise SchemaNotFound(
             f"{spec.ref}: schema {spec.schema!r} does not exist in the catalog; declare it with a DuckLakeSchema"
         )
     base = catalog.snapshot.snapshot_id
-    table = find_table(catalog, spec.schema, spec.name)
+    table = catalog.table(spec.schema, spec.name)
     prefix: list[Change] = []
     if table is None:
-        old = next((t for old_name in spec.renamed_from if (t := find_table(catalog, spec.schema, old_name))), None)
+        old = next((t for old_name in spec.renamed_from if (t := catalog.table(spec.schema, old_name))), None)
         if old is None:
             return _create_plan(spec, base)
         prefix.append(RenameTable(old.table_id, old.qualified_name, spec.name))
@@ -365,7 +357,7 @@ def _for_added(d: Field, where: str) -> Field:
 
 def plan_schema(spec: SchemaSpec, catalog: CatalogState) -> TablePlan:
     """A DuckLakeSchema: create it, or bring its tags and comment in line."""
-    existing = next((s for n, s in catalog.schemas.items() if fold(n) == fold(spec.name)), None)
+    existing = catalog.schema(spec.name)
     base = catalog.snapshot.snapshot_id
     if existing is None:
         return TablePlan(spec.name, base, (CreateSchema(spec.name, tags=spec.tags),))

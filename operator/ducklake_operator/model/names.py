@@ -1,14 +1,23 @@
 """Identifier rules. Names are data (never spliced into SQL), so quotes and semicolons are
 fine; what is refused is what no DuckDB user means: empty names, control characters and
-surrounding whitespace. DuckDB matches identifiers case-insensitively, so uniqueness is
-checked on the case-folded name.
+surrounding whitespace.
+
+DuckDB matches schema, table, column and struct field names case-insensitively, and only
+in ASCII: ``K`` and ``k`` are one name, ``Ä`` and ``ä`` two, ``Straße`` and ``STRASSE`` two
+(docs/ducklake-format.md §3.1). ``fold`` is that rule, and every name match in the operator
+goes through it (``same_name``, ``find_named``, ``CatalogState.table``/``schema``).
 """
 
 from __future__ import annotations
 
 import re
+import string
+from collections.abc import Mapping
+from typing import TypeVar
 
 from ..errors import SpecError
+
+V = TypeVar("V")
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_NAME_LENGTH = 1024
@@ -33,9 +42,25 @@ def check_identifier(name: object, what: str) -> str:
     return name  # type: ignore[return-value]
 
 
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
 def fold(name: str) -> str:
-    """The key DuckDB compares identifiers by."""
-    return name.casefold()
+    """The key DuckDB compares identifiers by: ASCII letters lower-cased, nothing else."""
+    return name.translate(_ASCII_LOWER)
+
+
+def same_name(a: str, b: str) -> bool:
+    return fold(a) == fold(b)
+
+
+def find_named(items: Mapping[str, V], name: str) -> V | None:
+    """The value whose key DuckDB would take for ``name`` (at most one can match: DuckDB
+    refuses a second name that folds to the same key)."""
+    if name in items:
+        return items[name]
+    key = fold(name)
+    return next((v for k, v in items.items() if fold(k) == key), None)
 
 
 SIMPLE_PATH_NAME = re.compile(r"^[A-Za-z0-9_-]+$")

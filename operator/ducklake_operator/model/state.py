@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from .names import find_named, fold
+
 if TYPE_CHECKING:
     from .types import DuckLakeType
 
@@ -202,7 +204,8 @@ class TableState:
         return next((c for c in self.all_columns() if c.column_id == column_id), None)
 
     def column(self, name: str) -> ColumnState | None:
-        return next((c for c in self.columns if c.name == name), None)
+        """A top-level column by name, matched as DuckDB matches names."""
+        return find_named({c.name: c for c in self.columns}, name)
 
 
 @dataclass(frozen=True)
@@ -227,10 +230,20 @@ class CatalogState:
     tables: Mapping[tuple[str, str], TableState]
 
     def table(self, schema: str, name: str) -> TableState | None:
-        return self.tables.get((schema, name))
+        """A table by schema and name, matched as DuckDB matches names."""
+        exact = self.tables.get((schema, name))
+        if exact is not None:
+            return exact
+        key = (fold(schema), fold(name))
+        return next((t for (s, n), t in self.tables.items() if (fold(s), fold(n)) == key), None)
+
+    def schema(self, name: str) -> SchemaState | None:
+        """A schema by name, matched as DuckDB matches names."""
+        return find_named(self.schemas, name)
 
     def table_by_id(self, table_id: int) -> TableState | None:
         return next((t for t in self.tables.values() if t.table_id == table_id), None)
 
     def tables_in(self, schema: str) -> list[TableState]:
-        return [t for (s, _), t in self.tables.items() if s == schema]
+        key = fold(schema)
+        return [t for (s, _), t in self.tables.items() if fold(s) == key]

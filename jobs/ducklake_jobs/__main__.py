@@ -1,0 +1,61 @@
+"""``python -m ducklake_jobs run --run-file PATH`` (console script ``ducklake-job``): the job
+program every launcher runs (``job_program``).
+
+stdout carries the program's JSON lines and nothing else: whatever else would write there
+(Spark's JVM, DuckDB's progress bar, a stray print) is sent to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+
+@contextmanager
+def events_on_stdout() -> Iterator[Callable[[str], None]]:
+    """A line writer to the real stdout, while file descriptor 1 points at stderr."""
+    sys.stdout.flush()
+    events_fd, saved = os.dup(1), os.dup(1)
+    os.dup2(2, 1)
+    events = os.fdopen(events_fd, "w", encoding="utf-8", buffering=1)
+
+    def write(line: str) -> None:
+        events.write(line + "\n")
+        events.flush()
+
+    try:
+        yield write
+    finally:
+        events.close()
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="ducklake-job", description="Run one DuckLake maintenance job as its run document describes."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser(
+        "run",
+        help="run the job: JSON lines on stdout (progress, then the result); "
+        "exit 0 succeeded, 1 failed (nothing committed), 3 commit outcome unknown",
+    )
+    run.add_argument("--run-file", required=True, help="the run document (JSON), e.g. /etc/ducklake/run.json")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("ducklake_jobs").setLevel(logging.INFO)
+
+    from .job_program import run_job  # after argument parsing: --help needs neither DuckDB nor the catalog
+
+    with events_on_stdout() as write:
+        return run_job(args.run_file, write, os.environ)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The job program every launcher runs (``python -m ducklake_jobs run --run-file PATH``, or
+the ``ducklake-job`` console script): read the run document, open its catalog with
+credentials from the environment, run the operation with the job's identity (which marks
+its files and its commit), and say how it went in JSON lines.
+
+The catalog decides whether a run landed: a run whose commit is already there (an earlier
+attempt's, after a lost pod) is reported Succeeded from that snapshot and never run again,
+and a failure is checked against the catalog before it is called one.
+
+Exit codes: 0 succeeded (committed, nothing to do, or a dry run); 1 failed, nothing
+committed (its files deleted); 3 the commit's outcome is unknown (its files kept).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from collections.abc import Callable, Mapping
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ducklake_operator import storage
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.catalog.job_commits import find_job_commit
+from ducklake_operator.catalog.scrub import scrub
+from ducklake_operator.errors import CommitStateUnknown, CredentialsInvalid, DuckLakeError, JobFailed, SpecError
+from ducklake_operator.model.job_marker import job_commit_report
+from ducklake_operator.model.job_params import job_keywords
+from ducklake_operator.model.spec import CatalogSpec
+from ducklake_operator.model.state import SnapshotRecord
+from ducklake_operator.reconcile import location_for, s3_settings
+
+from .job_run import JobRun
+from .job_status import JobStatus, api_job_status
+from .operations import run_operation
+from .run_document import RunDocument, read_run_document
+from .runtime import OnDone, ran_on, reason, run_in_process, run_on_spark
+
+W = TypeVar("W")
+R = TypeVar("R")
+
+EXIT_SUCCEEDED, EXIT_FAILED, EXIT_UNKNOWN = 0, 1, 3
+USERNAME_ENV, PASSWORD_ENV = "DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD"
+SECRET_ENV = (PASSWORD_ENV, "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+PYSPARK_MISSING = (
+    "this run's file groups are Spark tasks, but pyspark is not installed in this image: "
+    "install ducklake-operator[spark], or set spark.inProcessBelow above the table's size"
+)
+
+
+class Events:
+    """What the program says: JSON lines through ``write``, and its DuckLakeJob's status on
+    the API server when there is one. No secret the environment holds is ever written."""
+
+    def __init__(self, write: Callable[[str], None], secrets: set[str]) -> None:
+        self._write, self._secrets = write, secrets
+        self.status: JobStatus | None = None
+
+    def progress(self, phase: str, done: int, total: int) -> None:
+        self._line({"event": "progress", "phase": phase, "done": done, "total": total})
+        if self.status is not None:
+            self.status.progress(f"{phase} {done}/{total} file groups" if phase == "writing" else phase)
+
+    def result(self, outcome: Outcome) -> int:
+        result = {
+            "state": outcome.state,
+            "committedSnapshot": outcome.committed_snapshot,
+            "ranOn": outcome.report.get("ranOn", ran_on(run_in_process)),
+            "report": outcome.report,
+            "message": scrub(outcome.message, self._secrets),
+        }
+        self._line({"event": "result", **result})
+        if self.status is not None:
+            self.status.result(result)
+        return outcome.exit_code
+
+    def _line(self, event: dict[str, Any]) -> None:
+        self._write(scrub(json.dumps(event, default=str), self._secrets))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str  # Succeeded | Failed
+    exit_code: int
+    message: str
+    report: dict[str, Any]
+    committed_snapshot: int | None = None
+
+
+def run_job(run_file: str, write: Callable[[str], None], env: Mapping[str, str]) -> int:
+    """Run the job ``run_file`` describes; every event goes through ``write`` (one JSON
+    object per call); returns the exit code."""
+    events = Events(write, {v for k in SECRET_ENV if (v := env.get(k))})
+    try:
+        doc = read_run_document(run_file)
+    except SpecError as exc:
+        return events.result(Outcome("Failed", EXIT_FAILED, str(exc), {}))
+    events.status = api_job_status(doc.job, env)
+    return events.result(_run(doc, env, events))
+
+
+def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
+    what = f"{doc.operation} {doc.table}" if doc.table else doc.operation
+    started = {"operation": doc.operation, **({"table": doc.table} if doc.table else {})}
+    try:
+        job_keywords(doc.operation, doc.params)  # every parameter problem before touching the catalog
+        catalog = Catalog.open(catalog_location(doc.catalog, env), expected_data_path=doc.catalog.data_path)
+    except DuckLakeError as exc:
+        return Outcome("Failed", EXIT_FAILED, f"{what}: {exc}", started)
+    with closing(catalog):
+        try:
+            landed = find_job_commit(catalog, doc.job.uid)
+        except DuckLakeError as exc:
+            return Outcome("Failed", EXIT_FAILED, f"{what}: {exc}", started)
+        if landed is not None:
+            return _landed(landed, doc, what, "an earlier attempt committed it; not run again")
+        storage.configure(s3_settings(doc.catalog))  # shipped to Spark tasks with their work
+        try:
+            report = run_operation(
+                catalog,
+                doc.operation,
+                doc.table,
+                doc.params,
+                runner=functools.partial(_on_spark, master=doc.spark_master, conf=doc.spark_conf),
+                run=JobRun(doc.job, doc.in_process_below, events.progress),
+            )
+        except Exception as exc:
+            return _failed(catalog, doc, what, started, exc)
+        finally:
+            storage.configure(None)
+    committed = _committed_snapshot(report)
+    return Outcome("Succeeded", EXIT_SUCCEEDED, _summary(what, report, committed), report, committed)
+
+
+def catalog_location(spec: CatalogSpec, env: Mapping[str, str]) -> CatalogLocation:
+    """The catalog's location; credentials only from the environment the launcher filled
+    from the catalog's Secret."""
+
+    def credentials(secret: str, _user_key: str, _password_key: str, _namespace: str | None) -> tuple[str, str]:
+        user, password = env.get(USERNAME_ENV), env.get(PASSWORD_ENV)
+        if not user or not password:
+            missing = " and ".join(k for k, v in ((USERNAME_ENV, user), (PASSWORD_ENV, password)) if not v)
+            raise CredentialsInvalid(
+                f"the catalog's credentials are in Secret {secret!r}, but {missing} is not set "
+                "(the launcher passes them to the job as environment variables)"
+            )
+        return user, password
+
+    return location_for(spec, credentials)
+
+
+def _on_spark(
+    fn: Callable[[W], R],
+    items: list[W],
+    on_done: OnDone | None = None,
+    *,
+    master: str,
+    conf: tuple[tuple[str, str], ...],
+) -> list[R]:
+    if items and importlib.util.find_spec("pyspark") is None:
+        raise JobFailed(PYSPARK_MISSING)
+    return run_on_spark(fn, items, on_done, master=master, conf=conf)
+
+
+def _failed(catalog: Catalog, doc: RunDocument, what: str, started: dict[str, Any], exc: Exception) -> Outcome:
+    """A run that raised: Succeeded if its commit is in the catalog after all, unknown if
+    the commit's fate could not be learnt, else Failed (its files are already deleted)."""
+    try:
+        landed = find_job_commit(catalog, doc.job.uid)
+    except DuckLakeError:
+        landed = None
+    if landed is not None:
+        return _landed(landed, doc, what, "its commit landed before the failure")
+    message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
+    if isinstance(exc, CommitStateUnknown):
+        return Outcome("Failed", EXIT_UNKNOWN, f"{what}: {message}; its files were kept", started)
+    return Outcome("Failed", EXIT_FAILED, f"{what}: {message}", started)
+
+
+def _landed(snapshot: SnapshotRecord, doc: RunDocument, what: str, why: str) -> Outcome:
+    report = job_commit_report(snapshot.commit_extra_info, doc.job.uid) or {}
+    report = {**report, "committedSnapshot": snapshot.snapshot_id}
+    message = f"{what}: committed snapshot {snapshot.snapshot_id} ({why})"
+    return Outcome("Succeeded", EXIT_SUCCEEDED, message, report, snapshot.snapshot_id)
+
+
+def _committed_snapshot(report: Mapping[str, Any]) -> int | None:
+    if report.get("committedSnapshot") is not None:
+        return int(report["committedSnapshot"])
+    several = report.get("committedSnapshots") or []  # a catalog-wide flush commits per table
+    return int(several[-1]) if several else None
+
+
+def _summary(what: str, report: Mapping[str, Any], committed: int | None) -> str:
+    if report.get("dryRun"):
+        return f"{what}: dry run, nothing committed"
+    if committed is not None:
+        files = (
+            f" ({report['filesRead']} files read, {report['filesWritten']} written)" if "filesRead" in report else ""
+        )
+        return f"{what}: committed snapshot {committed}{files}"
+    if "expired" in report:
+        return f"{what}: {len(report['expired'])} snapshots expired"
+    if "deleted" in report:
+        return f"{what}: {len(report['deleted'])} files deleted"
+    return f"{what}: nothing to do"

@@ -1,0 +1,133 @@
+"""The two status fields of a DuckLakeJob the job program owns (every other one is the
+controller's): ``status.progress``, a short text merge-patched while the run runs (at most
+one patch per ``min_interval``), and ``status.jobReport``, the final result.
+
+Only with ``DUCKLAKE_REPORT_TO_API=1`` and Kubernetes credentials (in-cluster, or
+KUBECONFIG); without the kubernetes client (the ``controller`` extra) the program says so
+in one log line and reports on stdout only. A failed patch is logged, never fatal: the
+catalog, not the status, says whether the run landed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ducklake_operator.model.job_marker import JobIdentity
+from ducklake_operator.model.spec import GROUP, VERSION
+
+log = logging.getLogger(__name__)
+
+REPORT_TO_API = "DUCKLAKE_REPORT_TO_API"
+PLURAL = "ducklakejobs"
+MIN_INTERVAL_SECONDS = 0.5
+
+Patch = Callable[[dict[str, Any]], None]  # merge-patches the DuckLakeJob's status with {"status": {...}}
+Later = Callable[[float, Callable[[], None]], Any]  # runs a function after a delay; returns what .cancel()s it
+
+
+class JobStatus:
+    def __init__(
+        self,
+        patch: Patch,
+        clock: Callable[[], float] = time.monotonic,
+        min_interval: float = MIN_INTERVAL_SECONDS,
+        later: Later | None = None,
+    ) -> None:
+        self._patch, self._clock, self._min_interval = patch, clock, min_interval
+        self._later = later or _timer
+        self._lock = threading.Lock()
+        self._last_sent: float | None = None
+        self._pending: str | None = None  # held back by the interval, sent when it has passed
+        self._scheduled: Any = None
+        self._done = False
+        self._failures: set[str] = set()
+
+    def progress(self, text: str) -> None:
+        """Patched at once, or, within ``min_interval`` of the last patch, once the interval
+        has passed (only the latest text held back goes)."""
+        with self._lock:
+            if self._done:
+                return
+            now = self._clock()
+            wait = 0.0 if self._last_sent is None else self._last_sent + self._min_interval - now
+            if wait > 0:
+                self._pending = text
+                if self._scheduled is None:
+                    self._scheduled = self._later(wait, self._send_pending)
+                return
+            self._last_sent, self._pending = now, None
+        self._send({"progress": text})
+
+    def result(self, result: Mapping[str, Any]) -> None:
+        """The final report; progress held back is dropped, and none is sent after it."""
+        with self._lock:
+            self._done, self._pending = True, None
+            if self._scheduled is not None:
+                self._scheduled.cancel()
+        self._send({"jobReport": dict(result)})
+
+    def _send_pending(self) -> None:
+        with self._lock:
+            text, self._pending, self._scheduled = self._pending, None, None
+            if text is None or self._done:
+                return
+            self._last_sent = self._clock()
+        self._send({"progress": text})
+
+    def _send(self, fields: dict[str, Any]) -> None:
+        try:
+            self._patch({"status": fields})
+        except Exception as exc:  # the API's trouble must not fail the run
+            kind = type(exc).__name__
+            if kind not in self._failures:  # once per kind of failure, not once per progress step
+                self._failures.add(kind)
+                log.warning("could not patch the DuckLakeJob's status: %s", _one_line(exc))
+
+
+def _timer(delay: float, fn: Callable[[], None]) -> threading.Timer:
+    timer = threading.Timer(delay, fn)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def api_job_status(job: JobIdentity, env: Mapping[str, str]) -> JobStatus | None:
+    """The job's status on the API server, or None (not asked for, or not reachable)."""
+    if env.get(REPORT_TO_API) != "1":
+        return None
+    try:
+        from kubernetes import client, config
+    except ImportError:
+        log.info(
+            "%s=1, but the kubernetes client is not installed (pip install 'ducklake-operator[controller]'): "
+            "reporting on stdout only",
+            REPORT_TO_API,
+        )
+        return None
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        try:
+            config.load_kube_config()
+        except Exception as exc:  # no kubeconfig, or an unreadable one
+            log.info(
+                "%s=1, but no Kubernetes credentials (%s): reporting on stdout only", REPORT_TO_API, _one_line(exc)
+            )
+            return None
+    api = client.CustomObjectsApi()
+
+    def patch(body: dict[str, Any]) -> None:
+        api.patch_namespaced_custom_object_status(GROUP, VERSION, job.namespace or "default", PLURAL, job.name, body)
+
+    return JobStatus(patch)
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(getattr(exc, "status", None), int):  # the client's ApiException: its text is the whole response
+        return f"HTTP {exc.status} {getattr(exc, 'reason', '')}".strip()  # type: ignore[attr-defined]
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -1,0 +1,112 @@
+"""The run document a launcher hands the job program (JSON: a ConfigMap the DuckLakeJob owns,
+mounted at ``/etc/ducklake/run.json`` in pods; a temporary file for the Local launcher): the
+job's identity, its catalog as the cluster holds it, the operation with its parameters, and
+how to run it. Credentials are never in it: they come as environment variables.
+
+``parse_run_document`` is pure and reports every problem at once, with its field path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.errors import SpecError
+from ducklake_operator.model.job_marker import JobIdentity
+from ducklake_operator.model.options import parse_size
+from ducklake_operator.model.spec import CatalogSpec
+
+DEFAULT_MASTER = "local[*]"
+
+
+@dataclass(frozen=True)
+class RunDocument:
+    job: JobIdentity
+    catalog: CatalogSpec
+    operation: str
+    table: str | None  # "schema.table"; None for catalog-wide operations
+    params: Mapping[str, object]
+    in_process_below: int | None = None  # bytes of planned input; None: always Spark
+    spark_master: str = DEFAULT_MASTER
+    spark_conf: tuple[tuple[str, str], ...] = ()
+
+
+def read_run_document(path: str) -> RunDocument:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = json.load(fh)
+    except OSError as exc:
+        raise SpecError(f"cannot read the run document {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SpecError(f"the run document {path} is not JSON: {exc}") from None
+    return parse_run_document(raw)
+
+
+def parse_run_document(raw: Any) -> RunDocument:
+    if not isinstance(raw, Mapping):
+        raise SpecError("the run document must be a JSON object")
+    problems: list[str] = []
+
+    def field(obj: Mapping[str, Any], key: str, path: str, kind: type | tuple[type, ...], required: bool) -> Any:
+        value = obj.get(key)
+        if value is None:
+            if required:
+                problems.append(f"{path}{key}: is required")
+            return None
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            problems.append(f"{path}{key}: {value!r} is not {_kind_name(kind)}")
+            return None
+        return value
+
+    job_raw = field(raw, "job", "", Mapping, True) or {}
+    uid, name = field(job_raw, "uid", "job.", str, True), field(job_raw, "name", "job.", str, True)
+    namespace, attempt = field(job_raw, "namespace", "job.", str, False), field(job_raw, "attempt", "job.", int, False)
+    operation = field(raw, "operation", "", str, True)
+    table = field(raw, "table", "", str, False)
+    params = field(raw, "params", "", Mapping, False) or {}
+    catalog = _catalog(field(raw, "catalog", "", Mapping, True), problems)
+    below = raw.get("inProcessBelow")
+    in_process_below = None
+    if below is not None:
+        try:
+            in_process_below = parse_size(below)
+        except ValueError as exc:
+            problems.append(f"inProcessBelow: {exc}")
+    spark = field(raw, "spark", "", Mapping, False) or {}
+    master = field(spark, "master", "spark.", str, False) or DEFAULT_MASTER
+    conf = field(spark, "conf", "spark.", Mapping, False) or {}
+    if problems:
+        raise SpecError(problems, source="run document")
+    assert catalog is not None
+    return RunDocument(
+        job=JobIdentity(uid, name, namespace, attempt or 1),
+        catalog=catalog,
+        operation=operation,
+        table=table,
+        params=dict(params),
+        in_process_below=in_process_below,
+        spark_master=master,
+        spark_conf=tuple(sorted((str(k), str(v)) for k, v in conf.items())),
+    )
+
+
+def _catalog(raw: Mapping[str, Any] | None, problems: list[str]) -> CatalogSpec | None:
+    if raw is None:
+        return None
+    try:
+        spec = parse_manifest(raw)
+    except SpecError as exc:
+        problems += [f"catalog: {p}" for p in exc.problems]
+        return None
+    if not isinstance(spec, CatalogSpec):
+        problems.append(f"catalog: a {spec.ref.kind}, not a DuckLakeCatalog")
+        return None
+    return spec
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", Mapping: "an object"}
+    return " or ".join(names.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,)))

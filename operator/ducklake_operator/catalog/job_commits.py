@@ -1,0 +1,58 @@
+"""What the catalog knows of a DuckLakeJob's run (``model.job_marker``): the snapshot it
+committed, if any, and the files it wrote that no catalog row refers to."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from .. import storage
+from ..errors import SpecError, TableNotFound
+from ..model.job_marker import file_marker, is_marked, job_commit_report
+from ..model.state import SnapshotRecord
+from ..storage import S3Config
+from .catalog import Catalog
+from .read import load_lake_paths, load_snapshots, referenced_files
+from .tables import T
+
+
+def find_job_commit(catalog: Catalog, uid: str, after_snapshot: int | None = None) -> SnapshotRecord | None:
+    """The snapshot the job with ``uid`` committed (after ``after_snapshot``), or None.
+    ``commit_extra_info`` is free text to DuckDB: rows containing the uid are read, and
+    only one whose JSON names the job counts."""
+    with catalog.reading() as conn:
+        found = load_snapshots(conn, after_snapshot, extra_info_containing=uid)
+    return next((s for s in found if job_commit_report(s.commit_extra_info, uid) is not None), None)
+
+
+def delete_uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Config | None = None) -> int:
+    """Delete the files the job with ``uid`` wrote under the directory of ``table``
+    ("schema.table", any version of it, so a rename does not hide them) that no catalog
+    row refers to; returns how many were deleted. Call it once the run has ended: files
+    are listed before the catalog is read, so one committed meanwhile is still kept."""
+    schema, dot, name = table.partition(".")
+    if not dot:
+        raise SpecError(f"table {table!r} is not schema.table")
+    marker = file_marker(uid)
+    with catalog.reading() as conn:
+        directories = {load_lake_paths(conn).tables[i] for i in _table_ids(conn, schema, name)}
+    if not directories:
+        raise TableNotFound(f"table {table} does not exist")
+    candidates = [
+        f.path for directory in sorted(directories) for f in storage.list_files(directory) if is_marked(f.path, marker)
+    ]
+    if not candidates:
+        return 0
+    with catalog.reading() as conn:
+        referenced = referenced_files(conn, load_lake_paths(conn))
+    return sum(1 for path in candidates if path not in referenced and storage.delete(path, s3))
+
+
+def _table_ids(conn: sa.Connection, schema: str, name: str) -> set[int]:
+    """Ids of every table that was ever ``schema.name`` (names compared as DuckDB does, case-insensitively)."""
+    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    rows = conn.execute(
+        sa.select(tb.c.table_id)
+        .select_from(tb.join(sc, sc.c.schema_id == tb.c.schema_id))
+        .where(sa.func.lower(sc.c.schema_name) == schema.lower(), sa.func.lower(tb.c.table_name) == name.lower())
+    )
+    return {r.table_id for r in rows}

@@ -1,0 +1,67 @@
+"""Names match as DuckDB 1.5.5 matches them: case-insensitively in ASCII only. Each pair is
+put to DuckDB with a DuckLake catalog attached (a table created under one name, looked up
+by the other; two columns with the two names in one table), and ``same_name`` must answer
+as DuckDB does."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from ducklake_operator.model.names import find_named, fold, same_name
+from ducklake_operator.model.state import CatalogState, SnapshotInfo
+from support import duck
+
+PAIRS = [
+    ("orders", "ORDERS"),
+    ("Orders", "oRdErS"),
+    ("Straße", "STRASSE"),  # Unicode case folding would make these one name
+    ("Straße", "strasse"),
+    ("Straße", "STRAßE"),  # only the ASCII letters differ
+    ("Ä", "ä"),
+    ("Émile", "émile"),
+    ("K", "\u212a"),  # KELVIN SIGN: lower-cases to k in Unicode
+    ("ǅ", "ǆ"),
+    ("Σ", "σ"),
+    ("İ", "i"),
+    ("ﬁ", "FI"),
+    ("a_1", "A_1"),
+]
+
+
+def quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection:
+    root = tmp_path_factory.mktemp("names")
+    con = duck.connect()
+    con.execute(f"ATTACH 'ducklake:sqlite:{root}/catalog.sqlite' AS lk (DATA_PATH '{root}/data/')")
+    return con
+
+
+@pytest.mark.parametrize("created, asked", PAIRS)
+def test_same_name_answers_as_duckdb(lake: duckdb.DuckDBPyConnection, created: str, asked: str) -> None:
+    schema = f"s{PAIRS.index((created, asked))}"
+    lake.execute(f"CREATE SCHEMA lk.{schema}")
+    lake.execute(f"CREATE TABLE lk.{schema}.{quoted(created)} (x INTEGER)")
+    try:
+        lake.execute(f"SELECT * FROM lk.{schema}.{quoted(asked)}")
+        table_found = True
+    except duckdb.CatalogException:
+        table_found = False
+    try:
+        lake.execute(f"CREATE TABLE lk.{schema}.columns ({quoted(created)} INTEGER, {quoted(asked)} INTEGER)")
+        columns_distinct = True
+    except duckdb.CatalogException:
+        columns_distinct = False
+    assert table_found == same_name(created, asked) == (not columns_distinct)
+
+
+def test_lookups_fold_the_same_way() -> None:
+    assert fold("Straße") == "straße" and fold("ÄBC") == "Äbc"
+    assert find_named({"Orders": 1, "Ä": 2}, "ORDERS") == 1 and find_named({"Ä": 2}, "ä") is None
+    state = CatalogState(SnapshotInfo(1, None, 1, 1, 1), "1.0", "/d/", {}, {"Sales": "s"}, {("Sales", "Orders"): "t"})  # type: ignore[dict-item]
+    assert state.schema("SALES") == "s" and state.table("sales", "ORDERS") == "t"
+    assert state.schema("Säles") is None and state.table("Sales", "Ördersß") is None
