@@ -68,7 +68,7 @@ class JobStatus:
             self._done, self._pending = True, None
             if self._scheduled is not None:
                 self._scheduled.cancel()
-        self._send({"jobReport": dict(result)})
+        self._send({"jobReport": without_nulls(result)})
 
     def _send_pending(self) -> None:
         with self._lock:
@@ -86,6 +86,15 @@ class JobStatus:
             if kind not in self._failures:  # once per kind of failure, not once per progress step
                 self._failures.add(kind)
                 log.warning("could not patch the DuckLakeJob's status: %s", _one_line(exc))
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` without its null fields, at any depth: in a merge patch a null deletes the field."""
+    if isinstance(value, Mapping):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 def _timer(delay: float, fn: Callable[[], None]) -> threading.Timer:
