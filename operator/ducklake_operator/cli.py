@@ -99,7 +99,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         pending: set[str] = set()
         for m in members:
             plans.append(plan_for(m, state, frozenset(pending)))
-            if isinstance(m, SchemaSpec) and not plans[-1].is_empty and m.name not in state.schemas:
+            if isinstance(m, SchemaSpec) and not plans[-1].is_empty and state.schema(m.name) is None:
                 pending.add(m.name)
         if args.output == "json":
             output.append({"catalog": cat_spec.ref.name, "plans": [p.to_json() for p in plans]})
@@ -144,7 +144,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         for m in members:
             if isinstance(m, SchemaSpec):
-                present = m.name in state.schemas
+                present = state.schema(m.name) is not None
                 print(f"  schema {m.name}: {'present' if present else 'missing'}")
                 if not present:
                     missing.append(f"no such schema {m.name} (run apply)")

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..errors import DuckLakeError, NotFound
+from ..model.names import fold
 from ..model.state import (
     CatalogState,
     ColumnState,
@@ -206,13 +207,13 @@ def load_catalog_state(
         )
     )
     if table_names is not None:  # by name, or by id when both are given
-        wanted = {(s.casefold(), t.casefold()) for s, t in table_names}
+        wanted = {(fold(s), fold(t)) for s, t in table_names}
         ids = set(table_ids or ())
         table_rows = [
             r
             for r in table_rows
             if r.table_id in ids
-            or (r.schema_id in schemas and (schemas[r.schema_id].name.casefold(), r.table_name.casefold()) in wanted)
+            or (r.schema_id in schemas and (fold(schemas[r.schema_id].name), fold(r.table_name)) in wanted)
         ]
         table_ids = [r.table_id for r in table_rows]
 
