@@ -36,7 +36,7 @@ from .job_run import JobRun
 from .job_status import JobStatus, api_job_status
 from .operations import run_operation
 from .run_document import RunDocument, read_run_document
-from .runtime import OnDone, ran_on, reason, run_in_process, run_on_spark
+from .runtime import OnDone, reason, run_on_spark
 
 W = TypeVar("W")
 R = TypeVar("R")
@@ -67,7 +67,7 @@ class Events:
         result = {
             "state": outcome.state,
             "committedSnapshot": outcome.committed_snapshot,
-            "ranOn": outcome.report.get("ranOn", ran_on(run_in_process)),
+            "ranOn": outcome.report.get("ranOn"),  # None: it failed before its work ran anywhere
             "report": outcome.report,
             "message": scrub(outcome.message, self._secrets),
         }
@@ -127,7 +127,7 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
                 run=JobRun(doc.job, doc.in_process_below, events.progress),
             )
         except Exception as exc:
-            return _failed(catalog, doc, what, started, exc)
+            return outcome_of_failure(catalog, doc, what, started, exc)
         finally:
             storage.configure(None)
     committed = _committed_snapshot(report)
@@ -164,7 +164,9 @@ def _on_spark(
     return run_on_spark(fn, items, on_done, master=master, conf=conf)
 
 
-def _failed(catalog: Catalog, doc: RunDocument, what: str, started: dict[str, Any], exc: Exception) -> Outcome:
+def outcome_of_failure(
+    catalog: Catalog, doc: RunDocument, what: str, started: dict[str, Any], exc: Exception
+) -> Outcome:
     """A run that raised: Succeeded if its commit is in the catalog after all, unknown if
     the commit's fate could not be learnt, else Failed (its files are already deleted)."""
     try:
