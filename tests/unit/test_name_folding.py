@@ -8,7 +8,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from ducklake_operator.model.names import find_named, fold, same_name
+from ducklake_operator.model.duckdb_keywords import KEYWORDS
+from ducklake_operator.model.names import column_reference_sql, find_named, fold, same_name
 from ducklake_operator.model.state import CatalogState, SnapshotInfo
 from support import duck
 
@@ -65,3 +66,24 @@ def test_lookups_fold_the_same_way() -> None:
     state = CatalogState(SnapshotInfo(1, None, 1, 1, 1), "1.0", "/d/", {}, {"Sales": "s"}, {("Sales", "Orders"): "t"})  # type: ignore[dict-item]
     assert state.schema("SALES") == "s" and state.table("sales", "ORDERS") == "t"
     assert state.schema("Säles") is None and state.table("Sales", "Ördersß") is None
+
+
+REFERENCES = ["x1", "_x", "Mixed", "UPPER", "aB9_", "my col", "1abc", 'a"b', "ä", "select", "Order", "name", "year"]
+
+
+def test_sort_expressions_name_columns_as_duckdb_renders_them(lake: duckdb.DuckDBPyConnection) -> None:
+    lake.execute("CREATE SCHEMA lk.refs")
+    for i, name in enumerate(REFERENCES):
+        lake.execute(f"CREATE TABLE lk.refs.t{i} (c INTEGER, {quoted(name)} INTEGER)")
+        lake.execute(f"ALTER TABLE lk.refs.t{i} SET SORTED BY ({quoted(name)})")
+    rendered = dict(
+        lake.execute(
+            "SELECT t.table_name, e.expression FROM __ducklake_metadata_lk.ducklake_sort_expression e "
+            "JOIN __ducklake_metadata_lk.ducklake_table t USING (table_id) WHERE t.end_snapshot IS NULL"
+        ).fetchall()
+    )
+    assert [rendered[f"t{i}"] for i in range(len(REFERENCES))] == [column_reference_sql(n) for n in REFERENCES]
+
+
+def test_the_keyword_list_is_duckdbs() -> None:
+    assert KEYWORDS == {r[0] for r in duckdb.connect().execute("SELECT keyword_name FROM duckdb_keywords()").fetchall()}

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 from ..errors import SpecError
+from .duckdb_keywords import KEYWORDS
 
 V = TypeVar("V")
 
@@ -72,5 +73,9 @@ def path_for(name: str, uuid: str) -> str:
 
 
 def column_reference_sql(column: str) -> str:
-    """A column reference as DuckDB renders it (``ducklake_sort_expression.expression``)."""
-    return column if re.fullmatch(r"[a-z_][a-z0-9_]*", column) else '"' + column.replace('"', '""') + '"'
+    """A column reference as DuckDB renders it (``ducklake_sort_expression.expression``): bare
+    when it is a plain identifier (ASCII letters of either case, digits, ``_``; not starting
+    with a digit) and no SQL keyword, else double-quoted (docs/ducklake-format.md §6.5)."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", column) and fold(column) not in KEYWORDS:
+        return column
+    return '"' + column.replace('"', '""') + '"'
