@@ -1,5 +1,5 @@
 """flushInlinedData: move inlined rows and inlined file deletions into Parquet, as DuckDB's
-``ducklake_flush_inlined_data`` does (memo §5.3, §6.5).
+``ducklake_flush_inlined_data`` does (docs/ducklake-format.md §5.3, §6.4).
 
 Per table, one snapshot:
 * each inlined table's rows that exist at the base snapshot become Parquet files in the

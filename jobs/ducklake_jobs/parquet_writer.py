@@ -24,7 +24,8 @@ from . import task_resources
 
 ROW_ID = "_ducklake_internal_row_id"
 SNAPSHOT_ID = "_ducklake_internal_snapshot_id"
-HIDDEN_FIELD_IDS = {ROW_ID: 2147483540, SNAPSHOT_ID: 2147483539}  # Iceberg v3 row lineage ids (memo §4.1)
+# Iceberg v3 row lineage ids (docs/ducklake-format.md §4.1)
+HIDDEN_FIELD_IDS = {ROW_ID: 2147483540, SNAPSHOT_ID: 2147483539}
 DEFAULT_ROW_GROUP_SIZE = 122_880
 # table/schema/catalog options that shape DuckDB's Parquet output -> COPY option
 COPY_OPTIONS = {
@@ -176,7 +177,7 @@ def write_parquet(
     )
 
 
-# Positional delete files as DuckDB 1.5.5 writes them (memo §4.7): the data file's full path,
+# Positional delete files as DuckDB 1.5.5 writes them (docs/ducklake-format.md §4.7): the data file's full path,
 # the 0-based position, and the snapshot of each deletion.
 DELETE_FILE_FIELDS = (
     FieldIds("file_path", 2147483646),

@@ -1,5 +1,5 @@
 """rewriteDeletes: rewrite files whose deleted fraction reached the threshold, as DuckDB's
-``ducklake_rewrite_data_files`` does (memo §5.2).
+``ducklake_rewrite_data_files`` does (docs/ducklake-format.md §5.2).
 
 plan (pure, ``maintenance.delete_rewrite``) -> one ``RewriteTask`` per group (live rows
 only, row ids embedded, latest sort order) -> commit one snapshot ``rewrite_delete:<table>``:

@@ -9,7 +9,7 @@ before and after new inserts, and time travel to before the change.
 
 Known, deliberate differences from DuckDB 1.5.5 (not compared):
 * rows DuckDB writes for *nested* alterations carry ``nulls_allowed=false`` and an empty
-  ``default_value_type`` whatever was declared (memo §3.7, a quirk DuckDB itself ignores);
+  ``default_value_type`` whatever was declared (docs/ducklake-format.md §3.5, a quirk DuckDB itself ignores);
   we write the declared values;
 * the author and commit message (ours say what the operator did).
 """

@@ -76,7 +76,7 @@ C = Change
 @pytest.mark.parametrize(
     "mine, theirs, conflicts",
     [
-        # verified pairs from the memo (second committer = mine)
+        # pairs verified with two DuckDB clients, docs/ducklake-format.md §2.5 (second committer = mine)
         (C("inserted_into_table", id=1), C("inserted_into_table", id=1), False),
         (C("inlined_insert", id=1), C("inlined_insert", id=1), False),
         (C("inserted_into_table", id=1), C("deleted_from_table", id=1), True),

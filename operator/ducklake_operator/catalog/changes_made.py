@@ -3,7 +3,7 @@
 Grammar (``ducklake_transaction_changes.cpp::ParseChangesMade``): comma-separated
 ``token:value``; a value is an integer id or double-quoted names with ``"`` doubled
 (``created_table:"main"."t"``). Any token DuckDB does not know breaks every DuckDB client
-(memo §2.3), so only the tokens below can be constructed, and an empty change set is
+(docs/ducklake-format.md §2.3), so only the tokens below can be constructed, and an empty change set is
 rendered as SQL NULL.
 """
 

@@ -1,6 +1,6 @@
 """Commit a list of changes as one DuckLake snapshot, in one database transaction.
 
-Protocol (memo §2.2-§2.7), per attempt:
+Protocol (docs/ducklake-format.md §2.1-§2.6), per attempt:
 1. BEGIN (PostgreSQL REPEATABLE READ; SQLite BEGIN IMMEDIATE); read the latest snapshot.
 2. Run every writer against the catalog as it is now: checks, id allocation, buffered rows.
 3. If snapshots were committed since the caller's base, apply DuckDB's conflict rules

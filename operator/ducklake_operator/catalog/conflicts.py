@@ -1,7 +1,7 @@
 """DuckDB 1.5.5's logical conflict rules (``CheckForConflicts``), as a pure function.
 
 "Mine" is the change set being committed; "theirs" are the changes of every snapshot
-committed after my base snapshot. Rules are table-level and asymmetric (memo §2.4): an
+committed after my base snapshot. Rules are table-level and asymmetric (docs/ducklake-format.md §2.5): an
 insert conflicts with a concurrent delete, alter or drop of the same table, but a
 concurrent insert does not; two deletes conflict only if they touch the same data file,
 which only the caller can tell (``same_files_deleted``).

@@ -1,4 +1,4 @@
-"""Expire snapshots and delete scheduled files, as DuckDB 1.5.5 does (memo §5.4, §5.5).
+"""Expire snapshots and delete scheduled files, as DuckDB 1.5.5 does (docs/ducklake-format.md §5.4, §5.5).
 
 Expiry creates no snapshot. In one transaction it deletes the snapshot rows, then every
 catalog row that no remaining snapshot can see (a row is visible to snapshot S when

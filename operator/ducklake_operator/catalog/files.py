@@ -1,4 +1,4 @@
-"""Catalog rows for data and delete files, as DuckDB 1.5.5 writes them (memo §4), and the
+"""Catalog rows for data and delete files, as DuckDB 1.5.5 writes them (docs/ducklake-format.md §4), and the
 check that a job's input files are still as it planned them: the building blocks of the
 file change writers (``write_files``), and the reads a job plans from."""
 

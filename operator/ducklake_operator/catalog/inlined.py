@@ -1,6 +1,6 @@
 """Inlined rows as the catalog database stores them, read for a flush.
 
-DuckDB stores inlined values per backend (memo §1.3): natively where the backend has the
+DuckDB stores inlined values per backend (docs/ducklake-format.md §1.3): natively where the backend has the
 type, as BYTEA/BLOB for VARCHAR/JSON/BLOB, and otherwise as its own text rendering
 (dates, timestamps, nested values, HUGEINT, floats on SQLite, ...). So every value is
 fetched either as bytes or as text; the job casts the text back with the column's DuckDB

@@ -1,4 +1,4 @@
-"""Where a catalog row's path points (memo §4.2): the one resolver every reader uses (file
+"""Where a catalog row's path points (docs/ducklake-format.md §4.2): the one resolver every reader uses (file
 listings, referenced files, orphan detection, catalog deletion, the jobs). Pure.
 
 DuckDB 1.5.5 resolves a path as ``FromRelativePath`` does: relative to its parent

@@ -1,7 +1,7 @@
 """Read catalog state at a snapshot: a fixed number of queries, whatever the catalog's size.
 
 Every versioned row is valid at S when ``begin_snapshot <= S AND (end_snapshot IS NULL
-OR S < end_snapshot)`` (memo §3.1). Each catalog table is read with one query over all
+OR S < end_snapshot)`` (docs/ducklake-format.md §3.2). Each catalog table is read with one query over all
 tables at once and assembled in Python, so 1,000 tables cost the same ~14 round trips as one.
 """
 

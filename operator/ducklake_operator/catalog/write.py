@@ -1,5 +1,5 @@
 """One writer per change kind: check it against the catalog as it is now (inside the commit
-transaction), allocate ids, and buffer the rows DuckDB 1.5.5 would write (memo §3).
+transaction), allocate ids, and buffer the rows DuckDB 1.5.5 would write (docs/ducklake-format.md §3).
 
 Writers read immediately but only *buffer* their writes in the ``CommitContext``, because
 the snapshot row must be inserted first and its counters are known only once every change

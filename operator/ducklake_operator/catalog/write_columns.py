@@ -1,4 +1,4 @@
-"""Writers for changes to one table's columns, partitioning and sort order (memo §3.3-§3.8, §6).
+"""Writers for changes to one table's columns, partitioning and sort order (docs/ducklake-format.md §3.5-§3.11, §6).
 
 DuckDB's rules, followed here:
 * a column change ends the live row and inserts a full new row with the same id; several

@@ -1,7 +1,7 @@
 """Which files to merge (pure): DuckDB 1.5.5's ``ducklake_merge_adjacent_files`` rules as a
 plan of numbered file groups (Iceberg's vocabulary), JSON-serialisable for the Spark driver.
 
-Rules (memo §5.1): live data files smaller than the threshold (the target size unless
+Rules (docs/ducklake-format.md §5.1): live data files smaller than the threshold (the target size unless
 given), without a delete file or inlined deletions (unless ``apply_deletes``: then those
 files are merged too, their deletes carried over or applied), grouped by (schema version in force
 when the file was written, partition spec, partition values); within a group, ordered by

@@ -1,5 +1,5 @@
 """Which files to rewrite without their deleted rows (pure): DuckDB 1.5.5's
-``ducklake_rewrite_data_files`` rules (memo §5.2).
+``ducklake_rewrite_data_files`` rules (docs/ducklake-format.md §5.2).
 
 A live data file is a candidate when its deleted fraction, (rows in its live delete file +
 its inlined file deletions) / record_count, is at least the threshold and above zero; size

@@ -1,6 +1,6 @@
 """Encode manifest defaults exactly as DuckDB 1.5.5 stores them in ``ducklake_column``.
 
-Observed rules (memo §3.2, checked against the extension):
+Observed rules (docs/ducklake-format.md §3.6, checked against the extension):
 * a constant is stored as written in ``default_value`` (``'2024-01-01'``, ``3.14159``) and,
   cast to the column type and rendered by DuckDB, in ``initial_default``
   (``'2024-01-01 00:00:00+00'``, ``'3.14'``);

@@ -19,7 +19,7 @@ class FileColumnStats:
 
     column_id: int
     column_size_bytes: int
-    value_count: int | None  # non-NULL values (memo §4.6); None: unknown
+    value_count: int | None  # non-NULL values (docs/ducklake-format.md §4.6); None: unknown
     null_count: int | None
     min_value: str | None
     max_value: str | None

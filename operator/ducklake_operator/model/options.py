@@ -1,6 +1,6 @@
 """DuckLake options: manifest names, catalog keys, scopes, and DuckDB's value normalisation.
 
-Values are stored as DuckDB's ``set_option`` stores them (memo §7): sizes in bytes
+Values are stored as DuckDB's ``set_option`` stores them (docs/ducklake-format.md §7): sizes in bytes
 (``'10MB'`` -> ``'10000000'``, decimal units), ``parquet_version`` as ``'V2'``, the delete
 threshold with six decimals, booleans as ``'true'``/``'false'``.
 """

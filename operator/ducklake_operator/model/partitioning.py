@@ -1,4 +1,4 @@
-"""How DuckLake names partitions (pure; memo §6.1-6.2): the DuckDB expression of each
+"""How DuckLake names partitions (pure; docs/ducklake-format.md §6.1-§6.2): the DuckDB expression of each
 transform, hive directory key names and the text form of values."""
 
 from __future__ import annotations

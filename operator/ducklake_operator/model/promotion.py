@@ -1,9 +1,9 @@
 """Light-weight type promotion: the DuckLake specification's lossless table, nothing more.
 
 DuckDB 1.5.5 accepts more (``TypePromotionIsAllowed``: any implicit widening cast),
-including lossy ones such as int64 -> float64 or decimal(18,4) -> decimal(38,2) (memo
-§3.6). Under ``typeChanges: promote`` those are refused; other type changes need a
-rewrite of the data (``typeChanges: rewrite``, a heavy-weight change).
+including lossy ones such as int64 -> float64 or decimal(18,4) -> decimal(38,2)
+(docs/ducklake-format.md §3.8). Under ``typeChanges: promote`` those are refused; other
+type changes need a rewrite of the data (``typeChanges: rewrite``, a heavy-weight change).
 """
 
 from __future__ import annotations
