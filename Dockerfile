@@ -16,9 +16,13 @@ COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-index --find-links=/wheels 'ducklake-operator[controller,spark,duckdb]' \
  && rm -rf /wheels
 RUN groupadd --gid 10001 ducklake && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin ducklake
+# The job program as a file, for spark-submit (the Job and SparkApplication launchers run
+# /opt/ducklake/run_job.py: three lines calling ducklake_jobs.__main__.main), and the
+# entrypoint Spark's driver and executor pods need (they pass "driver ..." or "executor")
+COPY docker/run_job.py docker/spark-entrypoint.sh /opt/ducklake/
 ENV PYTHONUNBUFFERED=1 SPARK_LOCAL_IP=127.0.0.1 HOME=/tmp
 USER 10001
 # kopf liveness, Prometheus metrics
 EXPOSE 8080 9090
-ENTRYPOINT []
+ENTRYPOINT ["/opt/ducklake/spark-entrypoint.sh"]
 CMD ["ducklake-operator"]

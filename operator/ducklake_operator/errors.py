@@ -94,3 +94,16 @@ class CommitStateUnknown(DuckLakeError):
     """
 
     cleanable = False
+
+
+class LaunchFailed(DuckLakeError):
+    """A run could not be launched: a setting cannot be rendered (a memory size, a missing
+    image), its credentials cannot be had, or the API server refused what was sent.
+    Nothing ran, so nothing was committed."""
+
+    cleanable = True
+
+
+class LauncherNotInstalled(LaunchFailed):
+    """The cluster does not serve the custom resource a launcher creates (its operator is
+    not installed)."""

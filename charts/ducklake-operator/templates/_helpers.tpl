@@ -31,6 +31,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* The image of the operator, which is also the default image of its jobs. */}}
+{{- define "ducklake-operator.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The service account jobs' pods run as (Spark drivers), when the chart creates it. */}}
+{{- define "ducklake-operator.jobServiceAccountName" -}}
+{{- default (printf "%s-job" (include "ducklake-operator.fullname" .) | trunc 63 | trimSuffix "-") .Values.jobs.serviceAccount.name -}}
+{{- end -}}
+
 {{/* The rules the operator needs, and nothing more. */}}
 {{- define "ducklake-operator.rules" -}}
 - apiGroups: ["ducklake.dev"]
@@ -39,6 +49,28 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["ducklake.dev"]
   resources: ["ducklakecatalogs/status", "ducklakeschemas/status", "ducklaketables/status"]
   verbs: ["get", "patch"]
+# maintenance: policies create their runs and delete old ones
+- apiGroups: ["ducklake.dev"]
+  resources: ["ducklakejobs", "ducklakemaintenancepolicies"]
+  verbs: ["create", "delete", "patch", "get", "list", "watch"]
+- apiGroups: ["ducklake.dev"]
+  resources: ["ducklakejobs/status", "ducklakemaintenancepolicies/status"]
+  verbs: ["get", "patch"]
+# what runs launch (owned by their DuckLakeJob): a Job or a SparkApplication, and the
+# ConfigMap holding the run document
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["create", "get", "list", "watch", "delete"]
+- apiGroups: ["sparkoperator.k8s.io"]
+  resources: ["sparkapplications"]
+  verbs: ["create", "get", "list", "watch", "delete"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["create", "get", "delete"]
+# run locks (one Lease per table, per catalog slot) that survive restarts
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

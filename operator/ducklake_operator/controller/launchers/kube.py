@@ -1,0 +1,204 @@
+"""The ``Job`` and ``SparkApplication`` launchers: the run's ConfigMap and the object that
+runs it, created with the kubernetes client in the DuckLakeJob's namespace.
+
+Creating is idempotent: an object of that name owned by the same DuckLakeJob is the same
+attempt (a launch repeated after a crash), found again rather than created twice. Objects
+are created with strict field validation, so a field the API server does not know is an
+error, not silently dropped. A refusal that retrying cannot cure (RBAC, validation, the
+resource not served) is ``LaunchFailed``; anything else (the API server unreachable) is
+raised as it is, for the caller to try again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ...errors import LauncherNotInstalled, LaunchFailed
+from .observe import observe_job, observe_spark_application
+from .render import render_config_map, render_job, render_spark_application
+from .spec import JOB, SPARK_APPLICATION, Launched, LaunchSpec, Observed
+
+ApiClientFactory = Callable[[], Any]  # -> kubernetes.client.ApiClient
+DISCOVERY_CACHE_SECONDS = 30.0  # how long "installed or not" is believed
+
+
+@lru_cache(maxsize=1)
+def default_api_client() -> Any:
+    from ..credentials import kubernetes_core_api  # in-cluster config in a pod, else the kubeconfig
+
+    return kubernetes_core_api().api_client
+
+
+class KubeLauncher:
+    """A launcher whose attempt is one object of ``group/version`` ``plural``, plus its
+    ConfigMap; subclasses say which object and how its status reads."""
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    not_installed: str  # the sentence when the cluster does not serve ``plural``
+
+    def __init__(
+        self,
+        api_client: ApiClientFactory | None = None,
+        *,
+        cache_seconds: float = DISCOVERY_CACHE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._api_client = api_client or default_api_client
+        self._cache_seconds = cache_seconds
+        self._clock = clock
+        self._checked: tuple[float, str | None] | None = None
+        self._lock = threading.Lock()
+
+    def render(self, spec: LaunchSpec) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def read_status(self, obj: dict[str, Any]) -> Observed:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ Launcher
+
+    def available(self) -> str | None:
+        """None when the cluster serves ``plural`` (API discovery, believed for a while)."""
+        now = self._clock()
+        with self._lock:
+            if self._checked is not None and now - self._checked[0] < self._cache_seconds:
+                return self._checked[1]
+        try:
+            listed = self._custom().get_api_resources(self.group, self.version)
+            served = any(r.name == self.plural for r in listed.resources or [])
+        except ApiException as exc:
+            if exc.status != 404:  # 404: the group/version is not served at all
+                raise
+            served = False
+        answer = None if served else self.not_installed
+        with self._lock:
+            self._checked = (now, answer)
+        return answer
+
+    def launch(self, spec: LaunchSpec) -> Launched:
+        config_map, obj = render_config_map(spec), self.render(spec)  # a bad setting: nothing created
+        problem = self.available()
+        if problem is not None:
+            raise LauncherNotInstalled(problem)
+        core, custom, ns = self._core(), self._custom(), spec.namespace
+        self._create(
+            spec,
+            "ConfigMap",
+            lambda: core.create_namespaced_config_map(ns, config_map, field_validation="Strict"),
+            lambda: core.api_client.sanitize_for_serialization(core.read_namespaced_config_map(spec.name, ns)),
+        )
+        self._create(
+            spec,
+            self.kind,
+            lambda: custom.create_namespaced_custom_object(
+                self.group, self.version, ns, self.plural, obj, field_validation="Strict"
+            ),
+            lambda: custom.get_namespaced_custom_object(self.group, self.version, ns, self.plural, spec.name),
+        )
+        return Launched(self.kind, spec.name, {"namespace": ns})
+
+    def observe(self, launched: Launched) -> Observed:
+        try:
+            obj = self._custom().get_namespaced_custom_object(
+                self.group, self.version, launched.detail["namespace"], self.plural, launched.name
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return Observed("Gone", f"{self.kind} {launched.name} no longer exists")
+            raise
+        return self.read_status(obj)
+
+    def cancel(self, launched: Launched) -> None:
+        """Delete the object (its pods go in the background) and its ConfigMap."""
+        ns, name = launched.detail["namespace"], launched.name
+        custom, core = self._custom(), self._core()
+        for delete in (
+            lambda: custom.delete_namespaced_custom_object(
+                self.group, self.version, ns, self.plural, name, propagation_policy="Background"
+            ),
+            lambda: core.delete_namespaced_config_map(name, ns),
+        ):
+            try:
+                delete()
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+    # ------------------------------------------------------------------ pieces
+
+    def _custom(self) -> Any:
+        return client.CustomObjectsApi(self._api_client())
+
+    def _core(self) -> Any:
+        return client.CoreV1Api(self._api_client())
+
+    def _create(self, spec: LaunchSpec, kind: str, create: Callable[[], Any], read: Callable[[], Any]) -> None:
+        what = f"{kind} {spec.namespace}/{spec.name}"
+        try:
+            create()
+            return
+        except ApiException as exc:
+            if exc.status != 409:
+                raise self._refused(exc, what) from None
+        existing = read()  # AlreadyExists: ours, from an earlier launch of this attempt?
+        owners = {o.get("uid") for o in existing.get("metadata", {}).get("ownerReferences") or []}
+        if spec.owner.uid not in owners:
+            raise LaunchFailed(f"{what} already exists and does not belong to DuckLakeJob {spec.owner.name}")
+
+    def _refused(self, exc: ApiException, what: str) -> Exception:
+        message = _api_message(exc)
+        if exc.status == 404 and what.startswith(self.kind):
+            with self._lock:
+                self._checked = None  # the resource may have gone since it was checked
+            problem = self.available()
+            if problem is not None:
+                return LauncherNotInstalled(problem)
+        if exc.status == 403:
+            return LaunchFailed(f"the operator may not create {what}: {message}")
+        if exc.status in (400, 404, 422):
+            return LaunchFailed(f"the API server refused {what}: {message}")
+        return exc  # not the request's fault (the server unreachable or overloaded): try again
+
+
+class JobLauncher(KubeLauncher):
+    kind, group, version, plural = JOB, "batch", "v1", "jobs"
+    not_installed = "the cluster does not serve batch/v1 Jobs"
+
+    def render(self, spec: LaunchSpec) -> dict[str, Any]:
+        return render_job(spec)
+
+    def read_status(self, obj: dict[str, Any]) -> Observed:
+        return observe_job(obj)
+
+
+class SparkApplicationLauncher(KubeLauncher):
+    kind, group, version, plural = SPARK_APPLICATION, "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
+
+    def __init__(self, api_client: ApiClientFactory | None = None, *, plural: str | None = None, **kwargs: Any) -> None:
+        super().__init__(api_client, **kwargs)
+        self.plural = plural or type(self).plural
+        self.not_installed = f"the Kubeflow Spark Operator is not installed (no {self.plural}.{self.group})"
+
+    def render(self, spec: LaunchSpec) -> dict[str, Any]:
+        return render_spark_application(spec)
+
+    def read_status(self, obj: dict[str, Any]) -> Observed:
+        return observe_spark_application(obj)
+
+
+def _api_message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
+    except (ValueError, AttributeError):
+        return str(exc.reason)

@@ -1,0 +1,211 @@
+"""The ``Local`` launcher: the job program as a child process of the operator (Spark in
+``local[*]``), the embedded default and the development one.
+
+Each attempt gets a run document file and two logs (stdout: the program's JSON lines;
+stderr) in a state directory, and runs in a process group of its own with its credentials
+in its environment. ``Launched.detail`` holds its pid, its start time (``/proc``) and its
+log, so a restarted operator finds it again: a pid with the same start time is the same
+process; once it is gone, its final JSON line says how it ended. A launch repeated for the
+same attempt (the operator died before writing the run's status) finds the first one's
+record instead of starting a second process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import LaunchFailed
+from .observe import last_result, observe_finished_program
+from .spec import LOCAL, Launched, LaunchSpec, Observed
+
+STATE_DIR_ENV = "DUCKLAKE_STATE_DIR"
+GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL on cancel
+KILL_WAIT_SECONDS = 10.0  # SIGKILL is not refused, but a process in the kernel ends when it returns
+# catalog credentials come from the catalog's Secret only, never from the operator's own env
+NOT_INHERITED = ("DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD")
+SecretValue = Callable[[str, str, str], str]  # (namespace, Secret, key) -> value
+
+
+class LocalLauncher:
+    kind = LOCAL
+
+    def __init__(
+        self,
+        secret_value: SecretValue,
+        *,
+        state_dir: str | None = None,
+        program: Sequence[str] | None = None,
+        grace_seconds: float = GRACE_SECONDS,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._secret_value = secret_value
+        self._env = dict(os.environ if env is None else env)
+        self._dir = state_dir or self._env.get(STATE_DIR_ENV) or os.path.join(tempfile.gettempdir(), "ducklake-runs")
+        self._program = tuple(program or (sys.executable, "-m", "ducklake_jobs"))
+        self._grace = grace_seconds
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._lock = threading.Lock()
+
+    def available(self) -> str | None:
+        return None
+
+    def launch(self, spec: LaunchSpec) -> Launched:
+        os.makedirs(self._dir, mode=0o700, exist_ok=True)
+        record = os.path.join(self._dir, f"{spec.name}.launch.json")
+        known = _read_json(record)
+        if known is not None:
+            return Launched(self.kind, spec.name, known)
+        env = self._environment(spec)  # a missing Secret or key is CredentialsInvalid: nothing started
+        run_file = os.path.join(self._dir, f"{spec.name}.run.json")
+        _write(run_file, spec.run_document)
+        out_path, err_path = (os.path.join(self._dir, f"{spec.name}.{s}.log") for s in ("out", "err"))
+        try:
+            with open(out_path, "ab") as out, open(err_path, "ab") as err:
+                proc = subprocess.Popen(
+                    [*self._program, "run", "--run-file", run_file],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    cwd=self._dir,
+                    start_new_session=True,  # its own process group: a cancel stops Spark's JVM too
+                )
+        except OSError as exc:
+            raise LaunchFailed(f"could not start the job program {self._program[0]}: {exc.strerror or exc}") from None
+        with self._lock:
+            self._children[proc.pid] = proc
+        stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
+        detail = {"pid": proc.pid, "startTime": stat.start if stat else None, "log": out_path, "stderr": err_path,
+                  "runFile": run_file}  # fmt: skip
+        _write(record, json.dumps(detail))
+        return Launched(self.kind, spec.name, detail)
+
+    def observe(self, launched: Launched) -> Observed:
+        pid, start = int(launched.detail["pid"]), launched.detail.get("startTime")
+        with self._lock:
+            child = self._children.get(pid)
+        if child is not None:
+            code = child.poll()
+            if code is None:
+                return Observed("Running", f"the job program runs (pid {pid})")
+            with self._lock:
+                self._children.pop(pid, None)
+            return self._finished(launched.detail, code)
+        if _same_process_running(pid, start):  # an operator restarted since it launched this
+            return Observed("Running", f"the job program runs (pid {pid})")
+        return self._finished(launched.detail, None)
+
+    def cancel(self, launched: Launched) -> None:
+        """SIGTERM to its process group, SIGKILL after the grace period; nothing when it has
+        ended or its pid now belongs to another process."""
+        pid, start = int(launched.detail["pid"]), launched.detail.get("startTime")
+        with self._lock:
+            child = self._children.get(pid)
+        if child is None and not _same_process_running(pid, start):
+            return
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + self._grace
+        while self._group_alive(pid, child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self._group_alive(pid, child):
+            _signal_group(pid, signal.SIGKILL)
+            deadline = time.monotonic() + KILL_WAIT_SECONDS
+            while self._group_alive(pid, child) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        if child is not None:
+            with self._lock:
+                self._children.pop(pid, None)
+
+    # ------------------------------------------------------------------ pieces
+
+    def _environment(self, spec: LaunchSpec) -> dict[str, str]:
+        env = {k: v for k, v in self._env.items() if k not in NOT_INHERITED}  # KUBECONFIG stays
+        for e in spec.env_from_secrets:
+            env[e.env] = self._secret_value(spec.namespace, e.secret, e.key)
+        env["DUCKLAKE_REPORT_TO_API"] = "1"
+        return env
+
+    def _finished(self, detail: Mapping[str, Any], exit_code: int | None) -> Observed:
+        result = last_result(_lines(str(detail.get("log") or "")))
+        errors = [line for line in _lines(str(detail.get("stderr") or "")) if line.strip()]
+        return observe_finished_program(result, exit_code, errors[-1].strip()[:300] if errors else "")
+
+    @staticmethod
+    def _group_alive(pgid: int, child: subprocess.Popen[bytes] | None) -> bool:
+        if child is not None:
+            child.poll()  # reaps the leader once it has exited
+        return _group_has_live_members(pgid)
+
+
+@dataclass(frozen=True)
+class _Stat:
+    state: str  # Z: exited, not yet reaped
+    pgrp: int
+    start: int
+
+
+def _stat(pid: int) -> _Stat | None:
+    """State, process group and start time (clock ticks after boot) from /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # after the command name, which may hold anything
+    return _Stat(fields[0], int(fields[2]), int(fields[19]))
+
+
+def _same_process_running(pid: int, start: Any) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat.start == start and stat.state != "Z"
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat(int(entry))
+            if stat is not None and stat.pgrp == pgid and stat.state != "Z":
+                return True
+    return False
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _write(path: str, text: str) -> None:
+    """Atomically, readable by this user only."""
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return dict(json.load(fh))
+    except (OSError, ValueError):
+        return None
+
+
+def _lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().splitlines()
+    except OSError:
+        return []

@@ -1,0 +1,77 @@
+"""What a launched attempt's own record says, as an ``Observed``: a batch Job's conditions,
+a SparkApplication's ``status.applicationState``, the job program's final JSON line. Pure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .spec import Observed
+
+# Kubeflow Spark Operator states (api/v1beta2 ApplicationStateType) that end an application
+SPARK_SUCCEEDED = ("COMPLETED",)
+SPARK_FAILED = ("FAILED", "SUBMISSION_FAILED")
+SPARK_PENDING = ("", "NEW", "SUBMITTED", "SUSPENDING", "SUSPENDED", "RESUMING")
+
+
+def observe_job(job: Mapping[str, Any]) -> Observed:
+    """``Complete`` or ``Failed`` (True) end a Job; a deadline is a timeout. Anything else
+    runs (pods active or terminating) or waits for its pod."""
+    name = job.get("metadata", {}).get("name", "")
+    status = job.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
+    if "Complete" in conditions:
+        return Observed("Succeeded", f"Job {name} completed")
+    failed = conditions.get("Failed")
+    if failed is not None:
+        if failed.get("reason") == "DeadlineExceeded":
+            return Observed("Failed", f"timed out: Job {name} ran past its activeDeadlineSeconds")
+        why = ": ".join(p for p in (failed.get("reason"), failed.get("message")) if p)
+        return Observed("Failed", f"Job {name} failed" + (f" ({why})" if why else ""))
+    if status.get("active") or status.get("ready") or status.get("terminating"):
+        return Observed("Running", f"Job {name} is running")
+    return Observed("Pending", f"Job {name} waits for its pod")
+
+
+def observe_spark_application(app: Mapping[str, Any]) -> Observed:
+    name = app.get("metadata", {}).get("name", "")
+    state_record = (app.get("status") or {}).get("applicationState") or {}
+    state = str(state_record.get("state") or "")
+    if state in SPARK_SUCCEEDED:
+        return Observed("Succeeded", f"SparkApplication {name} completed")
+    if state in SPARK_FAILED:
+        error = state_record.get("errorMessage")
+        return Observed("Failed", f"SparkApplication {name} {state}" + (f": {error}" if error else ""))
+    if state in SPARK_PENDING:
+        return Observed("Pending", f"SparkApplication {name} is {state or 'not submitted yet'}")
+    return Observed("Running", f"SparkApplication {name} is {state}")
+
+
+def last_result(lines: Iterable[str]) -> dict[str, Any] | None:
+    """The job program's final ``{"event": "result", ...}`` line, if it wrote one."""
+    found = None
+    for line in lines:
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a kill
+        if isinstance(event, dict) and event.get("event") == "result":
+            found = event
+    return found
+
+
+def observe_finished_program(result: Mapping[str, Any] | None, exit_code: int | None, last_error: str) -> Observed:
+    """A job program that is no longer running: its result line decides; without one, it
+    failed (its exit code known: it was this process's child) or is gone (after a restart
+    of the operator, its exit code is lost)."""
+    detail: dict[str, Any] = {"exitCode": exit_code} if exit_code is not None else {}
+    if result is not None:
+        state = "Succeeded" if result.get("state") == "Succeeded" else "Failed"
+        return Observed(state, str(result.get("message") or ""), {**detail, "result": dict(result)})
+    tail = f": {last_error}" if last_error else ""
+    if exit_code is None:
+        return Observed("Gone", f"the job program ended without a result{tail}", detail)
+    return Observed("Failed", f"the job program exited with code {exit_code} without a result{tail}", detail)

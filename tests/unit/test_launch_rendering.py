@@ -1,0 +1,262 @@
+"""Launchers, the pure part: an attempt's defaults and name, the objects rendered for it, and
+what their status (or the job program's last line) means."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ducklake_operator.controller.launchers.observe import (
+    last_result,
+    observe_finished_program,
+    observe_job,
+    observe_spark_application,
+)
+from ducklake_operator.controller.launchers.render import render_config_map, render_job, render_spark_application
+from ducklake_operator.controller.launchers.spec import (
+    KUBERNETES_MASTER,
+    MAX_NAME,
+    LaunchSpec,
+    launch_spec,
+    object_name,
+)
+from ducklake_operator.errors import LaunchFailed
+
+UID = "5f1c2d3e-aaaa-bbbb-cccc-000000000001"
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DOCUMENT = {
+    "job": {"name": "compact-orders-1", "namespace": "data", "uid": UID, "attempt": 1},
+    "catalog": {"kind": "DuckLakeCatalog", "metadata": {"name": "lake"}, "spec": {"dataPath": "s3://b/lake"}},
+    "table": "sales.orders",
+    "operation": "compact",
+    "params": {"targetFileSize": "128MB"},
+    "inProcessBelow": None,
+    "spark": {"master": "local[*]", "conf": {"spark.sql.shuffle.partitions": "4"}},
+}
+SECRETS = [("DUCKLAKE_CATALOG_USERNAME", "pg", "username"), ("DUCKLAKE_CATALOG_PASSWORD", "pg", "password")]
+
+
+def spec(spark: dict[str, Any] | None = None, env: dict[str, str] | None = None, **kw: Any) -> LaunchSpec:
+    args: dict[str, Any] = dict(
+        job_name="compact-orders-1",
+        namespace="data",
+        uid=UID,
+        attempt=1,
+        run_document=DOCUMENT,
+        spark={"launcher": "Job", "conf": {"spark.sql.shuffle.partitions": "4"}, **(spark or {})},
+        env_from_secrets=SECRETS,
+        timeout_seconds=600,
+        labels={"ducklake.dev/catalog": "lake", "ducklake.dev/operation": "compact"},
+        env={"DUCKLAKE_JOB_IMAGE": "registry/ducklake-operator:1.0", **(env or {})},
+    )
+    args.update(kw)
+    return launch_spec(**args)
+
+
+def test_defaults_come_from_the_operators_environment_then_the_launchers() -> None:
+    s = spec(env={"DUCKLAKE_JOB_SERVICE_ACCOUNT": "ducklake-job", "DUCKLAKE_SPARK_VERSION": "4.0.1"})
+    assert (s.image, s.service_account, s.spark_version) == ("registry/ducklake-operator:1.0", "ducklake-job", "4.0.1")
+    assert (s.driver.cores, s.driver.memory) == ("1", "1g")
+    assert (s.executor.instances, s.executor.cores, s.executor.memory) == ("1", "1", "2g")
+    assert s.ttl_seconds_after_finished == 86400 and s.timeout_seconds == 600
+    chosen = spec({"image": "mine:2", "serviceAccount": "spark", "driver": {"memory": "4g"}, "executor": {"instances": "3"}},
+                  env={"DUCKLAKE_JOB_SERVICE_ACCOUNT": "ducklake-job"})  # fmt: skip
+    assert (chosen.image, chosen.service_account, chosen.driver.memory, chosen.executor.instances) == (
+        "mine:2", "spark", "4g", "3")  # fmt: skip
+    assert spec(env={"DUCKLAKE_JOB_IMAGE": ""}).image is None and spec().service_account is None
+    labels = dict(spec().labels)
+    assert labels["ducklake.dev/job"] == "compact-orders-1" and labels["ducklake.dev/attempt"] == "1"
+    assert labels["app.kubernetes.io/managed-by"] == "ducklake-operator" and labels["ducklake.dev/catalog"] == "lake"
+
+
+def test_the_run_document_carries_the_master_the_program_must_use() -> None:
+    def master(s: LaunchSpec) -> str:
+        doc = json.loads(s.run_document)
+        assert {k: v for k, v in doc.items() if k != "spark"} == {k: v for k, v in DOCUMENT.items() if k != "spark"}
+        assert doc["spark"]["conf"] == DOCUMENT["spark"]["conf"]
+        assert doc["spark"]["master"] == s.master
+        return s.master
+
+    assert master(spec()) == KUBERNETES_MASTER
+    assert master(spec({"launcher": "SparkApplication"})) == KUBERNETES_MASTER
+    assert master(spec({"executor": {"instances": "0"}})) == "local[*]"  # no executors: Spark in the pod
+    assert master(spec({"launcher": "Local"})) == "local[*]"
+    assert master(spec({"launcher": "Local", "master": "local[2]"})) == "local[2]"
+
+
+def test_names_are_stable_per_attempt_and_distinct_across_attempts_and_jobs() -> None:
+    assert object_name("compact-orders-1", UID, 1) == "compact-orders-1-5f1c2d-1" == spec().name
+    assert object_name("compact-orders-1", UID, 2) == "compact-orders-1-5f1c2d-2"
+    assert object_name("compact-orders-1", "0a" + UID[2:], 1) != object_name("compact-orders-1", UID, 1)
+
+
+@given(st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,250}[a-z0-9])?", fullmatch=True), st.integers(1, 10_000))
+def test_every_job_name_gives_a_dns_label_short_enough_for_the_spark_operators_suffixes(
+    name: str, attempt: int
+) -> None:
+    out = object_name(name, UID, attempt)
+    assert DNS_1035.match(out) and len(out) <= MAX_NAME and out.endswith(f"-5f1c2d-{attempt}")
+    assert object_name(name, UID, attempt) == out
+
+
+def test_the_config_map_holds_the_run_document_and_is_owned_by_the_job() -> None:
+    s = spec()
+    cm = render_config_map(s)
+    assert cm["data"] == {"run.json": s.run_document} and cm["metadata"]["name"] == s.name
+    assert cm["metadata"]["ownerReferences"] == [
+        {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeJob", "name": "compact-orders-1", "uid": UID,
+         "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
+
+
+def conf_of(command: list[str]) -> dict[str, str]:
+    pairs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
+    return dict(p.split("=", 1) for p in pairs)
+
+
+def test_the_batch_job_runs_spark_submit_in_client_mode_with_the_settings() -> None:
+    s = spec({"serviceAccount": "ducklake-job", "driver": {"cores": "2", "memory": "2g"},
+              "executor": {"instances": "3", "cores": "2", "memory": "4g"},
+              "conf": {"spark.kubernetes.namespace": "elsewhere", "spark.sql.shuffle.partitions": "4"}})  # fmt: skip
+    job = render_job(s)
+    assert job["metadata"]["ownerReferences"][0]["uid"] == UID and job["metadata"]["labels"] == dict(s.labels)
+    assert (
+        job["spec"]["backoffLimit"],
+        job["spec"]["activeDeadlineSeconds"],
+        job["spec"]["ttlSecondsAfterFinished"],
+    ) == (0, 600, 86400)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "ducklake-job"
+    assert pod["securityContext"]["runAsUser"] == 10001 and pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    command = container["command"]
+    assert command[:7] == ["spark-submit", "--master", KUBERNETES_MASTER, "--deploy-mode", "client", "--name", s.name]
+    assert command[-4:] == ["/opt/ducklake/run_job.py", "run", "--run-file", "/etc/ducklake/run.json"]
+    conf = conf_of(command)
+    assert conf["spark.kubernetes.namespace"] == "data"  # the launcher's own settings win over conf
+    assert conf["spark.sql.shuffle.partitions"] == "4" and conf["spark.kubernetes.container.image"] == s.image
+    assert (conf["spark.executor.instances"], conf["spark.executor.cores"], conf["spark.executor.memory"]) == (
+        "3",
+        "2",
+        "4096m",
+    )
+    assert conf["spark.driver.memory"] == "2g" and conf["spark.driver.host"] == "$(POD_IP)"
+    assert conf["spark.kubernetes.driver.pod.name"] == "$(POD_NAME)"
+    assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "ducklake-job"
+    assert conf["spark.kubernetes.executor.secretKeyRef.DUCKLAKE_CATALOG_PASSWORD"] == "pg:password"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert env["SPARK_LOCAL_IP"]["value"] == "$(POD_IP)" and env["DUCKLAKE_REPORT_TO_API"]["value"] == "1"
+    assert env["DUCKLAKE_CATALOG_PASSWORD"] == {
+        "name": "DUCKLAKE_CATALOG_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "pg", "key": "password"}}}  # fmt: skip
+    # the pod holds the JVM's memory and the Python process beside it (40 %, at least 384 MiB)
+    assert container["resources"] == {"requests": {"cpu": "2", "memory": "2867Mi"}, "limits": {"memory": "2867Mi"}}
+    assert render_job(spec())["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "memory": "1433Mi"
+    }
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts["/etc/ducklake"]]["configMap"] == {"name": s.name} and "emptyDir" in volumes[mounts["/tmp"]]
+    assert "activeDeadlineSeconds" not in render_job(spec(timeout_seconds=None))["spec"]
+    assert "serviceAccountName" not in render_job(spec())["spec"]["template"]["spec"]
+
+
+def test_a_job_without_executors_runs_spark_in_its_pod() -> None:
+    command = render_job(spec({"executor": {"instances": "0"}}))["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--master") + 1] == "local[*]"
+    assert not any(k.startswith("spark.kubernetes.") or k.startswith("spark.executor.") for k in conf_of(command))
+
+
+def test_the_spark_application_runs_the_program_in_cluster_mode() -> None:
+    s = spec({"launcher": "SparkApplication", "serviceAccount": "ducklake-job", "executor": {"instances": "2"}},
+             env={"DUCKLAKE_SPARK_VERSION": "4.0.1"})  # fmt: skip
+    app = render_spark_application(s)
+    assert (app["apiVersion"], app["kind"]) == ("sparkoperator.k8s.io/v1beta2", "SparkApplication")
+    body = app["spec"]
+    assert (body["type"], body["mode"], body["sparkVersion"], body["restartPolicy"]) == (
+        "Python", "cluster", "4.0.1", {"type": "Never"})  # fmt: skip
+    assert body["mainApplicationFile"] == "local:///opt/ducklake/run_job.py"
+    assert body["arguments"] == ["run", "--run-file", "/etc/ducklake/run.json"]
+    assert body["timeToLiveSeconds"] == 86400 and body["sparkConf"] == {"spark.sql.shuffle.partitions": "4"}
+    driver, executor = body["driver"], body["executor"]
+    assert (driver["cores"], driver["memory"], driver["serviceAccount"]) == (1, "1g", "ducklake-job")
+    assert driver["configMaps"] == [{"name": s.name, "path": "/etc/ducklake"}]
+    assert {"name": "DUCKLAKE_REPORT_TO_API", "value": "1"} in driver["env"]
+    secret_refs = [e["valueFrom"]["secretKeyRef"] for e in driver["env"] if "valueFrom" in e]
+    assert secret_refs == [{"name": "pg", "key": "username"}, {"name": "pg", "key": "password"}]
+    assert (executor["instances"], executor["cores"], executor["memory"]) == (2, 1, "2g")
+    assert [e["name"] for e in executor["env"]] == ["DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD"]
+    alone = render_spark_application(spec({"launcher": "SparkApplication", "executor": {"instances": "0"}}))
+    assert "instances" not in alone["spec"]["executor"]  # the CRD's minimum is 1; Spark runs in the driver
+
+
+@pytest.mark.parametrize(
+    "spark, env, message",
+    [
+        ({"driver": {"memory": "2 GiB"}}, {}, "spark.driver.memory: '2 GiB' is not a memory size Spark reads"),
+        ({"executor": {"memory": "lots"}}, {}, "spark.executor.memory: 'lots'"),
+        ({"driver": {"cores": "1.5"}}, {}, "spark.driver.cores: '1.5' is not a whole number of at least 1"),
+        ({"executor": {"instances": "-1"}}, {}, "spark.executor.instances: '-1'"),
+        ({}, {"DUCKLAKE_JOB_IMAGE": ""}, "no image to run the job in: set spark.image, or DUCKLAKE_JOB_IMAGE"),
+    ],
+)
+def test_settings_that_cannot_be_rendered_are_named(spark: dict[str, Any], env: dict[str, str], message: str) -> None:
+    for launcher, render in (("Job", render_job), ("SparkApplication", render_spark_application)):
+        with pytest.raises(LaunchFailed) as info:
+            render(spec({**spark, "launcher": launcher}, env={"DUCKLAKE_SPARK_VERSION": "4.0.1", **env}))
+        assert message in str(info.value)
+
+
+def test_a_spark_application_needs_a_spark_version() -> None:
+    with pytest.raises(LaunchFailed, match="DUCKLAKE_SPARK_VERSION"):
+        render_spark_application(dataclasses.replace(spec({"launcher": "SparkApplication"}), spark_version=None))
+
+
+def job(*conditions: dict[str, str], **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "j"}, "status": {"conditions": list(conditions), **status}}
+
+
+def test_a_batch_jobs_conditions_map_to_states() -> None:
+    assert observe_job({"metadata": {"name": "j"}}).state == "Pending"
+    assert observe_job(job(active=1)).state == "Running"
+    assert observe_job(job({"type": "Complete", "status": "True"})).state == "Succeeded"
+    assert observe_job(job({"type": "Complete", "status": "False"}, active=1)).state == "Running"
+    timed_out = observe_job(job({"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "x"}))
+    assert timed_out.state == "Failed" and timed_out.message.startswith("timed out")
+    failed = observe_job(job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                              "message": "Job has reached the specified backoff limit"}))  # fmt: skip
+    assert (failed.state, failed.message) == (
+        "Failed", "Job j failed (BackoffLimitExceeded: Job has reached the specified backoff limit)")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "state, expected",
+    [("", "Pending"), ("SUBMITTED", "Pending"), ("RUNNING", "Running"), ("SUCCEEDING", "Running"),
+     ("FAILING", "Running"), ("COMPLETED", "Succeeded"), ("FAILED", "Failed"), ("SUBMISSION_FAILED", "Failed")],
+)  # fmt: skip
+def test_a_spark_applications_state_maps_to_states(state: str, expected: str) -> None:
+    app = {"metadata": {"name": "a"}, "status": {"applicationState": {"state": state, "errorMessage": "driver OOM"}}}
+    observed = observe_spark_application(app)
+    assert observed.state == expected
+    assert ("driver OOM" in observed.message) == (expected == "Failed")
+    assert observe_spark_application({"metadata": {"name": "a"}}).state == "Pending"
+
+
+def test_the_programs_last_line_says_how_it_ended() -> None:
+    result = {"event": "result", "state": "Failed", "message": "compact sales.orders: boom"}
+    lines = ['{"event": "progress", "phase": "writing", "done": 1, "total": 2}', json.dumps(result), '{"event": "res']
+    assert last_result(lines) == result and last_result(["not json", "{}"]) is None
+    assert observe_finished_program(result, 1, "").message == "compact sales.orders: boom"
+    ok = observe_finished_program({**result, "state": "Succeeded", "message": "committed"}, 0, "")
+    assert (ok.state, ok.detail["exitCode"]) == ("Succeeded", 0)
+    crashed = observe_finished_program(None, -9, "MemoryError")
+    assert (crashed.state, crashed.message) == (
+        "Failed",
+        "the job program exited with code -9 without a result: MemoryError",
+    )
+    assert observe_finished_program(None, None, "").state == "Gone"  # after a restart: no exit code, no result
