@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from support.helm import ROOT
 from support.kube_cluster import KubeCluster
-from support.operator_process import Operator, install_chart, service_account_kubeconfig
+from support.operator_process import Operator, install_chart, service_account_kubeconfig, wait_for
 
 _counter = itertools.count()
 
@@ -35,6 +36,29 @@ def cluster() -> Iterator[KubeCluster]:
 @pytest.fixture(scope="session")
 def chart(cluster: KubeCluster) -> list[dict[str, Any]]:
     return install_chart(cluster)
+
+
+@pytest.fixture(scope="session")
+def spark_application_crd(cluster: KubeCluster) -> str:
+    """The Kubeflow Spark Operator's SparkApplication CRD, installed as its chart would: test
+    data in ``fixtures/`` of the shared directory (``$DUCKLAKE_SHARED``, else ``../shared``
+    beside the repository), never copied into the repository. Missing is a failure."""
+    shared = os.environ.get("DUCKLAKE_SHARED") or os.path.join(ROOT, "..", "shared")
+    path = os.path.join(shared, "fixtures", "sparkoperator.k8s.io_sparkapplications.yaml")
+    if not os.path.isfile(path):
+        pytest.fail(f"the SparkApplication CRD is missing: {path} (set DUCKLAKE_SHARED to the shared directory)")
+    name = "sparkapplications.sparkoperator.k8s.io"
+    cluster.kubectl("apply", "--server-side", "-f", path)  # server-side: too large for the last-applied annotation
+
+    def established() -> bool:
+        crd = json.loads(cluster.kubectl("get", "crd", name, "-o", "json"))
+        return any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        )
+
+    wait_for(f"CRD {name} established", established, timeout=60)
+    return name
 
 
 @pytest.fixture(scope="session")

@@ -223,9 +223,10 @@ def job(*conditions: dict[str, str], **status: Any) -> dict[str, Any]:
 
 def test_a_batch_jobs_conditions_map_to_states() -> None:
     assert observe_job({"metadata": {"name": "j"}}).state == "Pending"
-    assert observe_job(job(active=1)).state == "Running"
+    assert observe_job(job(active=1, ready=0)).state == "Pending"  # created, not scheduled or started yet
+    assert observe_job(job(active=1, ready=1)).state == "Running"
     assert observe_job(job({"type": "Complete", "status": "True"})).state == "Succeeded"
-    assert observe_job(job({"type": "Complete", "status": "False"}, active=1)).state == "Running"
+    assert observe_job(job({"type": "Complete", "status": "False"}, active=1, ready=1)).state == "Running"
     timed_out = observe_job(job({"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "x"}))
     assert timed_out.state == "Failed" and timed_out.message.startswith("timed out")
     failed = observe_job(job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",

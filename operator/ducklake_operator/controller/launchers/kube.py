@@ -98,14 +98,18 @@ class KubeLauncher:
             lambda: core.create_namespaced_config_map(ns, config_map, field_validation="Strict"),
             lambda: core.api_client.sanitize_for_serialization(core.read_namespaced_config_map(spec.name, ns)),
         )
-        self._create(
-            spec,
-            self.kind,
-            lambda: custom.create_namespaced_custom_object(
-                self.group, self.version, ns, self.plural, obj, field_validation="Strict"
-            ),
-            lambda: custom.get_namespaced_custom_object(self.group, self.version, ns, self.plural, spec.name),
-        )
+        try:
+            self._create(
+                spec,
+                self.kind,
+                lambda: custom.create_namespaced_custom_object(
+                    self.group, self.version, ns, self.plural, obj, field_validation="Strict"
+                ),
+                lambda: custom.get_namespaced_custom_object(self.group, self.version, ns, self.plural, spec.name),
+            )
+        except LaunchFailed:
+            _deleted(lambda: core.delete_namespaced_config_map(spec.name, ns))  # nothing half-launched stays
+            raise
         return Launched(self.kind, spec.name, {"namespace": ns})
 
     def observe(self, launched: Launched) -> Observed:
@@ -123,17 +127,12 @@ class KubeLauncher:
         """Delete the object (its pods go in the background) and its ConfigMap."""
         ns, name = launched.detail["namespace"], launched.name
         custom, core = self._custom(), self._core()
-        for delete in (
+        _deleted(
             lambda: custom.delete_namespaced_custom_object(
                 self.group, self.version, ns, self.plural, name, propagation_policy="Background"
-            ),
-            lambda: core.delete_namespaced_config_map(name, ns),
-        ):
-            try:
-                delete()
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+            )
+        )
+        _deleted(lambda: core.delete_namespaced_config_map(name, ns))
 
     # ------------------------------------------------------------------ pieces
 
@@ -185,9 +184,13 @@ class JobLauncher(KubeLauncher):
 class SparkApplicationLauncher(KubeLauncher):
     kind, group, version, plural = SPARK_APPLICATION, "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
 
-    def __init__(self, api_client: ApiClientFactory | None = None, *, plural: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, api_client: ApiClientFactory | None = None, *, group: str | None = None, plural: str | None = None,
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        """``group``, ``plural``: another name to look for (a test's, for a resource not served)."""
         super().__init__(api_client, **kwargs)
-        self.plural = plural or type(self).plural
+        self.group, self.plural = group or type(self).group, plural or type(self).plural
         self.not_installed = f"the Kubeflow Spark Operator is not installed (no {self.plural}.{self.group})"
 
     def render(self, spec: LaunchSpec) -> dict[str, Any]:
@@ -195,6 +198,15 @@ class SparkApplicationLauncher(KubeLauncher):
 
     def read_status(self, obj: dict[str, Any]) -> Observed:
         return observe_spark_application(obj)
+
+
+def _deleted(delete: Callable[[], Any]) -> None:
+    """Delete; gone already is fine."""
+    try:
+        delete()
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
 
 
 def _api_message(exc: ApiException) -> str:

@@ -17,7 +17,7 @@ SPARK_PENDING = ("", "NEW", "SUBMITTED", "SUSPENDING", "SUSPENDED", "RESUMING")
 
 def observe_job(job: Mapping[str, Any]) -> Observed:
     """``Complete`` or ``Failed`` (True) end a Job; a deadline is a timeout. Anything else
-    runs (pods active or terminating) or waits for its pod."""
+    runs (its pod ready, or terminating) or waits for its pod."""
     name = job.get("metadata", {}).get("name", "")
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
@@ -29,8 +29,10 @@ def observe_job(job: Mapping[str, Any]) -> Observed:
             return Observed("Failed", f"timed out: Job {name} ran past its activeDeadlineSeconds")
         why = ": ".join(p for p in (failed.get("reason"), failed.get("message")) if p)
         return Observed("Failed", f"Job {name} failed" + (f" ({why})" if why else ""))
-    if status.get("active") or status.get("ready") or status.get("terminating"):
+    if status.get("ready") or status.get("terminating"):
         return Observed("Running", f"Job {name} is running")
+    if status.get("active"):  # created, not running yet (scheduling, pulling the image)
+        return Observed("Pending", f"Job {name}'s pod is not running yet")
     return Observed("Pending", f"Job {name} waits for its pod")
 
 
