@@ -10,6 +10,7 @@ import subprocess
 import pytest
 import yaml
 
+from ducklake_operator.controller.launchers.render import CONTAINER_SECURITY, POD_SECURITY, PROGRAM
 from support.helm import ROOT, helm_binary
 from support.operator_process import CHART, RELEASE_NS, SERVICE_ACCOUNT, dump, render_chart
 
@@ -24,8 +25,13 @@ def test_lint_strict() -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [[], NAMESPACED, ["--set", "metrics.enabled=false", "--set", "image.tag=1.2.3", "--set", "logLevel=DEBUG"]],
-    ids=["default", "namespaced", "no-metrics"],
+    [
+        [],
+        NAMESPACED,
+        ["--set", "metrics.enabled=false", "--set", "image.tag=1.2.3", "--set", "logLevel=DEBUG"],
+        [*NAMESPACED, "--set", "jobs.serviceAccount.create=true"],
+    ],
+    ids=["default", "namespaced", "no-metrics", "job-service-account"],
 )
 def test_every_rendering_is_accepted_by_the_api_server(cluster, chart, args: list[str]) -> None:  # type: ignore[no-untyped-def]
     for namespace in ("data", "analytics"):
@@ -53,16 +59,19 @@ def test_values_schema_rejects_bad_values() -> None:
         assert out.returncode != 0 and message in out.stderr
 
 
-def can_i(cluster, verb: str, resource: str, namespace: str | None = "data", account: str = SERVICE_ACCOUNT) -> bool:  # type: ignore[no-untyped-def]
+def can_i(cluster, verb: str, resource: str, namespace: str | None = "data", account: str = SERVICE_ACCOUNT,
+          account_namespace: str = RELEASE_NS) -> bool:  # type: ignore[no-untyped-def]  # fmt: skip
     where = ["-n", namespace] if namespace else []
+    resource, _, subresource = resource.partition("/")  # kubectl reads "x/status" as the object named status
+    sub = [f"--subresource={subresource}"] if subresource else []
     out = cluster.kubectl_result(
-        "auth", "can-i", verb, resource, *where, f"--as=system:serviceaccount:{RELEASE_NS}:{account}"
+        "auth", "can-i", verb, resource, *sub, *where, f"--as=system:serviceaccount:{account_namespace}:{account}"
     )
     assert out.stdout.strip() in ("yes", "no"), out.stderr
     return out.stdout.strip() == "yes"
 
 
-def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, chart) -> None:  # type: ignore[no-untyped-def]
+def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, chart, spark_application_crd) -> None:  # type: ignore[no-untyped-def]
     cluster.kubectl("create", "namespace", "data", check=False)
     allowed = [
         ("watch", "ducklaketables.ducklake.dev"),
@@ -74,6 +83,24 @@ def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, char
         ("get", "secrets"),
         ("watch", "secrets"),  # by name: a catalog's credentials are followed for rotation
         ("list", "customresourcedefinitions.apiextensions.k8s.io"),
+        # maintenance: policies create their runs and trim their history; runs tick on status
+        ("create", "ducklakejobs.ducklake.dev"),
+        ("delete", "ducklakejobs.ducklake.dev"),
+        ("watch", "ducklakemaintenancepolicies.ducklake.dev"),
+        ("patch", "ducklakejobs.ducklake.dev/status"),
+        ("patch", "ducklakemaintenancepolicies.ducklake.dev/status"),
+        # what runs launch, and the Leases that lock tables
+        ("create", "jobs.batch"),
+        ("delete", "jobs.batch"),
+        ("watch", "jobs.batch"),
+        ("create", "sparkapplications.sparkoperator.k8s.io"),
+        ("delete", "sparkapplications.sparkoperator.k8s.io"),
+        ("get", "sparkapplications.sparkoperator.k8s.io"),
+        ("create", "configmaps"),
+        ("delete", "configmaps"),
+        ("create", "leases.coordination.k8s.io"),
+        ("update", "leases.coordination.k8s.io"),
+        ("delete", "leases.coordination.k8s.io"),
     ]
     denied = [
         ("delete", "ducklaketables.ducklake.dev"),
@@ -85,6 +112,13 @@ def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, char
         ("create", "pods"),
         ("delete", "events"),
         ("create", "customresourcedefinitions.apiextensions.k8s.io"),
+        ("update", "ducklakejobs.ducklake.dev"),
+        ("patch", "jobs.batch"),
+        ("patch", "sparkapplications.sparkoperator.k8s.io"),
+        ("update", "configmaps"),
+        ("list", "configmaps"),
+        ("patch", "leases.coordination.k8s.io"),
+        ("create", "services"),
         ("*", "*"),
     ]
     assert [(v, r) for v, r in allowed if not can_i(cluster, v, r)] == []
@@ -116,6 +150,57 @@ def test_namespaced_rbac_grants_only_the_watched_namespaces(cluster, chart) -> N
     assert all(r["resources"] == ["customresourcedefinitions"] for d in cluster_wide for r in d.get("rules", []))
 
 
+def test_the_job_service_account_may_do_what_a_spark_driver_does_and_no_more(
+    cluster, chart, spark_application_crd
+) -> None:  # type: ignore[no-untyped-def]
+    """Off by default; enabled, in the namespaces runs run in: executors' pods, services,
+    configmaps, volume claims, and the run's own status, nothing else."""
+    assert not [d for d in render_chart() if d["metadata"]["name"].endswith("-job")]
+    for namespace in ("data", "elsewhere"):
+        cluster.kubectl("create", "namespace", namespace, check=False)
+    enabled = ["--set", "jobs.serviceAccount.create=true", "--set", "jobs.serviceAccount.namespaces={data}"]
+    docs = [d for d in render_chart(*enabled) if d["kind"] in ("ServiceAccount", "Role", "RoleBinding")
+            and d["metadata"]["name"] == f"{SERVICE_ACCOUNT}-job"]  # fmt: skip
+    assert {(d["kind"], d["metadata"]["namespace"]) for d in docs} == {
+        ("ServiceAccount", "data"), ("Role", "data"), ("RoleBinding", "data")}  # fmt: skip
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(docs))
+
+    def job_can(verb: str, resource: str, namespace: str = "data") -> bool:
+        return can_i(cluster, verb, resource, namespace, f"{SERVICE_ACCOUNT}-job", account_namespace="data")
+
+    allowed = [(verb, resource) for resource in ("pods", "services", "configmaps", "persistentvolumeclaims")
+               for verb in ("create", "get", "list", "watch", "delete", "deletecollection")]  # fmt: skip
+    allowed.append(("patch", "ducklakejobs.ducklake.dev/status"))
+    denied = [("get", "secrets"), ("patch", "ducklakejobs.ducklake.dev"), ("get", "ducklakejobs.ducklake.dev"),
+              ("create", "jobs.batch"), ("create", "sparkapplications.sparkoperator.k8s.io"),
+              ("patch", "ducklaketables.ducklake.dev/status"), ("create", "pods/exec"), ("create", "roles.rbac.authorization.k8s.io")]  # fmt: skip
+    assert [(v, r) for v, r in allowed if not job_can(v, r)] == []
+    assert [(v, r) for v, r in denied if job_can(v, r)] == []
+    assert not job_can("create", "pods", "elsewhere")
+
+
+@pytest.mark.parametrize(
+    "args, account",
+    [([], None), (["--set", "jobs.serviceAccount.create=true"], f"{SERVICE_ACCOUNT}-job"),
+     (["--set", "jobs.serviceAccount.create=true", "--set", "jobs.serviceAccount.name=spark"], "spark")],
+    ids=["off", "on", "named"],
+)  # fmt: skip
+def test_the_operator_gives_its_own_image_and_the_job_service_account_to_runs(
+    args: list[str], account: str | None
+) -> None:
+    docs = render_chart(*args, "--set", "image.tag=1.2.3")
+    container = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["DUCKLAKE_JOB_IMAGE"] == container["image"] == "ghcr.io/ducklake-operator/ducklake-operator:1.2.3"
+    assert env.get("DUCKLAKE_JOB_SERVICE_ACCOUNT") == account
+    if account:  # created where runs run: the release namespace unless watchNamespaces say otherwise
+        assert [(d["kind"], d["metadata"]["namespace"]) for d in docs if d["metadata"]["name"] == account] == [
+            ("ServiceAccount", RELEASE_NS), ("Role", RELEASE_NS), ("RoleBinding", RELEASE_NS)]  # fmt: skip
+    watched = render_chart(*args, *NAMESPACED)
+    assert {d["metadata"]["namespace"] for d in watched if d["kind"] == "ServiceAccount" and
+            d["metadata"]["name"] == account} == ({"data", "analytics"} if account else set())  # fmt: skip
+
+
 def test_chart_defaults_match_the_dockerfile() -> None:
     dockerfile = open(os.path.join(ROOT, "Dockerfile")).read()
     deployment = next(d for d in render_chart() if d["kind"] == "Deployment")
@@ -124,3 +209,8 @@ def test_chart_defaults_match_the_dockerfile() -> None:
     assert spec["containers"][0]["command"] == ["ducklake-operator"]
     values = yaml.safe_load(open(os.path.join(CHART, "values.yaml")))
     assert f"EXPOSE {values['probes']['port']} {values['metrics']['port']}" in dockerfile
+    # launched pods run as the operator's does, the job program the Dockerfile puts in place
+    assert POD_SECURITY == spec["securityContext"]
+    assert CONTAINER_SECURITY.items() <= spec["containers"][0]["securityContext"].items()
+    assert f"COPY docker/run_job.py docker/spark-entrypoint.sh {os.path.dirname(PROGRAM)}/" in dockerfile
+    assert 'ENTRYPOINT ["/opt/ducklake/spark-entrypoint.sh"]' in dockerfile
