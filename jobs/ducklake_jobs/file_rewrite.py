@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,12 +133,35 @@ def rewrite_files(task: RewriteTask) -> RewriteOutput:
             con.close()
 
 
-def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) -> RewriteOutput:
+@dataclass(frozen=True)
+class SourceScan:
+    """Every row of some sources (deleted ones too), read in one layout: ``sql`` selects the
+    layout's columns, any extra expressions, then ``_ducklake_internal_row_id``,
+    ``_ducklake_internal_snapshot_id``, ``__deleted_at`` (the snapshot that deleted the row;
+    NULL: live), ``__file`` and ``__row`` (where it was read: source index, position)."""
+
+    sql: str
+    params: dict[str, Any]
+    hidden: frozenset[str]  # the lineage columns some source carries
+    with_deletes: bool  # some source has deleted rows
+    layouts: int  # how many file layouts were read (several: rows are in source order only by __file, __row)
+    rows_read: int
+
+
+def scan_sources(
+    con: duckdb.DuckDBPyConnection,
+    sources: tuple[SourceFile, ...],
+    columns: tuple[ColumnState, ...],
+    scratch: str,
+    extra: Callable[[tuple[FieldIds, ...]], list[str]] | None = None,
+) -> SourceScan:
+    """Fetch the sources and their deletions, and say how to read them in the layout
+    ``columns``; ``extra(file's visible fields)``: more select items, per file layout."""
     locals_: list[str] = []
     layouts: dict[tuple[FieldIds, ...], tuple[list[int], set[str]]] = {}  # visible columns -> (sources, hidden columns)
     deleted: list[tuple[int, int, int]] = []  # (file index, position, snapshot)
     rows_read = 0
-    for i, src in enumerate(task.sources):
+    for i, src in enumerate(sources):
         local = storage.fetch(src.path, scratch)
         locals_.append(local)
         meta = pq.ParquetFile(local)
@@ -145,10 +169,10 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
         names = {f.name for f in file_fields}
         if ROW_ID not in names and src.row_id_start is None:
             raise ValueError(f"{src.path}: no row id column and no row_id_start")
-        sources, hidden_here = layouts.setdefault(
+        found_sources, hidden_here = layouts.setdefault(
             tuple(f for f in file_fields if f.name not in HIDDEN_FIELD_IDS), ([], set())
         )
-        sources.append(i)
+        found_sources.append(i)
         hidden_here |= names & HIDDEN_FIELD_IDS.keys()
         rows_read += meta.metadata.num_rows
         deleted += [(i, pos, snap) for pos, snap in _deletions(src, scratch)]
@@ -164,45 +188,110 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
             ),
         )
     params: dict[str, Any] = {
-        "row_id_starts": [s.row_id_start or 0 for s in task.sources],
-        "begin_snapshots": [s.begin_snapshot for s in task.sources],
+        "row_id_starts": [s.row_id_start or 0 for s in sources],
+        "begin_snapshots": [s.begin_snapshot for s in sources],
     }
     scans = []
-    for n, (found, (sources, hidden_here)) in enumerate(layouts.items()):
+    for n, (found, (found_sources, hidden_here)) in enumerate(layouts.items()):
         # files of an older layout (a rewrite's output) are read in the group's layout
-        columns = (
-            [f"p.{quote(c.name)}" for c in task.columns]
-            if same_layout(found, task.columns)
-            else projection(found, task.columns)
-        )
-        params[f"files_{n}"] = [locals_[i] for i in sources]
+        items = (
+            [f"p.{quote(c.name)}" for c in columns] if same_layout(found, columns) else projection(found, columns)
+        ) + (extra(found) if extra else [])
+        params[f"files_{n}"] = [locals_[i] for i in found_sources]
         single = len(layouts) == 1
         if not single:
-            params[f"indexes_{n}"] = sources
-        scans.append(_scan_sql(columns, hidden_here, bool(deleted), n, None if single else sources))
-    hidden = set().union(*(h for _, h in layouts.values()))
+            params[f"indexes_{n}"] = found_sources
+        scans.append(_scan_sql(items, hidden_here, bool(deleted), n, None if single else found_sources))
+    return SourceScan(
+        " UNION ALL ".join(scans),
+        params,
+        frozenset().union(*(h for _, h in layouts.values())),
+        bool(deleted),
+        len(layouts),
+        rows_read,
+    )
+
+
+def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) -> RewriteOutput:
+    scan = scan_sources(con, task.sources, task.columns, scratch)
     # a source whose rows carry their ids (an UPDATE's output, a flush) is never positional,
     # whatever its row_id_start says: its ids must be carried over
-    embed_row_ids = task.embed_row_ids or ROW_ID in hidden
-    keep = ((ROW_ID, embed_row_ids), (SNAPSHOT_ID, task.keep_snapshot_ids))
-    exclude = ", ".join(["__deleted_at", "__file", "__row"] + [quote(n) for n, kept in keep if not kept])
-    out_fields = field_ids_from_columns(task.columns) + tuple(
+    embed_row_ids = task.embed_row_ids or ROW_ID in scan.hidden
+    # ties, and a join that may reorder rows, fall back to row id order; scans of several
+    # layouts are put back in source order
+    tiebreak = quote(ROW_ID) if scan.with_deletes else "__file, __row" if scan.layouts > 1 else ""
+    out = write_ordered(
+        con,
+        scan.sql,
+        scan.params,
+        OrderedOutput(
+            columns=task.columns,
+            embed_row_ids=embed_row_ids,
+            keep_snapshot_ids=task.keep_snapshot_ids,
+            order_by=task.order_by,
+            tiebreak=tiebreak,
+            drop_deleted_until=task.drop_deleted_until,
+            with_deletes=scan.with_deletes,
+            options=task.options,
+        ),
+        scratch,
+    )
+    if out.written.record_count == 0:  # every row was deleted: no file (the scratch copy goes)
+        return RewriteOutput(task, None, scan.rows_read, out.sorted, row_ids_embedded=embed_row_ids)
+    delete_file = None
+    if out.deletes:
+        delete_file = write_delete_file(con, task.output, out.deletes, os.path.join(scratch, "out-delete.parquet"))
+        storage.store(delete_file.local_path, task.output_deletes)
+    storage.store(out.written.local_path, task.output)
+    return RewriteOutput(task, out.written, scan.rows_read, out.sorted, tuple(out.deletes), delete_file, embed_row_ids)
+
+
+@dataclass(frozen=True)
+class OrderedOutput:
+    """How ``write_ordered`` writes the rows of a scan: the layout, which lineage columns, in
+    which order, and what becomes of deleted rows."""
+
+    columns: tuple[ColumnState, ...]
+    embed_row_ids: bool
+    keep_snapshot_ids: bool
+    order_by: str = ""  # DuckDB ORDER BY items of the table's latest sort key
+    tiebreak: str = ""  # ORDER BY items after it (ties; source order)
+    # deleted rows: None drops them all; a snapshot id drops those deleted at or before it
+    # and keeps the others, whose output positions are returned
+    drop_deleted_until: int | None = None
+    with_deletes: bool = False  # some rows of the scan are deleted
+    options: tuple[tuple[str, str], ...] = ()
+    internal: tuple[str, ...] = ("__file", "__row")  # columns of the scan that are not written
+
+
+@dataclass(frozen=True)
+class Ordered:
+    written: WrittenFile  # at a local path
+    deletes: list[tuple[int, int]]  # (position in the output, snapshot) of kept deleted rows
+    sorted: bool  # False if the sort key does not bind to these (older) files' columns
+
+
+def write_ordered(
+    con: duckdb.DuckDBPyConnection, scan_sql: str, params: dict[str, Any], how: OrderedOutput, scratch: str
+) -> Ordered:
+    """Write the rows of ``scan_sql`` (a ``SourceScan``'s columns) into one local Parquet file
+    with DuckDB's conventions, in the sort order (else the tiebreak) given."""
+    keep = ((ROW_ID, how.embed_row_ids), (SNAPSHOT_ID, how.keep_snapshot_ids))
+    exclude = ", ".join(["__deleted_at", *how.internal] + [quote(n) for n, kept in keep if not kept])
+    out_fields = field_ids_from_columns(how.columns) + tuple(
         FieldIds(n, HIDDEN_FIELD_IDS[n]) for n, kept in keep if kept
     )
     kept_deleted = (
         "__deleted_at IS NULL"
-        if task.drop_deleted_until is None
-        else f"(__deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})"
+        if how.drop_deleted_until is None
+        else f"(__deleted_at IS NULL OR __deleted_at > {int(how.drop_deleted_until)})"
     )
-    scan = f"SELECT * FROM ({' UNION ALL '.join(scans)}) WHERE {kept_deleted}"
-    # ties, and a join that may reorder rows, fall back to row id order; scans of several
-    # layouts are put back in source order
-    tiebreak = quote(ROW_ID) if deleted else "__file, __row" if len(layouts) > 1 else ""
+    scan = f"SELECT * FROM ({scan_sql}) WHERE {kept_deleted}"
+    out_local = os.path.join(scratch, "out.parquet")
 
     def write(order_by: str) -> tuple[WrittenFile, list[tuple[int, int]]]:
-        order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by else tiebreak) if x)
-        out_local = os.path.join(scratch, "out.parquet")
-        if deleted and task.drop_deleted_until is not None:  # the output positions of kept deleted rows are needed
+        order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by else how.tiebreak) if x)
+        if how.with_deletes and how.drop_deleted_until is not None:  # the output positions of kept deleted rows
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE __out AS SELECT *, row_number() OVER (ORDER BY {order}) - 1 AS __pos "
                 f"FROM ({scan})",
@@ -213,7 +302,7 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
                 f"SELECT * EXCLUDE ({exclude}, __pos) FROM __out ORDER BY __pos",
                 out_fields,
                 out_local,
-                task.options,
+                how.options,
             )
             return written, [
                 (int(p), int(s))
@@ -222,19 +311,12 @@ def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) ->
                 ).fetchall()
             ]
         select = f"SELECT * EXCLUDE ({exclude}) FROM ({scan})" + (f" ORDER BY {order}" if order else "")
-        return write_parquet(con, select, out_fields, out_local, task.options, params), []
+        return write_parquet(con, select, out_fields, out_local, how.options, params), []
 
     try:
-        (written, deletes), is_sorted = write(task.order_by), bool(task.order_by)
+        (written, deletes), is_sorted = write(how.order_by), bool(how.order_by)
     except duckdb.BinderException:
-        if not task.order_by:
+        if not how.order_by:
             raise
         (written, deletes), is_sorted = write(""), False  # the key names columns these files do not have
-    if written.record_count == 0:  # every row was deleted: no file (the scratch copy goes)
-        return RewriteOutput(task, None, rows_read, is_sorted, row_ids_embedded=embed_row_ids)
-    delete_file = None
-    if deletes:
-        delete_file = write_delete_file(con, task.output, deletes, os.path.join(scratch, "out-delete.parquet"))
-        storage.store(delete_file.local_path, task.output_deletes)
-    storage.store(written.local_path, task.output)
-    return RewriteOutput(task, written, rows_read, is_sorted, tuple(deletes), delete_file, embed_row_ids)
+    return Ordered(written, deletes, is_sorted)
