@@ -13,6 +13,7 @@ committed (its files deleted); 3 the commit's outcome is unknown (its files kept
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -27,7 +28,7 @@ from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.catalog.scrub import scrub
 from ducklake_operator.errors import CommitStateUnknown, CredentialsInvalid, DuckLakeError, JobFailed, SpecError
-from ducklake_operator.model.job_marker import job_commit_report
+from ducklake_operator.model.job_marker import job_commit_report, session_name
 from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
@@ -72,6 +73,7 @@ class Events:
             "ranOn": outcome.report.get("ranOn"),  # None: it failed before its work ran anywhere
             "report": outcome.report,
             "message": scrub(outcome.message, self._secrets),
+            "exitCode": outcome.exit_code,
         }
         self._line({"event": "result", **result})
         if self.status is not None:
@@ -113,7 +115,8 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
     started = {"operation": doc.operation, **({"table": doc.table} if doc.table else {})}
     try:
         job_keywords(doc.operation, doc.params)  # every parameter problem before touching the catalog
-        catalog = Catalog.open(catalog_location(doc.catalog, env), expected_data_path=doc.catalog.data_path)
+        location = dataclasses.replace(catalog_location(doc.catalog, env), application_name=session_name(doc.job.uid))
+        catalog = Catalog.open(location, expected_data_path=doc.catalog.data_path)
     except DuckLakeError as exc:
         return Outcome("Failed", EXIT_FAILED, f"{what}: {exc}", started)
     with closing(catalog):

@@ -38,15 +38,28 @@ def chart(cluster: KubeCluster) -> list[dict[str, Any]]:
     return install_chart(cluster)
 
 
+def shared_fixture(name: str) -> str:
+    """A file of the shared directory's ``fixtures/``: ``$DUCKLAKE_SHARED``, else a ``shared``
+    directory beside the repository or beside one of its parents (a clone may sit deeper)."""
+    explicit = os.environ.get("DUCKLAKE_SHARED")
+    candidates = [explicit] if explicit else []
+    parent = os.path.abspath(ROOT)
+    while os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+        candidates.append(os.path.join(parent, "shared"))
+    for shared in candidates:
+        path = os.path.join(shared, "fixtures", name)
+        if os.path.isfile(path):
+            return path
+    pytest.fail(f"test data {name} is missing: looked in {', '.join(candidates)} (set DUCKLAKE_SHARED)")
+
+
 @pytest.fixture(scope="session")
 def spark_application_crd(cluster: KubeCluster) -> str:
     """The Kubeflow Spark Operator's SparkApplication CRD, installed as its chart would: test
-    data in ``fixtures/`` of the shared directory (``$DUCKLAKE_SHARED``, else ``../shared``
-    beside the repository), never copied into the repository. Missing is a failure."""
-    shared = os.environ.get("DUCKLAKE_SHARED") or os.path.join(ROOT, "..", "shared")
-    path = os.path.join(shared, "fixtures", "sparkoperator.k8s.io_sparkapplications.yaml")
-    if not os.path.isfile(path):
-        pytest.fail(f"the SparkApplication CRD is missing: {path} (set DUCKLAKE_SHARED to the shared directory)")
+    data in ``fixtures/`` of the shared directory (``shared_fixture``), never copied into the
+    repository. Missing is a failure."""
+    path = shared_fixture("sparkoperator.k8s.io_sparkapplications.yaml")
     name = "sparkapplications.sparkoperator.k8s.io"
     cluster.kubectl("apply", "--server-side", "-f", path)  # server-side: too large for the last-applied annotation
 
@@ -62,10 +75,12 @@ def spark_application_crd(cluster: KubeCluster) -> str:
 
 
 @pytest.fixture(scope="session")
-def operator(cluster: KubeCluster, chart: list[dict[str, Any]], tmp_path_factory) -> Iterator[Operator]:  # type: ignore[no-untyped-def]
+def operator(cluster: KubeCluster, chart: list[dict[str, Any]], tmp_path_factory) -> Iterator[Operator]:
     tmp = tmp_path_factory.mktemp("operator")
     kubeconfig = service_account_kubeconfig(cluster, str(tmp / "kubeconfig"))
-    op = Operator(kubeconfig, str(tmp / "operator.log"), DUCKLAKE_DRIFT_INTERVAL="2").start()
+    # drift every 2 s, policies every second, a health trigger at most every 2 s per table
+    op = Operator(kubeconfig, str(tmp / "operator.log"), DUCKLAKE_DRIFT_INTERVAL="2", DUCKLAKE_POLICY_INTERVAL="1",
+                  DUCKLAKE_TRIGGER_INTERVAL="2s", DUCKLAKE_STATE_DIR=str(tmp / "runs")).start()  # fmt: skip
     try:
         yield op
     finally:

@@ -17,7 +17,7 @@ from kubernetes import config
 
 from ducklake_operator.controller.launchers.kube import JobLauncher, KubeLauncher, SparkApplicationLauncher
 from ducklake_operator.controller.launchers.render import render_config_map, render_job, render_spark_application
-from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, launch_spec
+from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, attempt_selector, launch_spec
 from ducklake_operator.errors import LauncherNotInstalled, LaunchFailed
 from support.manifests import manifest
 from support.operator_process import service_account_kubeconfig, wait_for
@@ -115,7 +115,7 @@ def test_a_batch_job_is_accepted_as_rendered_and_its_pod_gets_credentials_from_s
 ) -> None:  # type: ignore[no-untyped-def]
     spec = attempt(kube, ducklake_job(kube), "Job")
     launched = JobLauncher(api_client).launch(spec)
-    assert launched == Launched("Job", spec.name, {"namespace": kube.namespace})
+    assert launched == Launched("Job", spec.name, {"namespace": kube.namespace, "pods": attempt_selector(spec)})
     for kind, sent in (("configmap", render_config_map(spec)), ("job", render_job(spec))):
         assert pruned(sent, kube.get(kind, spec.name)) == [], kind
     assert json.loads(kube.get("configmap", spec.name)["data"]["run.json"])["spark"]["master"].startswith("k8s://")
@@ -139,7 +139,9 @@ def test_a_spark_application_is_accepted_as_rendered(kube, api_client, secrets) 
     launcher = SparkApplicationLauncher(api_client)
     assert launcher.available() is None
     launched = launcher.launch(spec)
-    assert launched == Launched("SparkApplication", spec.name, {"namespace": kube.namespace})
+    assert launched == Launched(
+        "SparkApplication", spec.name, {"namespace": kube.namespace, "pods": attempt_selector(spec)}
+    )
     app = kube.get("sparkapplication", spec.name)
     assert pruned(render_spark_application(spec), app) == []
     assert pruned(render_config_map(spec), kube.get("configmap", spec.name)) == []

@@ -67,6 +67,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["create", "get", "delete"]
+# a cancelled or timed-out attempt counts as stopped only once its pods have stopped
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 # run locks (one Lease per table, per catalog slot) that survive restarts
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]

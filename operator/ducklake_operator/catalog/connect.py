@@ -11,12 +11,16 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy import event
 
 from ..errors import CatalogUnavailable, SpecError
 from .scrub import describe_failure
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class CatalogLocation:
     user: str | None = None
     password: str | None = field(default=None, repr=False)  # never printed
     sslmode: str | None = None
+    # PostgreSQL's application_name: a job's sessions carry its uid (model/job_marker.py), so
+    # the controller can wait them out before it concludes a stopped run committed nothing
+    application_name: str = "ducklake-operator"
 
     def __post_init__(self) -> None:
         if self.kind == "sqlite" and not self.path:
@@ -96,12 +103,12 @@ def create_engine(location: CatalogLocation, *, connect_timeout: int = 10) -> sa
         engine = sa.create_engine(location.sqlalchemy_url(), poolclass=sa.pool.NullPool)
 
         @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
             dbapi_conn.execute("PRAGMA busy_timeout = 5000")
 
         @event.listens_for(engine, "begin")
-        def _on_begin(conn):  # type: ignore[no-untyped-def]
+        def _on_begin(conn: sa.Connection) -> None:
             # commits take the write lock up front; reads must not block writers
             conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("ducklake_write") else "BEGIN")
 
@@ -112,7 +119,7 @@ def create_engine(location: CatalogLocation, *, connect_timeout: int = 10) -> sa
         pool_pre_ping=True,
         pool_size=2,
         max_overflow=2,
-        connect_args={"connect_timeout": connect_timeout, "application_name": "ducklake-operator"},
+        connect_args={"connect_timeout": connect_timeout, "application_name": location.application_name},
     )
     if location.schema:
         engine = engine.execution_options(schema_translate_map={None: location.schema})

@@ -1,13 +1,16 @@
 """What the catalog knows of a DuckLakeJob's run (``model.job_marker``): the snapshot it
-committed, if any, and the files it wrote that no catalog row refers to."""
+committed, if any, whether a session of it is still open, and the files it wrote that no
+catalog row refers to."""
 
 from __future__ import annotations
+
+import time
 
 import sqlalchemy as sa
 
 from .. import storage
 from ..errors import SpecError, TableNotFound
-from ..model.job_marker import file_marker, is_marked, job_commit_report
+from ..model.job_marker import file_marker, is_marked, job_commit_report, session_name
 from ..model.state import SnapshotRecord
 from ..storage import S3Config
 from .catalog import Catalog
@@ -22,6 +25,26 @@ def find_job_commit(catalog: Catalog, uid: str, after_snapshot: int | None = Non
     with catalog.reading() as conn:
         found = load_snapshots(conn, after_snapshot, extra_info_containing=uid)
     return next((s for s in found if job_commit_report(s.commit_extra_info, uid) is not None), None)
+
+
+def job_sessions_ended(catalog: Catalog, uid: str, *, timeout: float = 10.0, poll: float = 0.2) -> bool:
+    """Whether no session of the job with ``uid`` is left in the catalog database, waiting
+    up to ``timeout`` seconds. Once the job's process has died, PostgreSQL ends its session
+    when it notices, deciding a transaction that was committing; only then does "no commit
+    of the job" mean it will not commit. SQLite: a dead process holds no transaction."""
+    if catalog.location.kind != "postgres":
+        return True
+    deadline = time.monotonic() + timeout
+    query = sa.text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
+    with catalog.engine.connect() as conn:
+        while True:
+            left = conn.execute(query, {"name": session_name(uid)}).scalar()
+            conn.rollback()  # a fresh view of pg_stat_activity each time
+            if not left:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
 
 
 def delete_uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Config | None = None) -> int:

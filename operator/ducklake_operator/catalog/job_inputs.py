@@ -1,7 +1,8 @@
 """What a maintenance job reads before it plans, each in one read transaction: one table at
 the latest snapshot with its schema versions, inlined file deletions and the oldest
 snapshot still kept (compact, rewriteDeletes); a table's layout at older schema versions;
-its inlined rows and deletions (flushInlinedData)."""
+its inlined rows and deletions (flushInlinedData); every partition spec it has had
+(repartition)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import TableNotFound
-from ..model.state import CatalogState, ColumnState, TableState
+from ..model.state import CatalogState, ColumnState, PartitionSpec, TableState
 from .catalog import Catalog
 from .files import inlined_file_deletions, oldest_snapshot
 from .inlined import InlinedRows, read_inlined
-from .read import layout_snapshot, load_catalog_state, load_layout_at, load_schema_versions
+from .read import layout_snapshot, load_catalog_state, load_layout_at, load_partition_specs, load_schema_versions
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,12 @@ def read_layouts(catalog: Catalog, inputs: TableInputs, versions: Iterable[int])
     return out
 
 
+def read_partition_specs(catalog: Catalog, table_id: int) -> dict[int, PartitionSpec]:
+    """Every partition spec the table has had, by id (repartition compares each file's with the current one)."""
+    with catalog.reading() as conn:
+        return load_partition_specs(conn, table_id)
+
+
 def read_inlined_data(catalog: Catalog, table: TableState, at_most: int) -> InlinedData:
     """Each inlined table's rows at ``at_most`` in the layout (and partitioning) of its schema
     version, and the inlined deletions of live files only: those of an ended file still
@@ -82,3 +89,25 @@ def read_inlined_data(catalog: Catalog, table: TableState, at_most: int) -> Inli
         live = {f.data_file_id for f in table.data_files}
         deletions = inlined_file_deletions(conn, pg_schema, table.table_id, at_most=at_most)
     return InlinedData(batches, {k: v for k, v in deletions.items() if k in live})
+
+
+@dataclass(frozen=True)
+class HealthInputs:
+    """What the maintenance planners need of a table besides its state, to judge its health
+    as a run would plan it: its schema versions and inlined file deletions (counts)."""
+
+    schema_versions: list[tuple[int, int]]
+    inlined_deletions: dict[int, int]  # data file id -> inlined deletions
+
+
+def read_health_inputs(catalog: Catalog, tables: Iterable[TableState]) -> dict[int, HealthInputs]:
+    """By table id, in one read transaction (a policy's health triggers over its tables)."""
+    pg_schema = catalog.location.schema
+    with catalog.reading() as conn:
+        return {
+            t.table_id: HealthInputs(
+                load_schema_versions(conn, t.table_id),
+                {k: len(v) for k, v in inlined_file_deletions(conn, pg_schema, t.table_id).items()},
+            )
+            for t in tables
+        }

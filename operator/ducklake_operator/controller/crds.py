@@ -38,6 +38,7 @@ from ..model.spec import (
     Choice,
 )
 from ..model.types import ALIASES, PRIMITIVES
+from .launchers.render import JVM_MEMORY_PATTERN
 
 Schema = dict[str, Any]
 
@@ -63,7 +64,9 @@ def string(
     return s
 
 
-def integer(desc: str, *, minimum: int | None = None, maximum: int | None = None, default: int | None = None) -> Schema:
+def integer(
+    desc: str, *, minimum: float | None = None, maximum: float | None = None, default: int | None = None
+) -> Schema:
     s: Schema = {"type": "integer", "description": desc}
     if minimum is not None:
         s["minimum"] = minimum
@@ -124,7 +127,7 @@ def setting(param: Param) -> Schema:
     """A maintenance setting from its one definition (``model/maintenance_params.py``)."""
     desc = _sentence(param.describe())
     if param.kind == "integer":
-        return integer(desc, minimum=param.minimum, maximum=param.maximum, default=param.default)  # type: ignore[arg-type]
+        return integer(desc, minimum=param.minimum, maximum=param.maximum, default=param.default)
     if param.kind == "boolean":
         return boolean(desc, param.default)
     if param.kind == "size":  # an integer is bytes; a string must read as a size
@@ -537,6 +540,11 @@ def _params_description() -> str:
     return "\n".join(lines)
 
 
+def jvm_memory(example: str) -> Schema:
+    return {**string(f"A JVM memory size as Spark reads it, e.g. {example} (no unit: MiB)."),
+            "pattern": case_insensitive(JVM_MEMORY_PATTERN)}  # fmt: skip
+
+
 def spark_settings(desc: str) -> Schema:
     """The ``spark`` block of a policy or a job: unset fields take the next level's."""
     return obj(
@@ -550,13 +558,13 @@ def spark_settings(desc: str) -> Schema:
             ),
             "image": string("Image with the job program and PySpark; default: the operator's own image."),
             "serviceAccount": string("Service account of the driver (and executors)."),
-            "driver": obj("Driver resources.", {"cores": integer("Cores.", minimum=1), "memory": string("e.g. 2g.")}),
+            "driver": obj("Driver resources.", {"cores": integer("Cores.", minimum=1), "memory": jvm_memory("2g")}),
             "executor": obj(
                 "Executor resources.",
                 {
                     "instances": integer("Executors.", minimum=0),
                     "cores": integer("Cores.", minimum=1),
-                    "memory": string("e.g. 4g."),
+                    "memory": jvm_memory("4g"),
                 },
             ),
             "conf": string_map("Extra Spark configuration."),

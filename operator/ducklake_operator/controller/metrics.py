@@ -34,7 +34,26 @@ TABLE_SMALL_FILES = Gauge("ducklake_table_small_files", "Small data files of a t
 TABLE_BYTES = Gauge("ducklake_table_bytes", "Bytes in a table's live data files.", ["namespace", "table"])
 
 _conditions: dict[str, dict[str, str]] = {}  # table uid -> condition type -> status
+_running: dict[str, str] = {}  # run uid -> operation, for the runs Running now
 _lock = threading.Lock()
+
+
+def run_seen(uid: str, operation: str, state: str, started: float | None, now: float) -> None:
+    """Record a run's state as published: Running runs by operation; an ended run counted
+    once (its daemon ends with it) with its duration."""
+    with _lock:
+        was_running = _running.pop(uid, None) is not None
+        if state == "Running":
+            _running[uid] = operation
+        counts: dict[str, int] = {}
+        for op in _running.values():
+            counts[op] = counts.get(op, 0) + 1
+    for op in {operation, *counts}:
+        JOBS_RUNNING.labels(operation=op).set(counts.get(op, 0))
+    if state in ("Succeeded", "Failed", "Cancelled"):
+        JOBS.labels(operation=operation, state=state).inc()
+        if started is not None and (was_running or state == "Succeeded"):
+            JOB_SECONDS.labels(operation=operation).observe(max(now - started, 0.0))
 
 
 def table_seen(uid: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:

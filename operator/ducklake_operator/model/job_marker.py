@@ -43,6 +43,11 @@ def file_marker(uid: str) -> str:
     return "j" + hashlib.sha256(uid.encode()).hexdigest()[:12]
 
 
+def session_name(uid: str) -> str:
+    """The PostgreSQL ``application_name`` of a job's catalog sessions (at most 63 bytes)."""
+    return f"ducklake-job {uid}"[:63]
+
+
 def is_marked(path: str, marker: str) -> bool:
     """Whether the file at ``path`` was named by a run with ``marker`` (data or delete file)."""
     name = path.rsplit("/", 1)[-1]

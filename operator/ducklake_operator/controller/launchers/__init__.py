@@ -15,14 +15,15 @@ from typing import Any
 from .spec import JOB, LOCAL, SPARK_APPLICATION, Launcher
 
 
-def launchers(secret_value: Any, api_client: Any = None) -> dict[str, Launcher]:
+def launchers(secret_value: Any, api_client: Any = None, on_exit: Any = None) -> dict[str, Launcher]:
     """One launcher per ``spark.launcher`` value; ``secret_value(namespace, secret, key)``
-    gives the Local launcher its credentials (pods get them from the Secrets directly)."""
+    gives the Local launcher its credentials (pods get them from the Secrets directly),
+    ``on_exit(uid)`` is told when a Local program exits."""
     from .kube import JobLauncher, SparkApplicationLauncher
     from .local import LocalLauncher
 
     return {
-        LOCAL: LocalLauncher(secret_value),
+        LOCAL: LocalLauncher(secret_value, on_exit=on_exit),
         JOB: JobLauncher(api_client),
         SPARK_APPLICATION: SparkApplicationLauncher(api_client),
     }

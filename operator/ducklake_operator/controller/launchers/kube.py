@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from ...errors import LauncherNotInstalled, LaunchFailed
 from .observe import observe_job, observe_spark_application
 from .render import render_config_map, render_job, render_spark_application
-from .spec import JOB, SPARK_APPLICATION, Launched, LaunchSpec, Observed
+from .spec import JOB, SPARK_APPLICATION, Launched, LaunchSpec, Observed, attempt_selector
 
 ApiClientFactory = Callable[[], Any]  # -> kubernetes.client.ApiClient
 DISCOVERY_CACHE_SECONDS = 30.0  # how long "installed or not" is believed
@@ -110,7 +110,7 @@ class KubeLauncher:
         except LaunchFailed:
             _deleted(lambda: core.delete_namespaced_config_map(spec.name, ns))  # nothing half-launched stays
             raise
-        return Launched(self.kind, spec.name, {"namespace": ns})
+        return Launched(self.kind, spec.name, {"namespace": ns, "pods": attempt_selector(spec)})
 
     def observe(self, launched: Launched) -> Observed:
         try:
@@ -133,6 +133,15 @@ class KubeLauncher:
             )
         )
         _deleted(lambda: core.delete_namespaced_config_map(name, ns))
+
+    def stopped(self, launched: Launched) -> bool:
+        """No pod of the attempt runs: each has ended (Succeeded, Failed) or is gone. A pod
+        being deleted still runs until its grace period ends."""
+        selector = launched.detail.get("pods")
+        if not selector:
+            return True
+        pods = self._core().list_namespaced_pod(launched.detail["namespace"], label_selector=selector)
+        return all(p.status is not None and p.status.phase in ("Succeeded", "Failed") for p in pods.items)
 
     # ------------------------------------------------------------------ pieces
 

@@ -47,8 +47,12 @@ class LocalLauncher:
         program: Sequence[str] | None = None,
         grace_seconds: float = GRACE_SECONDS,
         env: Mapping[str, str] | None = None,
+        on_exit: Callable[[str], None] | None = None,
     ) -> None:
+        """``on_exit(uid)``: called (from a thread) when the program of the DuckLakeJob with
+        that uid exits, so its run looks at once instead of at its next poll."""
         self._secret_value = secret_value
+        self._on_exit = on_exit
         self._env = dict(os.environ if env is None else env)
         self._dir = state_dir or self._env.get(STATE_DIR_ENV) or os.path.join(tempfile.gettempdir(), "ducklake-runs")
         self._program = tuple(program or (sys.executable, "-m", "ducklake_jobs"))
@@ -84,6 +88,9 @@ class LocalLauncher:
             raise LaunchFailed(f"could not start the job program {self._program[0]}: {exc.strerror or exc}") from None
         with self._lock:
             self._children[proc.pid] = proc
+        if self._on_exit is not None:
+            on_exit, uid = self._on_exit, spec.owner.uid
+            threading.Thread(target=lambda: (proc.wait(), on_exit(uid)), name=f"wait-{proc.pid}", daemon=True).start()
         stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
         detail = {"pid": proc.pid, "startTime": stat.start if stat else None, "log": out_path, "stderr": err_path,
                   "runFile": run_file}  # fmt: skip
@@ -125,6 +132,13 @@ class LocalLauncher:
         if child is not None:
             with self._lock:
                 self._children.pop(pid, None)
+
+    def stopped(self, launched: Launched) -> bool:
+        """No process of its group is left (the program and Spark's JVM it started)."""
+        pid = int(launched.detail["pid"])
+        with self._lock:
+            child = self._children.get(pid)
+        return not self._group_alive(pid, child)
 
     # ------------------------------------------------------------------ pieces
 

@@ -33,7 +33,8 @@ CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop"
 # PySpark's driver pod carries a Python process beside the JVM (and in-process runs work in
 # it alone): Spark sizes such pods with 40 % over the JVM's memory, at least 384 MiB
 MEMORY_OVERHEAD_FACTOR, MEMORY_OVERHEAD_MIN_MIB = 0.4, 384
-_MEMORY = re.compile(r"^(\d+)([kmgtp]?)b?$", re.IGNORECASE)
+JVM_MEMORY_PATTERN = r"^(\d+)([kmgtp]?)b?$"  # Spark's sizes (512m, 2g, 2gb); also the CRDs' pattern
+_MEMORY = re.compile(JVM_MEMORY_PATTERN, re.IGNORECASE)
 _MIB_PER_UNIT = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}  # no unit: MiB, as Spark
 
 

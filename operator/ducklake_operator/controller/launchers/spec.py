@@ -113,6 +113,9 @@ class Launcher(Protocol):
     def cancel(self, launched: Launched) -> None:
         """Stop the attempt (nothing when it has ended or is gone)."""
 
+    def stopped(self, launched: Launched) -> bool:
+        """Whether nothing of the attempt can still run (so it can no longer commit)."""
+
 
 def launch_spec(
     *,
@@ -194,6 +197,12 @@ def label_value(text: str) -> str:
     digest = hashlib.sha1(text.encode()).hexdigest()[:8]
     start = re.sub("[^A-Za-z0-9_.-]", "-", text)[:54].strip("-_.")
     return f"{start}-{digest}" if start else digest
+
+
+def attempt_selector(spec: LaunchSpec) -> str:
+    """The label selector of every pod of the attempt (driver and executors)."""
+    labels = dict(spec.labels)
+    return f"{JOB_LABEL}={labels[JOB_LABEL]},{ATTEMPT_LABEL}={labels[ATTEMPT_LABEL]}"
 
 
 def _labels(job_name: str, attempt: int, extra: Mapping[str, str]) -> dict[str, str]:

@@ -1,0 +1,267 @@
+"""kopf wiring of DuckLakeJob runs (``runs.Runs`` does the work).
+
+A run that has not ended has a daemon: it ticks the run, writes what changed to its status,
+and sleeps until the next look is due or something wakes it: its Local program exited, a
+run of its catalog gave back its locks (a waiting run may go), its catalog became Ready or
+reachable, ``spec.cancel`` was set. A
+restarted operator starts the daemons of the runs it finds and re-attaches to what they
+launched. Deleting a run that has not ended cancels it (a finalizer holds the deletion
+until what it launched has stopped and its uncommitted files are gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Hashable, Mapping
+from functools import lru_cache
+from typing import Any
+
+import kopf
+
+from ..api.load import parse_manifest
+from ..errors import CatalogUnavailable, DuckLakeError, SpecError
+from ..model.spec import GROUP, VERSION, JobSpec, MaintenancePolicySpec
+from . import metrics
+from .context import Controller, catalog_channel
+from .handlers import _catalog_for, _core_api, _manifest
+from .run_settings import SparkDefaults, effective_spark
+from .runs import ACTIVE, TERMINAL, OtherRun, RunContext, Runs, Tick, parse_stamp
+from .status import merge_conditions
+
+log = logging.getLogger(__name__)
+JOBS, POLICIES = "ducklakejobs", "ducklakemaintenancepolicies"
+POLICY_KIND = "DuckLakeMaintenancePolicy"
+DELETED = "cancelled: the DuckLakeJob was deleted"
+CANCELLED = "cancelled: spec.cancel is true"
+PROGRAM_FIELDS = ("progress", "jobReport")  # status fields the job program writes, not the controller
+
+
+def run_channel(uid: str) -> Hashable:
+    return ("run", uid)
+
+
+def catalog_runs_channel(namespace: str | None, catalog: str) -> Hashable:
+    return ("runs", namespace or "", catalog)
+
+
+@lru_cache(maxsize=1)
+def custom_api() -> Any:
+    from kubernetes import client
+
+    _core_api()  # loads the configuration
+    return client.CustomObjectsApi()
+
+
+def _active(status: kopf.Status, **_: Any) -> bool:
+    return (status.get("state") or "") in ACTIVE
+
+
+# ------------------------------------------------------------------ indexes
+
+
+@kopf.index(GROUP, VERSION, JOBS, when=_active)
+def active_runs(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], OtherRun]:
+    """Runs that have not ended, by catalog: waiting runs read who holds what from here."""
+    meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
+    run = OtherRun(
+        name=name,
+        uid=str(meta.get("uid")),
+        table=spec.get("table"),
+        state=status.get("state") or "Pending",
+        created=str(meta.get("creationTimestamp") or ""),
+        holds=status.get("state") == "Running" or bool(status.get("locks")),
+        retry_at=status.get("nextAttemptAt"),
+    )
+    return {(namespace, str(spec.get("catalogRef", {}).get("name"))): run}
+
+
+@kopf.index(GROUP, VERSION, POLICIES)
+def policy_manifests(namespace: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    meta = body.get("metadata", {})
+    doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "spec": dict(body.get("spec", {})),
+           "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "creationTimestamp")}}  # fmt: skip
+    return {(namespace, str(body.get("spec", {}).get("catalogRef", {}).get("name"))): doc}
+
+
+_parsed_policies: dict[str, tuple[object, MaintenancePolicySpec | None]] = {}
+
+
+def parsed_policy(doc: dict[str, Any]) -> MaintenancePolicySpec | None:
+    """A policy manifest from the index, parsed once per version of it."""
+    uid = str(doc["metadata"].get("uid"))
+    cached = _parsed_policies.get(uid)
+    if cached is not None and cached[0] is doc:
+        return cached[1]
+    try:
+        parsed = parse_manifest(doc)
+    except SpecError:
+        parsed = None
+    policy = parsed if isinstance(parsed, MaintenancePolicySpec) else None
+    _parsed_policies[uid] = (doc, policy)
+    return policy
+
+
+# ------------------------------------------------------------------ the daemon
+
+
+def _runs(memo: kopf.Memo) -> Runs:
+    if "runs" not in memo:
+        from kubernetes import client
+
+        from .launchers import launchers  # the kubernetes client is loaded only when runs exist
+        from .locks import Leases
+
+        ctl: Controller = memo.controller
+
+        def alive(namespace: str, name: str, uid: str) -> bool:
+            """Whether the Lease holder ``uid`` still runs (its DuckLakeJob is there and has not ended)."""
+            try:
+                job = custom_api().get_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, name)
+            except Exception:  # noqa: BLE001 - gone (404) or unreadable: holding nothing
+                return False
+            state = (job.get("status") or {}).get("state") or ""
+            return bool(job["metadata"]["uid"] == uid and state in ACTIVE)
+
+        memo.runs = Runs(
+            ctl.pool,
+            Leases(lambda: client.CoordinationV1Api(), alive),
+            launchers(secret_value=memo.secrets.value, on_exit=lambda uid: ctl.signals.notify(run_channel(uid))),
+            scrub=ctl.scrub,
+        )
+    return memo.runs  # type: ignore[no-any-return]
+
+
+def run_context(
+    spec: JobSpec, body: kopf.Body, catalog_manifests: kopf.Index, policy_manifests: kopf.Index,
+    active_runs: kopf.Index,
+) -> RunContext:  # fmt: skip
+    namespace = spec.ref.namespace
+    catalog = _catalog_for(spec, catalog_manifests)  # type: ignore[arg-type]
+    doc = next(iter(catalog_manifests.get((namespace, spec.catalog)) or []), None)
+    meta = body.get("metadata", {})
+    owner_uid = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
+    policies = [(d, parsed_policy(d)) for d in policy_manifests.get((namespace, spec.catalog)) or []]
+    owner = next((p for d, p in policies if d["metadata"].get("uid") == owner_uid and p is not None), None)
+    limits = [p.max_jobs_per_catalog for _, p in policies if p is not None and p.max_jobs_per_catalog]
+    catalog_doc = {k: doc.get(k) for k in ("apiVersion", "kind", "metadata", "spec")} if doc else None
+    return RunContext(
+        catalog=catalog,
+        catalog_doc=catalog_doc,
+        catalog_ready=bool(doc and doc.get("ready")),
+        max_jobs=min(limits) if limits else None,  # the strictest of the catalog's policies
+        spark=effective_spark(spec.spark, owner.spark if owner else None, SparkDefaults.from_env()),
+        others=tuple(active_runs.get((namespace, spec.catalog)) or ()),
+        created=str(meta.get("creationTimestamp") or ""),
+    )
+
+
+def write_status(body: kopf.Body, current: Mapping[str, Any], tick: Tick) -> dict[str, Any]:
+    """Merge-patch what the tick changed into the run's status; the status as the server
+    has it afterwards (the job program writes ``progress`` and ``jobReport`` alongside)."""
+    fields: dict[str, Any] = {}
+    for key, value in tick.status.items():
+        if key == "conditions":
+            value = merge_conditions(current.get("conditions"), value)
+        if current.get(key) != value:
+            fields[key] = value
+    if not fields:
+        return dict(current)
+    meta = body["metadata"]
+    written = custom_api().patch_namespaced_custom_object_status(
+        GROUP, VERSION, meta["namespace"], JOBS, meta["name"], {"status": fields}
+    )
+    return dict(written.get("status") or {})
+
+
+async def tick_once(
+    body: kopf.Body, status: dict[str, Any], memo: kopf.Memo, cancel: str | None, indexes: Mapping[str, kopf.Index]
+) -> tuple[Tick, dict[str, Any]]:
+    """One tick of the run and its publication: (the tick, the status afterwards)."""
+    ctl: Controller = memo.controller
+    meta = body.get("metadata", {})
+    uid = str(meta.get("uid"))
+    now = time.time()
+    try:
+        spec = parse_manifest(_manifest(body))
+        assert isinstance(spec, JobSpec)
+    except SpecError as exc:  # the CRD lets little through; what does fails the run at once
+        tick = Tick().end("Failed", "; ".join(exc.problems) + "; nothing was launched", now, meta.get("generation"))
+        return tick, await ctl.call(write_status, body, status, tick)
+    ctx = run_context(spec, body, indexes["catalog_manifests"], indexes["policy_manifests"], indexes["active_runs"])
+    runs = _runs(memo)
+    try:
+        tick = await ctl.call(runs.tick, spec, uid, status, ctx, cancel or (CANCELLED if spec.cancel else None))
+    except DuckLakeError as exc:  # the catalog unreachable, its credentials missing: the run waits
+        tick = Tick(status={"message": ctl.scrub(f"waiting: {exc}")}, again_in=5.0)
+        if isinstance(exc, CatalogUnavailable) and ctx.catalog is not None:
+            pool, target = ctl.pool, ctx.catalog
+            ctl.probe(catalog_channel(spec.ref.namespace, spec.catalog), lambda: pool.catalog(target)[0].snapshot())
+    except Exception as exc:  # noqa: BLE001 - the API server's trouble (a Lease, a launch): look again soon
+        log.warning("run %s/%s: %s", spec.ref.namespace, spec.ref.name, ctl.scrub(_one_line(exc)))
+        tick = Tick(again_in=5.0)
+    written = await ctl.call(write_status, body, status, tick)
+    for type_, reason, message in tick.events:
+        kopf.event(body, type=type_, reason=reason, message=ctl.scrub(message))
+    state = written.get("state") or ""
+    metrics.run_seen(uid, spec.operation, state, parse_stamp(written.get("startTime")), now)
+    if tick.released:
+        ctl.signals.notify(catalog_runs_channel(spec.ref.namespace, spec.catalog))
+    return tick, written
+
+
+async def _sleep(
+    ctl: Controller, seen: dict[Hashable, int], seconds: float, stopped: kopf.DaemonStopped, body: kopf.Body
+) -> None:
+    """Until ``seconds`` pass, a channel in ``seen`` moves, ``spec.cancel`` is set (the body
+    is kept current by the watch), or the daemon is stopped."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not stopped and loop.time() < deadline and not body.get("spec", {}).get("cancel"):
+        if await ctl.signals.wait(seen, timeout=min(1.0, max(deadline - loop.time(), 0.0))):
+            return
+
+
+@kopf.daemon(GROUP, VERSION, JOBS, when=_active, cancellation_timeout=60.0)
+async def run_job(
+    body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo, catalog_manifests: kopf.Index,
+    policy_manifests: kopf.Index, active_runs: kopf.Index, **_: Any,
+) -> None:  # fmt: skip
+    """A run's life until it ends (``Runs.tick`` after ``Runs.tick``)."""
+    ctl: Controller = memo.controller
+    indexes = {"catalog_manifests": catalog_manifests, "policy_manifests": policy_manifests, "active_runs": active_runs}
+    meta, spec = body.get("metadata", {}), body.get("spec", {})
+    uid, catalog = str(meta.get("uid")), str(spec.get("catalogRef", {}).get("name"))
+    channels = [run_channel(uid), catalog_runs_channel(meta.get("namespace"), catalog),
+                catalog_channel(meta.get("namespace"), catalog)]  # fmt: skip
+    status = dict(body.get("status") or {})
+    while not stopped:
+        live = body.get("status") or {}
+        status.update({k: live[k] for k in PROGRAM_FIELDS if k in live})
+        seen = ctl.note(channels)
+        tick, status = await tick_once(body, status, memo, None, indexes)
+        if tick.again_in is None or status.get("state") in TERMINAL:
+            return
+        await _sleep(ctl, seen, tick.again_in, stopped, body)
+
+
+@kopf.on.delete(GROUP, VERSION, JOBS, when=_active)
+async def run_deleted(
+    body: kopf.Body, status: kopf.Status, memo: kopf.Memo, catalog_manifests: kopf.Index,
+    policy_manifests: kopf.Index, active_runs: kopf.Index, **_: Any,
+) -> None:  # fmt: skip
+    """Deleting a run that has not ended cancels it: what it launched is stopped, its files
+    go unless its commit landed, its locks are released; then the deletion proceeds."""
+    indexes = {"catalog_manifests": catalog_manifests, "policy_manifests": policy_manifests, "active_runs": active_runs}
+    tick, written = await tick_once(body, dict(status), memo, DELETED, indexes)
+    if tick.again_in is not None and written.get("state") not in TERMINAL:
+        raise kopf.TemporaryError(written.get("message") or "stopping the run", delay=1)
+
+
+def _one_line(exc: BaseException) -> str:
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):  # the kubernetes client's ApiException: its text is the whole response
+        return f"HTTP {status} {getattr(exc, 'reason', '')}".strip()
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

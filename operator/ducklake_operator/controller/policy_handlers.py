@@ -1,0 +1,247 @@
+"""kopf wiring of DuckLakeMaintenancePolicies: a timer per policy reads the tables it selects
+from the catalog, asks the pure planner (``maintenance.policy_runs``) what is due, creates
+those runs as its children (DuckLakeJobs owned by the policy), trims their history to
+``historyLimit`` per table and operation, and publishes when each operation last ran and
+runs next.
+
+A run records the cron time it pays in an annotation as well as in the policy's status, so
+a cron time is never paid twice even when the status write after creating it was lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import kopf
+
+from ..api.load import parse_manifest
+from ..errors import DuckLakeError, SpecError
+from ..maintenance.policy_params import MaintainedTable
+from ..maintenance.policy_runs import (
+    DEFAULT_MIN_TRIGGER_INTERVAL,
+    HistoryKey,
+    LastRun,
+    OperationHistory,
+    PlannedRun,
+    plan_policy_runs,
+    policy_status,
+    schedule_times,
+    with_created_run,
+)
+from ..maintenance.selection import catalog_wide_owner, selects
+from ..model.durations import parse_duration
+from ..model.spec import GROUP, VERSION, CatalogSpec, MaintenancePolicySpec
+from .context import Controller
+from .handlers import _catalog_for, _manifest
+from .job_handlers import JOBS, POLICIES, POLICY_KIND, custom_api, parsed_policy
+from .runs import ACTIVE, TERMINAL
+from .status import condition, merge_conditions
+
+log = logging.getLogger(__name__)
+POLICY_TICK = float(os.environ.get("DUCKLAKE_POLICY_INTERVAL", "15"))
+POLICY_LABEL, OPERATION_LABEL = "ducklake.dev/policy", "ducklake.dev/operation"
+TABLE_ANNOTATION, REASON_ANNOTATION, SCHEDULE_ANNOTATION = (
+    "ducklake.dev/table", "ducklake.dev/reason", "ducklake.dev/schedule-time")  # fmt: skip
+_STAMP = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def min_trigger_interval(env: Mapping[str, str] = os.environ) -> timedelta:
+    """How soon a health trigger may run a table's operation again (``DUCKLAKE_TRIGGER_INTERVAL``)."""
+    text = env.get("DUCKLAKE_TRIGGER_INTERVAL")
+    return parse_duration(text) if text else DEFAULT_MIN_TRIGGER_INTERVAL
+
+
+@kopf.index(GROUP, VERSION, JOBS)
+def policy_runs(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Runs by the policy (uid) that created them: its history."""
+    meta = body.get("metadata", {})
+    owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
+    if owner is None:
+        return {}
+    spec, annotations = body.get("spec", {}), meta.get("annotations") or {}
+    return {
+        (namespace, str(owner)): {
+            "name": name,
+            "created": meta.get("creationTimestamp"),
+            "state": (body.get("status") or {}).get("state") or "Pending",
+            "table": spec.get("table"),
+            "operation": spec.get("operation"),
+            "scheduleTime": annotations.get(SCHEDULE_ANNOTATION),
+        }
+    }
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.strptime(text, _STAMP).replace(tzinfo=UTC) if text else None
+
+
+@kopf.timer(GROUP, VERSION, POLICIES, interval=POLICY_TICK)
+async def policy_tick(
+    body: kopf.Body, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, catalog_manifests: kopf.Index,
+    table_manifests: kopf.Index, policy_manifests: kopf.Index, policy_runs: kopf.Index, namespace: str, uid: str,
+    **_: Any,
+) -> None:  # fmt: skip
+    ctl: Controller = memo.controller
+    generation = body.get("metadata", {}).get("generation")
+
+    def ready(ok: bool, reason: str, message: str = "") -> list[dict[str, Any]]:
+        return [condition("Ready", ok, reason, message, generation)]
+
+    try:
+        policy = parse_manifest(_manifest(body))
+        assert isinstance(policy, MaintenancePolicySpec)
+    except SpecError as exc:
+        _set_conditions(patch, status, ready(False, "InvalidSpec", "; ".join(exc.problems)))
+        return
+    catalog = _catalog_for(policy, catalog_manifests)  # type: ignore[arg-type]
+    if catalog is None:
+        _set_conditions(patch, status, ready(False, "CatalogNotFound", f"DuckLakeCatalog {policy.catalog!r} not found"))
+        return
+    now = datetime.now(UTC)
+    created = _time(body.get("metadata", {}).get("creationTimestamp")) or now
+    tables = list(table_manifests.get((namespace, policy.catalog)) or [])
+    siblings = [
+        (p, _time(d["metadata"].get("creationTimestamp")) or now)
+        for d in policy_manifests.get((namespace, policy.catalog)) or []
+        if (p := parsed_policy(d)) is not None
+    ]
+    owner = catalog_wide_owner(siblings)
+    try:
+        maintained = await ctl.call(maintained_tables, ctl, catalog, policy, tables)
+    except DuckLakeError as exc:
+        _set_conditions(patch, status, ready(False, "CatalogUnreachable", ctl.scrub(str(exc))))
+        return
+    runs = list(policy_runs.get((namespace, uid)) or [])
+    history = run_history(runs, dict(status.get("operations") or {}))
+    planned = plan_policy_runs(policy, created=created, tables=maintained, history=history, now=now,
+                               catalog_owner=owner, min_trigger_interval=min_trigger_interval())  # fmt: skip
+    for run in planned.runs:
+        name = await ctl.call(create_run, body, policy, run)
+        history = with_created_run(history, run, name, now)
+        kopf.event(body, type="Normal", reason="RunCreated",
+                   message=f"{name}: {run.operation} of {run.table or 'the catalog'} ({run.reason})")  # fmt: skip
+    await ctl.call(trim_history, namespace, policy.history_limit, runs)
+    operations = policy_status(policy, created=created, tables=maintained, history=history, now=now,
+                               catalog_owner=owner)  # fmt: skip
+    if operations != status.get("operations"):
+        patch.status["operations"] = operations
+    conflict = planned.conflict
+    _set_conditions(patch, status, [
+        *ready(True, "Suspended" if policy.suspend else "Scheduling", "; ".join(planned.not_available)),
+        condition("Conflict", conflict is not None, "CatalogWideOwner" if conflict else "NoConflict", conflict or "",
+                  generation),
+    ])  # fmt: skip
+    if status.get("observedGeneration") != generation:
+        patch.status["observedGeneration"] = generation
+
+
+def _set_conditions(patch: kopf.Patch, status: kopf.Status, conditions: list[dict[str, Any]]) -> None:
+    merged = merge_conditions(status.get("conditions"), conditions)
+    if merged != list(status.get("conditions") or []):
+        patch.status["conditions"] = merged
+
+
+def maintained_tables(
+    ctl: Controller, catalog: CatalogSpec, policy: MaintenancePolicySpec, docs: Sequence[dict[str, Any]]
+) -> list[MaintainedTable]:
+    """The tables the policy selects that exist in the catalog, with their options in force
+    and, when a health trigger needs them, their schema versions and inlined deletions."""
+    cat, _ = ctl.pool.catalog(catalog)
+    state = ctl.pool.state(catalog, cat, max_age=1.0)
+    chosen = []
+    for doc in docs:
+        spec = doc.get("spec", {})
+        schema, name = str(spec.get("schema") or "main"), str(spec.get("name"))
+        if not selects(policy, f"{schema}.{name}", (doc.get("metadata") or {}).get("labels") or {}):
+            continue
+        table = state.table(schema, name)
+        if table is not None:
+            chosen.append((f"{table.schema_name}.{table.name}", table))
+    triggers = (policy.compaction is not None and policy.compaction.schedule.when_small_files_above is not None) or (
+        policy.delete_rewrite is not None
+    )
+    health = {}
+    if triggers and chosen:
+        from ..catalog.job_inputs import read_health_inputs
+
+        health = read_health_inputs(cat, [t for _, t in chosen])
+    out = []
+    for name, table in chosen:
+        in_schema = state.schemas.get(table.schema_name)
+        options = {**state.options, **(in_schema.options if in_schema else {}), **table.options}
+        h = health.get(table.table_id)
+        out.append(
+            MaintainedTable(name, table, options, tuple(h.schema_versions), h.inlined_deletions)
+            if h
+            else MaintainedTable(name, table, options)
+        )
+    return out
+
+
+def run_history(runs: Sequence[Mapping[str, Any]], operations: Mapping[str, Any]) -> dict[HistoryKey, OperationHistory]:
+    """Per table and operation: the cron time last paid (the status's, or a newer one a run
+    carries), the latest run, and whether one has not ended."""
+    scheduled = schedule_times(operations)
+    out: dict[HistoryKey, OperationHistory] = {}
+    for run in sorted(runs, key=lambda r: r.get("created") or ""):
+        key = (run.get("table"), str(run.get("operation")))
+        past = out.get(key, OperationHistory(last_schedule_time=scheduled.get(key)))
+        paid = _time(run.get("scheduleTime"))
+        last_paid = max((t for t in (past.last_schedule_time, paid) if t is not None), default=None)
+        last = LastRun(str(run["name"]), str(run["state"]), _time(run.get("created")) or datetime.now(UTC))
+        out[key] = OperationHistory(last_paid, last, past.active or run["state"] in ACTIVE)
+    for key, when in scheduled.items():
+        out.setdefault(key, OperationHistory(last_schedule_time=when))
+    return out
+
+
+def create_run(body: kopf.Body, policy: MaintenancePolicySpec, run: PlannedRun) -> str:
+    """The DuckLakeJob for ``run``, owned by the policy (deleted with it); its name."""
+    meta = body.get("metadata", {})
+    owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": POLICY_KIND, "name": meta["name"], "uid": meta["uid"],
+             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    annotations = {REASON_ANNOTATION: run.reason[:1000]}
+    if run.table:
+        annotations[TABLE_ANNOTATION] = run.table
+    if run.schedule_time is not None:
+        annotations[SCHEDULE_ANNOTATION] = run.schedule_time.astimezone(UTC).strftime(_STAMP)
+    job = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "DuckLakeJob",
+        "metadata": {
+            "generateName": f"{meta['name']}-{run.operation.lower()}-"[:50],
+            "ownerReferences": [owner],
+            "labels": {POLICY_LABEL: meta["name"][:63], OPERATION_LABEL: run.operation},
+            "annotations": annotations,
+        },
+        "spec": {
+            "catalogRef": {"name": policy.catalog},
+            "operation": run.operation,
+            "params": dict(run.params),
+            **({"table": run.table} if run.table else {}),
+        },
+    }
+    created = custom_api().create_namespaced_custom_object(GROUP, VERSION, meta["namespace"], JOBS, job)
+    return str(created["metadata"]["name"])
+
+
+def trim_history(namespace: str, limit: int, runs: Sequence[Mapping[str, Any]]) -> None:
+    """Keep the newest ``limit`` ended runs per table and operation; delete older ones."""
+    from kubernetes.client.exceptions import ApiException
+
+    ended: dict[HistoryKey, list[Mapping[str, Any]]] = {}
+    for run in runs:
+        if run["state"] in TERMINAL:
+            ended.setdefault((run.get("table"), str(run.get("operation"))), []).append(run)
+    for kept in ended.values():
+        kept.sort(key=lambda r: (r.get("created") or "", r["name"]), reverse=True)
+        for old in kept[limit:]:
+            try:
+                custom_api().delete_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, old["name"])
+            except ApiException as exc:
+                if exc.status != 404:  # gone already; anything else: the next tick tries again
+                    log.warning("deleting the old run %s/%s: HTTP %s", namespace, old["name"], exc.status)

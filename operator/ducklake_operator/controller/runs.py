@@ -1,0 +1,506 @@
+"""DuckLakeJob runs: one tick of a run's life, no kopf.
+
+``Pending → Running → Succeeded | Failed | Cancelled``. Each tick looks at where the run is
+and does the next thing: check the request (operation and parameters, catalog Ready, table
+present, launcher installed), take the table's lock and a catalog slot, launch an attempt,
+follow it, and end it. The catalog is the source of truth for "did it commit": before
+launching, after a failure, a timeout or a cancellation, and after a restart, the run asks
+the catalog for a snapshot carrying its uid, so a landed run is never run again and is
+reported Succeeded.
+
+Nothing is concluded about an attempt while it may still run: a cancelled or timed-out
+attempt is stopped first (its process group, or its pods), then the catalog's sessions of
+the job are waited out, and only then is the catalog asked whether it landed and are the
+files no catalog row refers to deleted. A failed attempt that committed nothing is retried
+with backoff while ``retries`` allows. The tick returns the status fields to write, the
+events to post and when to look again; the kopf daemon writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import DuckLakeError
+from ..model.job_params import OPERATIONS
+from ..model.names import fold
+from ..model.spec import CatalogSpec, JobSpec, PostgresSpec
+from ..model.state import CatalogState, TableState
+from .launchers.spec import Launched, Launcher, launch_spec
+from .locks import Holder, Leases, lease_name
+from .reconcilers import CatalogPool
+from .status import condition, table_health
+
+log = logging.getLogger(__name__)
+ACTIVE = ("", "Pending", "Running")
+TERMINAL = ("Succeeded", "Failed", "Cancelled")
+RETRY_BACKOFF = 10.0  # seconds before the first retry; doubles per attempt
+RETRY_BACKOFF_CAP = 600.0
+FOLLOW_INTERVAL = 2.0  # seconds between looks at a running attempt (a Local one also wakes its run on exit)
+WAIT_INTERVAL = 10.0  # a waiting run looks again at least this often (it is woken when a run of its catalog ends)
+EXIT_UNKNOWN = 3  # the job program's exit code when its commit's outcome could not be learnt
+
+
+@dataclass
+class Tick:
+    """What one tick decided: status fields to merge, events to post, and when to look again."""
+
+    status: dict[str, Any] = field(default_factory=dict)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    again_in: float | None = FOLLOW_INTERVAL  # None: the run has ended
+    released: bool = False  # locks were given back: runs waiting in the catalog may go
+
+    def end(self, state: str, message: str, now: float, generation: int | None) -> Tick:
+        ok = state == "Succeeded"
+        self.status.update(state=state, message=message, completionTime=stamp(now), waitingFor=None,
+                           nextAttemptAt=None)  # fmt: skip
+        if ok:
+            self.status["progress"] = "done"
+        self.status["conditions"] = [
+            condition("Complete", ok, state, message if ok else "", generation),
+            condition("Failed", state == "Failed", state, message if state == "Failed" else "", generation),
+        ]
+        self.events.append(("Warning" if state == "Failed" else "Normal", state, message))
+        self.again_in = None
+        return self
+
+
+def stamp(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_stamp(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+@dataclass(frozen=True)
+class OtherRun:
+    """Another run of the same catalog that has not ended, as the controller last saw it."""
+
+    name: str
+    uid: str
+    table: str | None
+    state: str  # Pending | Running
+    created: str  # creationTimestamp: waiting runs go in this order
+    holds: bool  # it holds locks (Running, or between taking them and launching)
+    retry_at: str | None = None  # a failed attempt's retry waits until then
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a tick needs besides the job itself."""
+
+    catalog: CatalogSpec | None
+    catalog_doc: dict[str, Any] | None  # the catalog manifest as in the cluster (for the run document)
+    catalog_ready: bool
+    max_jobs: int | None  # the catalog's limit of concurrent runs (None: no limit)
+    spark: Mapping[str, Any]  # the effective spark settings (job over policy over defaults)
+    others: tuple[OtherRun, ...] = ()
+    created: str = ""  # this run's creationTimestamp
+
+
+class Runs:
+    def __init__(
+        self,
+        pool: CatalogPool,
+        leases: Leases,
+        launchers: Mapping[str, Launcher],
+        *,
+        clock: Callable[[], float] = time.time,
+        scrub: Callable[[str], str] = lambda text: text,
+        retry_backoff: float = RETRY_BACKOFF,
+        settle_seconds: float = 10.0,
+    ) -> None:
+        self.pool = pool
+        self.leases = leases
+        self.launchers = launchers
+        self.clock = clock
+        self.scrub = scrub
+        self.retry_backoff = retry_backoff
+        self.settle_seconds = settle_seconds
+
+    # ------------------------------------------------------------------ one tick
+
+    def tick(
+        self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, cancel: str | None = None
+    ) -> Tick:
+        """``cancel``: why the run is to stop (``spec.cancel``, the DuckLakeJob deleted), or None."""
+        now = self.clock()
+        state = status.get("state") or ""
+        if state in TERMINAL:
+            return Tick(again_in=None)
+        if cancel:
+            return self._stop(spec, uid, status, ctx, now, "Cancelled", cancel)
+        if state == "Running":
+            return self._follow(spec, uid, status, ctx, now)
+        return self._start(spec, uid, status, ctx, now)
+
+    def _start(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
+        tick, generation = Tick(), spec.ref.generation
+        if not status.get("state"):  # new: check the request once, before anything is taken
+            tick.status.update(state="Pending", attempts=0, observedGeneration=generation, conditions=[
+                condition("Complete", False, "Pending", "", generation),
+                condition("Failed", False, "Pending", "", generation)])  # fmt: skip
+            problem = self._invalid(spec, ctx)
+            if problem is not None:
+                return tick.end("Failed", problem + "; nothing was launched", now, generation)
+        retry_at = parse_stamp(status.get("nextAttemptAt"))
+        if retry_at is not None and now < retry_at:
+            tick.again_in = retry_at - now
+            return tick
+        busy = self._busy(spec, uid, ctx)
+        if busy is not None:
+            return self._waiting(tick, status, busy)
+        assert ctx.catalog is not None
+        waiting = self._lock(spec, uid, status, ctx, tick)
+        if waiting is not None:
+            return self._waiting(tick, status, waiting)
+        catalog, _ = self.pool.catalog(ctx.catalog)
+        landed = self._landed(catalog, uid)
+        if landed is not None:
+            self._unlock(spec, uid, tick, status)
+            return self._succeeded(tick, spec, uid, status, ctx, landed, now)
+        state = self.pool.state(ctx.catalog, catalog)  # the base the run plans against: checked now
+        table = self._table(state, spec)
+        attempt = int(status.get("attempts") or 0) + 1
+        name = str(ctx.spark.get("launcher"))
+        try:
+            launched = self.launchers[name].launch(self._launch_spec(spec, uid, ctx, attempt))
+        except DuckLakeError as exc:
+            self._unlock(spec, uid, tick, status)
+            return tick.end("Failed", self.scrub(f"could not launch: {exc}"), now, generation)
+        start = parse_stamp(status.get("startTime")) or now
+        timeout = spec.timeout_seconds
+        tick.status.update(
+            state="Running",
+            attempts=attempt,
+            startTime=stamp(start),
+            deadline=stamp(start + timeout) if timeout else None,
+            baseSnapshot=state.snapshot.snapshot_id,
+            launched={"kind": launched.kind, "name": launched.name, "detail": launched.detail},
+            message=f"attempt {attempt} launched as {launched.kind} {launched.name}",
+            waitingFor=None,
+            nextAttemptAt=None,
+            progress="launched",
+            conditions=[
+                condition("Complete", False, "Running", "", generation),
+                condition("Failed", False, "Running", "", generation),
+            ],  # fmt: skip
+        )
+        if attempt == 1 and table is not None:
+            tick.status["before"] = table_health(table)
+        tick.events.append(("Normal", "Launched", tick.status["message"]))
+        return tick
+
+    def _follow(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
+        deadline = parse_stamp(status.get("deadline"))
+        if deadline is not None and now >= deadline:
+            return self._stop(spec, uid, status, ctx, now, "Failed", f"timed out after {spec.timeout_seconds} s")
+        launched = _launched(status)
+        if launched is None:  # Running without an attempt: not written by this controller
+            return Tick(status={"state": "Pending"}, again_in=0.0)
+        launcher = self._launcher(launched)
+        observed = launcher.observe(launched)
+        if observed.state in ("Pending", "Running"):
+            tick = Tick()
+            if observed.state == "Pending" and status.get("progress") in (None, "launched"):
+                tick.status["message"] = observed.message  # e.g. the pod is not running yet
+            return tick
+        if not launcher.stopped(launched):  # e.g. a deleted Job whose pod is still terminating
+            return Tick(status={"message": f"{observed.message}; waiting for it to stop"})
+        assert ctx.catalog is not None
+        catalog, _ = self.pool.catalog(ctx.catalog)
+        tick = Tick()
+        settled = self._settle(catalog, uid)
+        landed = self._landed(catalog, uid)
+        if landed is not None:
+            self._unlock(spec, uid, tick, status)
+            return self._succeeded(tick, spec, uid, status, ctx, landed, now)
+        if observed.state == "Succeeded":  # nothing to commit (a dry run, nothing to do)
+            self._unlock(spec, uid, tick, status)
+            return self._succeeded(tick, spec, uid, status, ctx, None, now, result=observed.detail.get("result"))
+        reason = self.scrub(observed.message or "failed")
+        unknown = not settled or _exit_code(observed.detail, status) == EXIT_UNKNOWN
+        files = "its files were kept (deleteOrphanFiles removes them)" if unknown else (
+            f"{self._clean(catalog, spec, uid)} uncommitted files deleted")  # fmt: skip
+        self._unlock(spec, uid, tick, status)
+        attempts = int(status.get("attempts") or 1)
+        if attempts <= spec.retries:
+            wait = min(self.retry_backoff * 2 ** (attempts - 1), RETRY_BACKOFF_CAP)
+            tick.status.update(
+                state="Pending",
+                nextAttemptAt=stamp(now + wait),
+                progress=None,
+                message=f"attempt {attempts} failed ({reason}); nothing was committed, {files}; "
+                f"retrying in {wait:.0f} s",
+            )
+            tick.events.append(("Warning", "AttemptFailed", tick.status["message"]))
+            tick.again_in = wait
+            return tick
+        return tick.end("Failed", f"{reason}; nothing was committed, {files}", now, spec.ref.generation)
+
+    def _stop(
+        self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float, state: str, why: str
+    ) -> Tick:
+        """Cancel or time out: stop what runs, wait until it has stopped, then ask the
+        catalog whether it landed anyway."""
+        tick = Tick()
+        launched = _launched(status)
+        if launched is not None:
+            launcher = self._launcher(launched)
+            launcher.cancel(launched)
+            if not launcher.stopped(launched):
+                tick.status["message"] = f"{why}: stopping {launched.kind} {launched.name}"
+                return tick
+        self._unlock(spec, uid, tick, status)
+        if ctx.catalog is None or launched is None:
+            return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
+        catalog, _ = self.pool.catalog(ctx.catalog)
+        settled = self._settle(catalog, uid)
+        landed = self._landed(catalog, uid)
+        if landed is not None:
+            return self._succeeded(tick, spec, uid, status, ctx, landed, now, note=f"{why}, but it had committed")
+        files = (f"{self._clean(catalog, spec, uid)} uncommitted files deleted" if settled
+                 else "its files were kept (deleteOrphanFiles removes them)")  # fmt: skip
+        return tick.end(state, f"{why}; nothing was committed, {files}", now, spec.ref.generation)
+
+    # ------------------------------------------------------------------ pieces
+
+    def _invalid(self, spec: JobSpec, ctx: RunContext) -> str | None:
+        op = OPERATIONS.get(spec.operation)
+        if op is None or not op.available:
+            available = ", ".join(n for n, o in OPERATIONS.items() if o.available)
+            return f"operation {spec.operation} is not available (available: {available})"
+        # parameters and the table's presence were checked with the manifest (api.load)
+        if ctx.catalog is None:
+            return f"DuckLakeCatalog {spec.catalog!r} does not exist in namespace {spec.ref.namespace}"
+        if not ctx.catalog_ready:
+            return f"DuckLakeCatalog {spec.catalog!r} is not Ready"
+        name = str(ctx.spark.get("launcher"))
+        launcher = self.launchers.get(name)
+        if launcher is None:
+            return f"spark.launcher {name!r} is not one of {', '.join(self.launchers)}"
+        problem = launcher.available()
+        if problem is not None:
+            return problem
+        if spec.table:
+            catalog, _ = self.pool.catalog(ctx.catalog)
+            if self._table(self.pool.state(ctx.catalog, catalog, max_age=1.0), spec) is None:
+                return f"table {spec.table} does not exist in catalog {spec.catalog}"
+        return None
+
+    def _busy(self, spec: JobSpec, uid: str, ctx: RunContext) -> str | None:
+        """What the controller's own view of the catalog's runs says this run waits for, so
+        waiting runs cost no API calls; the Leases decide when this says go."""
+        others = [o for o in ctx.others if o.uid != uid]
+        held = {fold(o.table) if o.table else "*": o for o in others if o.holds}
+        holder = held.get(fold(spec.table) if spec.table else "*")
+        if holder is not None:
+            what = f"table {spec.table}" if spec.table else f"catalog-wide maintenance of {spec.catalog}"
+            return f"DuckLakeJob {holder.name}, which holds {what}"
+        if ctx.max_jobs:
+            now = self.clock()
+            running = sum(1 for o in others if o.holds)
+            ahead = sum(
+                1
+                for o in others
+                if not o.holds
+                and (o.created, o.name) < (ctx.created, spec.ref.name)
+                and (fold(o.table) if o.table else "*") not in held  # it waits for a lock, not for a slot
+                and (parse_stamp(o.retry_at) or 0) <= now
+            )
+            if running + ahead >= ctx.max_jobs:
+                return f"a slot in catalog {spec.catalog}: {running} of {ctx.max_jobs} runs (maxJobsPerCatalog) " \
+                       f"running, {ahead} waiting before this one"  # fmt: skip
+        return None
+
+    def _waiting(self, tick: Tick, status: Mapping[str, Any], what: str) -> Tick:
+        if status.get("waitingFor") != what:
+            tick.status.update(state="Pending", waitingFor=what, message=f"waiting for {what}")
+        tick.again_in = WAIT_INTERVAL
+        return tick
+
+    @staticmethod
+    def _table(state: CatalogState, spec: JobSpec) -> TableState | None:
+        if not spec.table:
+            return None
+        schema, _, name = spec.table.partition(".")
+        return state.table(schema, name)
+
+    def _launcher(self, launched: Launched) -> Launcher:
+        return self.launchers[launched.kind]
+
+    def _landed(self, catalog: Any, uid: str) -> Any:
+        from ..catalog.job_commits import find_job_commit
+
+        return find_job_commit(catalog, uid)
+
+    def _settle(self, catalog: Any, uid: str) -> bool:
+        """Wait until the catalog database has no session of the job left (a COMMIT sent
+        just before its process died is then decided); False if one stays."""
+        from ..catalog.job_commits import job_sessions_ended
+
+        return job_sessions_ended(catalog, uid, timeout=self.settle_seconds)
+
+    def _clean(self, catalog: Any, spec: JobSpec, uid: str) -> int:
+        if not spec.table:
+            return 0
+        from ..catalog.job_commits import delete_uncommitted_files
+
+        try:
+            return delete_uncommitted_files(catalog, spec.table, uid)
+        except (DuckLakeError, OSError) as exc:
+            log.warning("deleting the uncommitted files of %s failed: %s", spec.ref, self.scrub(str(exc)))
+            return 0
+
+    def _lock(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, tick: Tick) -> str | None:
+        """Take the table's Lease (a catalog-wide run: the catalog's), then a catalog slot;
+        None when all are ours, else what the run waits for (holding nothing)."""
+        namespace, holder = spec.ref.namespace or "default", Holder(uid, spec.ref.name)
+        held = [n for n in status.get("locks") or []]
+        what = f"table {spec.table}" if spec.table else f"catalog-wide maintenance of {spec.catalog}"
+        name = lease_name("table", namespace, spec.catalog, fold(spec.table) if spec.table else "*")
+        other = self.leases.acquire(namespace, name, holder, what)
+        if other is not None:
+            self._release(namespace, held, uid)
+            return f"DuckLakeJob {other.name}, which holds {what}"
+        held += [name] if name not in held else []
+        if ctx.max_jobs:
+            slot = self.leases.acquire_slot(
+                namespace, (namespace, spec.catalog), ctx.max_jobs, holder, f"catalog {spec.catalog}"
+            )
+            if slot is None:
+                self._release(namespace, held, uid)
+                tick.released = True
+                return f"a slot in catalog {spec.catalog}: {ctx.max_jobs} runs (maxJobsPerCatalog) running"
+            held += [slot] if slot not in held else []
+        tick.status["locks"] = held
+        return None
+
+    def _unlock(self, spec: JobSpec, uid: str, tick: Tick, status: Mapping[str, Any]) -> None:
+        self._release(spec.ref.namespace or "default", list(status.get("locks") or []), uid)
+        tick.status["locks"] = []
+        tick.released = True
+
+    def _launch_spec(self, spec: JobSpec, uid: str, ctx: RunContext, attempt: int) -> Any:
+        return launch_spec(
+            job_name=spec.ref.name,
+            namespace=spec.ref.namespace or "default",
+            uid=uid,
+            attempt=attempt,
+            run_document=run_document(spec, uid, attempt, ctx),
+            spark=ctx.spark,
+            env_from_secrets=env_from_secrets(ctx.catalog) if ctx.catalog else [],
+            timeout_seconds=spec.timeout_seconds,
+            labels={"ducklake.dev/catalog": spec.catalog, "ducklake.dev/operation": spec.operation},
+        )
+
+    def _release(self, namespace: str, names: list[str], uid: str) -> None:
+        for name in names:
+            self.leases.release(namespace, name, uid)
+
+    def _succeeded(
+        self, tick: Tick, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, landed: Any,
+        now: float, note: str | None = None, result: Mapping[str, Any] | None = None,
+    ) -> Tick:  # fmt: skip
+        report = _report(landed, status, result)
+        figures = {k: report.get(k) for k in ("filesRead", "filesWritten", "bytesRead", "bytesWritten", "rowsWritten")}
+        tick.status.update({k: v for k, v in figures.items() if v is not None})
+        if landed is not None:
+            tick.status["committedSnapshot"] = landed.snapshot_id
+        if report.get("ranOn"):
+            tick.status["ranOn"] = report["ranOn"]
+        if spec.table and ctx.catalog is not None:
+            catalog, _ = self.pool.catalog(ctx.catalog)
+            at_least = landed.snapshot_id if landed is not None else None
+            table = self._table(self.pool.state(ctx.catalog, catalog, at_least=at_least), spec)
+            if table is not None:
+                tick.status["after"] = table_health(table)
+        what = f"committed snapshot {landed.snapshot_id}" if landed is not None else _no_commit(report)
+        message = f"{note}: {what}" if note else what
+        if figures.get("filesRead") is not None:
+            message += f"; {figures['filesRead']} files read, {figures.get('filesWritten') or 0} written"
+        start = parse_stamp(status.get("startTime"))
+        if start is not None:
+            tick.status["duration"] = duration(now - start)
+        return tick.end("Succeeded", message, now, spec.ref.generation)
+
+
+def _no_commit(report: Mapping[str, Any]) -> str:
+    if report.get("dryRun"):
+        return "dry run, nothing committed"
+    if "expired" in report:
+        return f"{len(report['expired'])} snapshots expired"
+    if "deleted" in report:
+        return f"{len(report['deleted'])} files deleted"
+    return "nothing to do"
+
+
+def _launched(status: Mapping[str, Any]) -> Launched | None:
+    launched = status.get("launched") or {}
+    if not launched.get("kind"):
+        return None
+    return Launched(kind=launched["kind"], name=launched.get("name", ""), detail=dict(launched.get("detail") or {}))
+
+
+def _report(landed: Any, status: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The run's report: from its commit (the catalog's word), else what the program said
+    (its result line, or the report it wrote to the DuckLakeJob's status)."""
+    if landed is not None and landed.commit_extra_info:
+        try:
+            return dict(json.loads(landed.commit_extra_info).get("report") or {})
+        except (ValueError, AttributeError):
+            pass
+    said = result or status.get("jobReport") or {}
+    return dict(said.get("report") or {})
+
+
+def _exit_code(detail: Mapping[str, Any], status: Mapping[str, Any]) -> int | None:
+    """The job program's exit code: the Local launcher's, else the one its report gives."""
+    for source in (detail, detail.get("result") or {}, status.get("jobReport") or {}):
+        if isinstance(source.get("exitCode"), int):
+            return int(source["exitCode"])
+    return None
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def env_from_secrets(catalog: CatalogSpec) -> list[tuple[str, str, str]]:
+    """(env name, Secret name, key) for the credentials a run needs: never values."""
+    out = []
+    if isinstance(catalog.backend, PostgresSpec) and catalog.backend.credentials is not None:
+        c = catalog.backend.credentials
+        out += [
+            ("DUCKLAKE_CATALOG_USERNAME", c.name, c.username_key),
+            ("DUCKLAKE_CATALOG_PASSWORD", c.name, c.password_key),
+        ]
+    if catalog.s3 is not None and catalog.s3.credentials is not None:
+        c = catalog.s3.credentials
+        out += [("AWS_ACCESS_KEY_ID", c.name, c.username_key), ("AWS_SECRET_ACCESS_KEY", c.name, c.password_key)]
+    return out
+
+
+def run_document(spec: JobSpec, uid: str, attempt: int, ctx: RunContext) -> dict[str, Any]:
+    """What the job program reads (no credentials: they come as env from Secrets)."""
+    spark = ctx.spark
+    return {
+        "job": {"name": spec.ref.name, "namespace": spec.ref.namespace, "uid": uid, "attempt": attempt},
+        "catalog": ctx.catalog_doc,
+        "table": spec.table,
+        "operation": spec.operation,
+        "params": dict(spec.params),
+        "inProcessBelow": spark.get("inProcessBelow"),
+        "spark": {"master": spark.get("master"), "conf": dict(spark.get("conf") or {})},
+    }

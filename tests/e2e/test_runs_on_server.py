@@ -1,0 +1,148 @@
+"""DuckLakeJob runs driven by the operator process on the real API server: the Local launcher
+running the real job program (in-process and on Spark local mode) against real catalogs
+read back with DuckDB 1.5.5; the Job and SparkApplication launchers checked by the objects
+the server accepted and by driving their status with ``kubectl patch --subresource=status``
+(there is no kubelet: their pods never run); bad input; cancellation; restarts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ducklake_operator.catalog import CatalogLocation
+from support import duck
+from support.manifests import manifest, sqlite_catalog, table
+from support.operator_process import condition, is_ready, wait_for
+
+LOCAL = {"launcher": "Local"}
+IN_PROCESS = {"launcher": "Local", "inProcessBelow": "1GB"}  # no Spark session: a run takes about a second
+
+
+def small_files_lake(kube, tmp_path, inserts: int = 6) -> CatalogLocation:  # type: ignore[no-untyped-def]
+    """A Ready SQLite catalog ``lake`` holding ``main.orders`` with ``inserts`` small files written by DuckDB."""
+    kube.apply(sqlite_catalog("lake", str(tmp_path), options={"dataInliningRowLimit": 0}), table("orders", "lake"))
+    wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=30)
+    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite"))
+    duck.run_workload(location, [f"INSERT INTO lk.orders SELECT i, {k} FROM range(50) t(i)" for k in range(inserts)])
+    return location
+
+
+def job(name: str, operation: str = "compact", table_name: str | None = "main.orders", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"catalogRef": {"name": "lake"}, "operation": operation, **spec}
+    if table_name:
+        body["table"] = table_name
+    return manifest("DuckLakeJob", name, body)
+
+
+def state(kube, name: str) -> str | None:  # type: ignore[no-untyped-def]
+    return ((kube.get("dlj", name) or {}).get("status") or {}).get("state")
+
+
+def ended(kube, name: str, timeout: float = 90) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    wait_for(f"{name} ended", lambda: state(kube, name) in ("Succeeded", "Failed", "Cancelled"), timeout=timeout)
+    return kube.get("dlj", name)  # type: ignore[no-any-return]
+
+
+def files(location: CatalogLocation) -> int:
+    con = duck.attach(location, con=duck.connect())
+    try:
+        return int(con.execute("SELECT count(*) FROM ducklake_list_files('lk', 'orders')").fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, operator, tmp_path) -> None:
+    location = small_files_lake(kube, tmp_path)
+    before = duck.observe_table(location, "orders")
+    kube.apply(job("compact-1", spark=IN_PROCESS))
+    kube.kubectl("wait", "--for=condition=Complete", "ducklakejob/compact-1", "--timeout=90s")
+    run = kube.get("dlj", "compact-1")
+    status = run["status"]
+    assert status["state"] == "Succeeded" and status["attempts"] == 1 and status["ranOn"] == "in-process"
+    assert status["filesRead"] == 6 and status["filesWritten"] == 1 and status["rowsWritten"] == 300
+    assert status["before"]["files"] == 6 and status["after"]["files"] == 1
+    assert status["launched"]["kind"] == "Local" and status["progress"] == "done"
+    assert condition(run, "Complete")["status"] == "True" and condition(run, "Failed")["status"] == "False"
+    assert status["message"].startswith(f"committed snapshot {status['committedSnapshot']}")
+    # the catalog's word: the snapshot names the run and carries the figures the status shows
+    con = duck.attach(location, con=duck.connect())
+    info = con.execute(
+        "SELECT commit_extra_info FROM lk.snapshots() WHERE snapshot_id = ?", [status["committedSnapshot"]]
+    ).fetchone()[0]
+    con.close()
+    extra = json.loads(info)
+    assert extra["ducklakeJob"]["uid"] == run["metadata"]["uid"]
+    assert {k: extra["report"][k] for k in ("filesRead", "filesWritten", "bytesWritten")} == {
+        k: status[k] for k in ("filesRead", "filesWritten", "bytesWritten")
+    }
+    assert files(location) == 1 and duck.same_as_before(duck.observe_table(location, "orders"), before)
+    header, row = kube.kubectl("get", "ducklakejobs").splitlines()[:2]
+    assert header.split() == ["NAME", "TABLE", "OPERATION", "STATE", "PROGRESS", "STARTED", "DURATION", "MESSAGE"]
+    assert row.split()[:5] == ["compact-1", "main.orders", "compact", "Succeeded", "done"]
+    reasons = [e["reason"] for e in kube.events("compact-1")]
+    assert "Launched" in reasons and "Succeeded" in reasons
+    assert run["metadata"].get("finalizers") in (None, [])  # an ended run holds nothing up
+    assert kube.list("leases") == []  # its locks are given back
+
+
+def test_bad_requests_fail_at_once_and_launch_nothing(kube, operator, tmp_path) -> None:
+    small_files_lake(kube, tmp_path, inserts=1)
+    kube.apply(
+        job("bad-param", params={"targetFileSze": "1MB"}, spark=IN_PROCESS),
+        job("no-table", table_name="main.nothing", spark=IN_PROCESS),
+        job("no-catalog", catalogRef={"name": "elsewhere"}, spark=IN_PROCESS),
+        job("wide-with-table", operation="expireSnapshots", spark=IN_PROCESS),
+        job("not-yet", operation="ingest", spark=IN_PROCESS),
+        job("no-image", spark={"launcher": "Job"}),  # the test operator has no DUCKLAKE_JOB_IMAGE
+    )
+    expected = {
+        "bad-param": "spec.params.targetFileSze: not a parameter of compact (did you mean targetFileSize?)",
+        "no-table": "table main.nothing does not exist in catalog lake",
+        "no-catalog": "DuckLakeCatalog 'elsewhere' does not exist in namespace",
+        "wide-with-table": "spec.table: expireSnapshots works on the whole catalog; remove the table",
+        "not-yet": "operation ingest is not available",
+        "no-image": "could not launch: no image to run the job in: set spark.image, or DUCKLAKE_JOB_IMAGE",
+    }
+    for name, message in expected.items():
+        run = ended(kube, name, timeout=30)
+        assert run["status"]["state"] == "Failed", name
+        assert message in run["status"]["message"], (name, run["status"]["message"])
+        assert condition(run, "Failed")["status"] == "True"
+        assert "launched" not in run["status"], name
+    assert kube.list("jobs") == [] and kube.list("configmaps") == [c for c in kube.list("configmaps")
+                                                                     if c["metadata"]["name"] == "kube-root-ca.crt"]  # fmt: skip
+
+
+def test_a_catalog_that_is_not_ready_fails_the_run(kube, operator, tmp_path) -> None:
+    kube.apply(manifest("DuckLakeCatalog", "lake", {"metadata": {"postgres": {
+        "host": "127.0.0.1", "port": 1, "database": "none", "credentialsSecretRef": {"name": "absent"}}},
+        "dataPath": f"{tmp_path}/data/"}))  # fmt: skip
+    kube.apply(job("early", spark=IN_PROCESS))
+    run = ended(kube, "early", timeout=30)
+    assert run["status"]["state"] == "Failed"
+    assert "DuckLakeCatalog 'lake' is not Ready; nothing was launched" in run["status"]["message"]
+
+
+def test_one_run_per_table_and_max_jobs_per_catalog(kube, operator, tmp_path) -> None:
+    """Runs on one table wait for each other, whatever their operation; the policy's
+    maxJobsPerCatalog bounds the catalog. Each run sleeps in its job program (a stand-in's
+    sleep would do; a real dry-run compaction is used and the overlap read from the status)."""
+    small_files_lake(kube, tmp_path, inserts=2)
+    kube.apply(table("items", "lake"), table("users", "lake"))
+    wait_for("tables Ready", lambda: all(is_ready(kube.get("dlt", n)) for n in ("items", "users")), timeout=30)
+    kube.apply(manifest("DuckLakeMaintenancePolicy", "limits", {"catalogRef": {"name": "lake"}, "tables": ["none.x"],
+                                                                "concurrency": {"maxJobsPerCatalog": 2}}))  # fmt: skip
+    runs = [job("a1", spark=IN_PROCESS), job("a2", operation="rewriteDeletes", spark=IN_PROCESS),
+            job("b1", table_name="main.items", spark=IN_PROCESS), job("c1", table_name="main.users", spark=IN_PROCESS)]  # fmt: skip
+    kube.apply(*runs)
+    spans = {}
+    for name in ("a1", "a2", "b1", "c1"):
+        status = ended(kube, name)["status"]
+        assert status["state"] == "Succeeded", status
+        spans[name] = (status["startTime"], status["completionTime"])
+    # a1 and a2 share a table: never both running
+    first, second = sorted([spans["a1"], spans["a2"]])
+    assert first[1] <= second[0]
+    waited = [e for n in ("a1", "a2", "b1", "c1") for e in kube.events(n)]
+    assert all(e["reason"] != "Failed" for e in waited)
