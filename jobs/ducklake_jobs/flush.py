@@ -30,7 +30,7 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
 from ducklake_operator.catalog.job_inputs import read_inlined_data
-from ducklake_operator.errors import DuckLakeError, TableNotFound
+from ducklake_operator.errors import TableNotFound
 from ducklake_operator.model.file_changes import (
     FileChange,
     FlushInlinedDeletions,
@@ -56,6 +56,7 @@ from .parquet_writer import (
     WrittenFile,
     copy_options,
     field_ids_from_columns,
+    load_ducklake_functions,
     quote,
     read_delete_file,
     scratch_connection,
@@ -169,7 +170,7 @@ def _flush_table(
             con = scratch_connection(extensions=bucketed)
             try:
                 if bucketed:
-                    _load_ducklake_functions(con)
+                    load_ducklake_functions(con)
                 for rows in inlined.batches:
                     _write_rows(con, work, rows, rows.partition, paths, parquet, sort_sql(t), scratch)
                 _merge_deletions(con, work, paths, scratch)
@@ -198,18 +199,6 @@ def _written(work: FlushWork) -> dict[str, int]:
         d.file_size_bytes for d in [f.delete_file for f in work.files] + [m for _, m in work.merged] if d
     ]
     return {"filesWritten": len(sizes), "bytesWritten": sum(sizes)}
-
-
-def _load_ducklake_functions(con: Any) -> None:
-    from ducklake_operator.duckdb_client import extension_path
-
-    path = extension_path("ducklake")
-    if path is None:
-        raise DuckLakeError(
-            "flushing into a bucket-partitioned table needs DuckDB's murmur3_32: install the "
-            "duckdb extra (duckdb-extension-ducklake)"
-        )
-    con.execute(f"LOAD '{path}'")
 
 
 def _write_rows(

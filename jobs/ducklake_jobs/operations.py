@@ -89,6 +89,10 @@ def _run_once(
         from .rewrite_deletes import rewrite_deletes
 
         return rewrite_deletes(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
+    if operation == "repartition":
+        from .repartition import repartition
+
+        return repartition(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
     if operation == "flushInlinedData":
         from .flush import flush_inlined_data
 

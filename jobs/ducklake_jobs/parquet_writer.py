@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ducklake_operator.errors import DuckLakeError
 from ducklake_operator.model.file_changes import FileColumnStats
 from ducklake_operator.model.state import ColumnState
 
@@ -130,6 +131,19 @@ def scratch_connection(*, extensions: bool = False, spill: str | None = None) ->
     con = duckdb.connect(config=config)
     con.execute("SET TimeZone = 'UTC'")  # timestamptz statistics are stored normalised to UTC
     return con
+
+
+def load_ducklake_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """Load the ducklake extension into a ``scratch_connection(extensions=True)``: its
+    ``murmur3_32`` computes ``bucket(N)`` partition values."""
+    from ducklake_operator.duckdb_client import extension_path
+
+    path = extension_path("ducklake")
+    if path is None:
+        raise DuckLakeError(
+            "bucket partitioning needs DuckDB's murmur3_32: install the duckdb extra (duckdb-extension-ducklake)"
+        )
+    con.execute(f"LOAD {literal(path)}")
 
 
 def write_parquet(

@@ -69,10 +69,10 @@ def run_on_spark(
     rdd = context.parallelize(items, len(items)).map(run)
     if on_done is None:
         return rdd.collect()
-    return _collect_counting(context, rdd, len(items), on_done)
+    return collect_counting(context, rdd, len(items), on_done)
 
 
-def _collect_counting(context: Any, rdd: Any, total: int, on_done: OnDone) -> list[Any]:
+def collect_counting(context: Any, rdd: Any, total: int, on_done: OnDone) -> list[Any]:
     """``rdd.collect()`` in a thread of its own job group, while this (the driver's) thread
     counts the group's finished tasks with Spark's status tracker and tells ``on_done``."""
     group = f"ducklake-{uuid.uuid4().hex}"

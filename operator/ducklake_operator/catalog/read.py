@@ -343,6 +343,24 @@ def _load_partitions(conn: sa.Connection, S: int, only_tables) -> dict[int, Part
     return {t: PartitionSpec(pid, tuple(fields.get(t, ()))) for t, pid in ids.items()}
 
 
+def load_partition_specs(conn: sa.Connection, table_id: int) -> dict[int, PartitionSpec]:
+    """Every partition spec a table has had (live or ended), by id: files keep the spec they
+    were written under (docs/ducklake-format.md §6.3)."""
+    pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
+    rows = conn.execute(
+        sa.select(pi.c.partition_id, pc.c.partition_key_index, pc.c.column_id, pc.c.transform)
+        .select_from(pi.outerjoin(pc, sa.and_(pc.c.partition_id == pi.c.partition_id, pc.c.table_id == pi.c.table_id)))
+        .where(pi.c.table_id == table_id)
+        .order_by(pi.c.partition_id, pc.c.partition_key_index)
+    )
+    fields: dict[int, list[PartitionField]] = defaultdict(list)
+    for r in rows:
+        found = fields[r.partition_id]
+        if r.partition_key_index is not None:
+            found.append(PartitionField(r.partition_key_index, r.column_id, r.transform))
+    return {pid: PartitionSpec(pid, tuple(f)) for pid, f in fields.items()}
+
+
 def _load_sorts(conn: sa.Connection, S: int, only_tables) -> dict[int, SortSpec]:  # type: ignore[no-untyped-def]
     si, se = T["ducklake_sort_info"], T["ducklake_sort_expression"]
     query = (

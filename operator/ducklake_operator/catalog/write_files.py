@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ..model.file_changes import FlushInlinedDeletions, FlushInlinedRows, MergeFiles, RewriteFiles
+from ..errors import CommitConflict
+from ..model.file_changes import FlushInlinedDeletions, FlushInlinedRows, MergeFiles, RepartitionFiles, RewriteFiles
 from .changes_made import Change as Token
 from .files import (
     add_data_file,
@@ -36,8 +37,26 @@ def _inlined_table(ctx: CommitContext, name: str) -> sa.Table:
 
 @write_change.register
 def _merge_files(change: MergeFiles, ctx: CommitContext) -> None:
+    _merge(change, f"compaction of {change.table_name}", ctx)
+
+
+@write_change.register
+def _repartition_files(change: RepartitionFiles, ctx: CommitContext) -> None:
+    pi = T["ducklake_partition_info"]
+    spec_now = ctx.conn.execute(
+        sa.select(pi.c.partition_id).where(pi.c.table_id == change.table_id, pi.c.end_snapshot.is_(None))
+    ).scalar_one_or_none()
+    if spec_now != change.spec_id:
+        raise CommitConflict(
+            f"repartition of {change.table_name}: its partitioning changed after snapshot {change.base_snapshot}; "
+            "nothing was committed"
+        )
+    _merge(change, f"repartition of {change.table_name}", ctx)
+
+
+def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) -> None:
     """WriteMergeAdjacent: the inputs' rows are deleted, not ended, and their files scheduled."""
-    check_inputs(ctx, change.table_id, f"compaction of {change.table_name}", change.base_snapshot, change.inputs)
+    check_inputs(ctx, change.table_id, job, change.base_snapshot, change.inputs)
     for output in change.outputs:
         add_data_file(ctx, change.table_id, output)
     sources = list(change.inputs.data_files)

@@ -88,6 +88,21 @@ class RewriteFiles:
 
 
 @dataclass(frozen=True)
+class RepartitionFiles:
+    """A batch of ``repartition``: ``outputs``, written under the table's partition spec
+    ``spec_id`` (None: it never had one), replace the inputs as a merge does (``MergeFiles``:
+    same rows, token and conflicts). Also refused when the table's spec is no longer
+    ``spec_id``: the outputs would be laid out by a spec that is not the current one."""
+
+    table_id: int
+    table_name: str
+    base_snapshot: int
+    inputs: PlannedInputs
+    outputs: tuple[NewDataFile, ...]
+    spec_id: int | None
+
+
+@dataclass(frozen=True)
 class FlushInlinedRows:
     """``ducklake_flush_inlined_data``, rows: every row of ``flushed`` inlined tables that
     existed at the base snapshot is in ``outputs`` (deleted ones covered by the outputs'
@@ -114,4 +129,4 @@ class FlushInlinedDeletions:
     delete_files: tuple[tuple[int, NewDeleteFile], ...]  # (data file id, its new delete file)
 
 
-FileChange = MergeFiles | RewriteFiles | FlushInlinedRows | FlushInlinedDeletions
+FileChange = MergeFiles | RewriteFiles | RepartitionFiles | FlushInlinedRows | FlushInlinedDeletions

@@ -17,6 +17,7 @@ from .maintenance_params import (
     DELETE_THRESHOLD,
     DRY_RUN,
     EXPIRE_OLDER_THAN,
+    MAX_BYTES_PER_COMMIT,
     MAX_FILES_PER_RUN,
     MIN_INPUT_FILES,
     ORPHAN_OLDER_THAN,
@@ -62,7 +63,11 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation("cleanupFiles", "none", {"olderThan": CLEANUP_OLDER_THAN, "dryRun": DRY_RUN}),
         Operation("deleteOrphanFiles", "none", {"olderThan": ORPHAN_OLDER_THAN, "dryRun": DRY_RUN}),
-        Operation("repartition", "required", {}, available=False),
+        Operation(
+            "repartition",
+            "required",
+            {"maxBytesPerCommit": MAX_BYTES_PER_COMMIT, "targetFileSize": TARGET_FILE_SIZE, "dryRun": DRY_RUN},
+        ),
         Operation("rewriteColumnType", "required", {}, available=False),
         Operation("ingest", "required", {}, available=False),
     )

@@ -178,6 +178,12 @@ ORPHAN_OLDER_THAN = Param(
     "duration", "delete unreferenced files older than this", keyword="older_than", default=CLEANUP_GRACE
 )
 DRY_RUN = Param("boolean", "list what would change; change nothing", keyword="dry_run", default=False)
+MAX_BYTES_PER_COMMIT = Param(
+    "size",
+    "rewrite about this much input per snapshot: each batch of files commits as it is done",
+    keyword="max_bytes_per_commit",
+    unset="everything in one snapshot",
+)
 
 # Policy settings that are not job parameters.
 FILE_CLEANUP_OLDER_THAN = Param(

@@ -1,0 +1,443 @@
+"""repartition: rewrite the files written under an earlier partition spec into the table's
+current one (DuckLake, like Iceberg, partitions new data only: docs/ducklake-format.md §6.3).
+
+plan (pure, ``maintenance.repartition``: the live files whose spec's keys are not the
+current spec's, in batches of up to ``maxBytesPerCommit``) -> per batch, a ``shuffle``:
+
+* map tasks read runs of source files of one schema version with their deletions (rows
+  deleted at or before the oldest snapshot dropped), compute each row's partition values
+  with DuckDB's own expressions (``model.partitioning``, on the column as the current
+  layout reads it) and write one chunk per partition;
+* the driver routes each partition's chunks into output files of up to ``targetFileSize``,
+  named in the partition's hive directory (unless ``hive_file_pattern`` is false);
+* reduce tasks write each output file in the schema version's layout, in the table's sort
+  order (else row-id order), with both lineage columns (row ids and each row's begin
+  snapshot kept) and DuckDB's exact statistics, and a delete file for the rows deleted
+  later, with their snapshots;
+
+-> one snapshot per batch (``RepartitionFiles``): the outputs replace the sources as DuckDB's
+merge does (token ``merge_adjacent``), so every snapshot still readable reads the same rows,
+from the outputs' lineage columns. The commit refuses if an input got a deletion, or the
+table another partitioning, since the batch was planned; the job then plans the rest again
+(``REPLANS`` times), and the batches already committed stay.
+
+Values of ``year``/``month``/``day``/``hour`` on a TIMESTAMPTZ column are computed in UTC;
+DuckDB computes them in the writing session's time zone (the same in a UTC session).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from ducklake_operator import storage
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
+from ducklake_operator.catalog.job_inputs import TableInputs, read_layouts, read_partition_specs
+from ducklake_operator.errors import CommitConflict
+from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, plan_repartition
+from ducklake_operator.model.file_changes import NewDataFile, NewDeleteFile, RepartitionFiles
+from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
+from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
+from ducklake_operator.model.state import ColumnState, TableState
+
+from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
+from .inputs import planned_inputs, read_inputs
+from .job_run import PLAIN_RUN, JobRun
+from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .layout_projection import projection
+from .parquet_writer import (
+    ROW_ID,
+    SNAPSHOT_ID,
+    WrittenFile,
+    copy_options,
+    literal,
+    load_ducklake_functions,
+    quote,
+    scratch_connection,
+    write_delete_file,
+)
+from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .shuffle import Chunk, Routes, shuffle
+
+MAP_INPUT_BYTES = 128 * 1024 * 1024  # source bytes per map task (a run of files of one schema version)
+REPLANS = 2  # as run_operation's: a batch refused by a concurrent writer plans again this many times
+
+
+@dataclass(frozen=True)
+class SplitTask:
+    """A map task: read ``sources`` (of one schema version) in its layout ``columns`` and
+    split their rows by their values of the current spec's ``keys``."""
+
+    sources: tuple[SourceFile, ...]
+    columns: tuple[ColumnState, ...]
+    schema_version: int
+    keys: tuple[tuple[ColumnState, str], ...]  # (key column as the current layout has it, transform)
+    drop_deleted_until: int  # the oldest snapshot: rows deleted at or before it are dropped
+    s3: storage.S3Config | None = None
+
+
+@dataclass(frozen=True)
+class MergeTask:
+    """A reduce task: the chunks of one partition (and schema version) into one data file."""
+
+    columns: tuple[ColumnState, ...]
+    schema_version: int
+    values: tuple[str | None, ...]  # the partition values, in key order
+    output: str  # full path or URI chosen by the driver
+    output_deletes: str
+    order_by: str
+    options: tuple[tuple[str, str], ...]
+    drop_deleted_until: int
+    s3: storage.S3Config | None = None
+
+
+@dataclass(frozen=True)
+class Merged:
+    task: MergeTask
+    written: WrittenFile
+    sorted: bool  # False if the sort key does not bind to this layout's columns
+    deletes: tuple[tuple[int, int], ...]  # (position in the output, snapshot) of rows deleted later
+    delete_file: WrittenFile | None
+    snapshots: tuple[int, int]  # the oldest and newest begin snapshot of its rows
+
+
+def _parts(n: int) -> tuple[str, ...]:
+    return tuple(f"__p{i}" for i in range(n))
+
+
+def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
+    """Write the rows of ``task`` into ``out_dir/__key=<md5 of the values>/``, with their
+    lineage, ``__deleted_at`` and partition values ``__p<i>``; one chunk per partition."""
+    if task.s3 is not None:
+        storage.configure(task.s3)
+    bucketed = any(t.startswith("bucket(") for _, t in task.keys)
+    with tempfile.TemporaryDirectory(prefix="ducklake-split-") as scratch:
+        con = scratch_connection(extensions=bucketed, spill=os.path.join(scratch, "spill"))
+        try:
+            if bucketed:
+                load_ducklake_functions(con)
+            keyed = [replace(column, name=f"__k{i}") for i, (column, _) in enumerate(task.keys)]
+            scan = scan_sources(con, task.sources, task.columns, scratch, extra=lambda found: projection(found, keyed))
+            parts = _parts(len(task.keys))
+            values = "".join(
+                f", {transform_sql(transform, f'__k{i}')} AS {p}"
+                for i, ((_, transform), p) in enumerate(zip(task.keys, parts, strict=True))
+            )
+            key = f"md5(to_json([{', '.join(parts)}]::VARCHAR[]))" if parts else "'all'"
+            internal = ", ".join(["__file", "__row", *(f"__k{i}" for i in range(len(keyed)))])
+            con.execute(
+                f"COPY (SELECT * EXCLUDE ({internal}), {key} AS __key FROM (SELECT *{values} FROM ({scan.sql}) "
+                f"WHERE __deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})) "
+                f"TO {literal(out_dir)} (FORMAT parquet, PARTITION_BY (__key))",
+                scan.params,
+            )
+            chunks = []
+            for entry in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:  # none: every row dropped
+                directory = os.path.join(out_dir, entry)
+                files = tuple(sorted(os.path.join(directory, f) for f in os.listdir(directory)))
+                first = con.execute(
+                    f"SELECT {', '.join(parts) or 'NULL'} FROM read_parquet(?, hive_partitioning = false) LIMIT 1",
+                    [files[0]],
+                ).fetchone()
+                assert first is not None
+                chunks.append(
+                    Chunk(
+                        index,
+                        entry.split("=", 1)[1],
+                        files,
+                        sum(pq.ParquetFile(f).metadata.num_rows for f in files),
+                        sum(os.path.getsize(f) for f in files),
+                        (task.schema_version, tuple(first) if parts else ()),
+                    )
+                )
+            return chunks
+        finally:
+            con.close()
+
+
+def merge_chunks(task: MergeTask, files: list[str]) -> Merged:
+    if task.s3 is not None:
+        storage.configure(task.s3)
+    with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
+        con = scratch_connection(spill=os.path.join(scratch, "spill"))
+        try:
+            params = {"chunks": files}
+            source = "read_parquet($chunks, hive_partitioning = false, union_by_name = true)"
+            row = con.execute(
+                f"SELECT count(__deleted_at), min({quote(SNAPSHOT_ID)}), max({quote(SNAPSHOT_ID)}) FROM {source}",
+                params,
+            ).fetchone()
+            assert row is not None
+            deleted, oldest, newest = row
+            out = write_ordered(
+                con,
+                f"SELECT * FROM {source}",
+                params,
+                OrderedOutput(
+                    columns=task.columns,
+                    embed_row_ids=True,  # rows of many files: never contiguous
+                    keep_snapshot_ids=True,
+                    order_by=task.order_by,
+                    tiebreak=quote(ROW_ID),
+                    drop_deleted_until=task.drop_deleted_until,
+                    with_deletes=deleted > 0,
+                    options=task.options,
+                    internal=_parts(len(task.values)),
+                ),
+                scratch,
+            )
+            delete_file = None
+            if out.deletes:
+                delete_file = write_delete_file(
+                    con, task.output, out.deletes, os.path.join(scratch, "out-delete.parquet")
+                )
+                storage.store(delete_file.local_path, task.output_deletes)
+            storage.store(out.written.local_path, task.output)
+            return Merged(task, out.written, out.sorted, tuple(out.deletes), delete_file, (oldest, newest))
+        finally:
+            con.close()
+
+
+def repartition(
+    catalog: Catalog,
+    schema: str,
+    table: str,
+    *,
+    max_bytes_per_commit: int | None = None,
+    target_file_size: int | None = None,
+    author: str = DEFAULT_AUTHOR,
+    dry_run: bool = DRY_RUN.default,
+    runner: Runner = run_in_process,
+    run: JobRun = PLAIN_RUN,
+) -> dict[str, Any]:
+    """Plan, then run and commit the batches one by one, each planned from the latest
+    snapshot (the files of committed batches are no longer candidates)."""
+    report = Report("repartition", table=f"{schema}.{table}", dryRun=dry_run)
+    inputs, plan = _plan(catalog, schema, table, max_bytes_per_commit)
+    report.fields.update(
+        baseSnapshot=plan.base_snapshot,
+        partitionedBy=_describe(inputs.table),
+        batches=len(plan.batches),
+        filesLeftAlone=plan.left_alone,
+    )
+    if dry_run or not plan.batches:
+        return report.done(
+            filesRead=plan.input_files if dry_run else 0,
+            bytesRead=plan.input_bytes if dry_run else 0,
+            rowsRead=plan.input_rows if dry_run else 0,
+            filesWritten=0,
+            committedSnapshot=None,
+            ranOn=ran_on(run_in_process),
+            **({"plan": plan.to_json()["batches"]} if dry_run else {"nothingToDo": _nothing_to_do(inputs, plan)}),
+        )
+    runner = run.runner_for(runner, plan.input_bytes)
+    report.fields["ranOn"] = ran_on(runner)
+    totals: dict[str, Any] = defaultdict(int)
+    committed: list[int] = []
+    replanned = 0
+    for _ in range(len(plan.batches) + REPLANS):  # a concurrent partitioning change can make more work: stop there
+        try:
+            done, snapshot = _run_batch(catalog, inputs, plan, report, totals, target_file_size, author, runner, run)
+        except CommitConflict:
+            if replanned == REPLANS:
+                raise
+            replanned += 1
+        else:
+            committed.append(snapshot)
+            for k, v in done.items():
+                totals[k] += v
+        inputs, plan = _plan(catalog, schema, table, max_bytes_per_commit)
+        if not plan.batches:
+            break
+    return report.done(
+        **totals,
+        committedSnapshot=committed[-1] if committed else None,
+        committedSnapshots=committed,
+        filesLeft=plan.input_files,
+        **({"replanned": replanned} if replanned else {}),
+    )
+
+
+def _plan(catalog: Catalog, schema: str, table: str, max_bytes: int | None) -> tuple[TableInputs, RepartitionPlan]:
+    inputs = read_inputs(catalog, schema, table)
+    specs = read_partition_specs(catalog, inputs.table.table_id)
+    return inputs, plan_repartition(inputs.table, inputs.base, inputs.schema_versions, specs, max_bytes)
+
+
+def _describe(t: TableState) -> str:
+    """The current partitioning as DuckDB's SET PARTITIONED BY says it ('' when none)."""
+    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    names = [c.name for f in fields if (c := t.column_by_id(f.column_id)) is not None]
+    return ", ".join(
+        n if f.transform == "identity" else f"{f.transform}({n})" for f, n in zip(fields, names, strict=True)
+    )
+
+
+def _nothing_to_do(inputs: TableInputs, plan: RepartitionPlan) -> str:
+    spec = _describe(inputs.table) or "unpartitioned"
+    left = f"; {plan.left_alone} name-mapped or encrypted files are left alone" if plan.left_alone else ""
+    return f"every live data file is written under the table's current partitioning ({spec}){left}"
+
+
+def _run_batch(
+    catalog: Catalog,
+    inputs: TableInputs,
+    plan: RepartitionPlan,
+    report: Report,
+    totals: dict[str, Any],
+    target_file_size: int | None,
+    author: str,
+    runner: Runner,
+    run: JobRun,
+) -> tuple[dict[str, Any], int]:
+    """Run and commit the plan's first batch; its report and its snapshot."""
+    state, t, batch = inputs.state, inputs.table, plan.batches[0]
+    paths = table_paths(state, t)
+    target = TARGET_FILE_SIZE.resolve(target_file_size, lambda key: option(state, t, key))
+    files = {f.data_file_id: f for f in t.data_files}
+    delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
+    layouts = read_layouts(catalog, inputs, (g.schema_version for g in batch.groups))
+    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    keys = tuple((_column(t, f.column_id), f.transform) for f in fields)
+    s3 = storage.s3_config(paths.directory)
+    splits = []
+    for g in batch.groups:
+        run_of: list[SourceFile] = []
+        size = 0
+        for i in g.files:
+            run_of.append(source_file(paths, files[i], delete_files.get(i), tuple(inputs.inlined_deletions.get(i, ()))))
+            size += files[i].file_size_bytes
+            if size >= MAP_INPUT_BYTES or i == g.files[-1]:
+                splits.append(
+                    SplitTask(
+                        tuple(run_of), layouts[g.schema_version], g.schema_version, keys, inputs.oldest_snapshot, s3
+                    )
+                )
+                run_of, size = [], 0
+    planned: list[str] = []  # every output path, known once the chunks are routed
+    hive = (option(state, t, "hive_file_pattern") or "true").lower() != "false"
+    names = key_names(t.partition, t.columns) if fields and t.partition is not None and hive else []
+    parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
+
+    def route(chunks: list[Chunk]) -> Routes[MergeTask]:
+        by_partition: dict[Any, list[Chunk]] = defaultdict(list)
+        for c in chunks:
+            by_partition[c.info].append(c)
+        tasks: list[MergeTask] = []
+        of_chunk: dict[tuple[int, str], int] = {}
+        for version, values in sorted(by_partition, key=repr):
+            outputs: list[list[Chunk]] = []
+            size = 0
+            for c in sorted(by_partition[(version, values)], key=lambda c: c.map_index):
+                if not outputs or size + c.bytes > target:
+                    outputs.append([])
+                    size = 0
+                outputs[-1].append(c)
+                size += c.bytes
+            for members in outputs:
+                relative = new_file_name(hive_directory(names, values) if names else "", marker=run.file_marker)
+                output = paths.full(relative, True)
+                deletes = output[: -len(".parquet")] + "-delete.parquet"
+                planned.extend((output, deletes))
+                tasks.append(
+                    MergeTask(
+                        layouts[version],
+                        version,
+                        values,
+                        output,
+                        deletes,
+                        order_by,
+                        parquet,
+                        inputs.oldest_snapshot,
+                        s3,
+                    )
+                )
+                of_chunk.update({(c.map_index, c.key): len(tasks) - 1 for c in members})
+        return Routes(tasks, of_chunk)
+
+    outputs, commit = produce_and_commit(
+        lambda: planned,
+        lambda: shuffle(
+            runner, split_files, splits, route, merge_chunks, lambda done, total: run.phase("writing", done, total)
+        )[1],
+        lambda outs: catalog.commit(
+            [_change(t, plan, batch, outs, paths, inputs)],
+            author=author,
+            base_snapshot=plan.base_snapshot,
+            message=f"repartition {t.qualified_name}: {len(batch.files)} files into {len(outs)} ({_describe(t)})",
+            extra_info=run.extra_info(report.done(**totals, batch=batch.index, **_written(batch, outs))),
+            before_commit=lambda: fault_point("in_commit"),
+        ),
+        committing=lambda: run.committing(len(planned) // 2),
+    )
+    assert commit.snapshot_id is not None
+    return _written(batch, outputs), commit.snapshot_id
+
+
+def _column(t: TableState, column_id: int) -> ColumnState:
+    column = t.column_by_id(column_id)
+    assert column is not None, f"partition key column {column_id} is not a column of {t.qualified_name}"
+    return column
+
+
+def _written(batch: Batch, outputs: list[Merged]) -> dict[str, Any]:
+    """The report's account of one batch."""
+    return {
+        "filesRead": len(batch.files),
+        "bytesRead": batch.input_bytes,
+        "rowsRead": batch.input_rows,
+        "filesWritten": len(outputs),
+        "bytesWritten": sum(o.written.file_size_bytes for o in outputs),
+        "rowsWritten": sum(o.written.record_count for o in outputs),
+        "deletedRowsDropped": batch.input_rows - sum(o.written.record_count for o in outputs),
+        "deleteFilesWritten": sum(1 for o in outputs if o.delete_file),
+        "unsortedFiles": sum(1 for o in outputs if o.task.order_by and not o.sorted),
+    }
+
+
+def _change(
+    t: TableState, plan: RepartitionPlan, batch: Batch, outputs: list[Merged], paths: TablePaths, inputs: TableInputs
+) -> RepartitionFiles:
+    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    new_files = []
+    for out in outputs:
+        deletes = None
+        if out.delete_file is not None:
+            snapshots = [s for _, s in out.deletes]
+            deletes = NewDeleteFile(
+                out.task.output_deletes[len(paths.directory) :],
+                len(out.deletes),
+                out.delete_file.file_size_bytes,
+                out.delete_file.footer_size,
+                min(snapshots),
+                max(snapshots),
+            )
+        new_files.append(
+            NewDataFile(
+                path=out.task.output[len(paths.directory) :],
+                record_count=out.written.record_count,
+                file_size_bytes=out.written.file_size_bytes,
+                footer_size=out.written.footer_size,
+                begin_snapshot=out.snapshots[0],
+                row_id_start=None,
+                partial_max=out.snapshots[1],
+                partition_id=plan.spec_id if fields else None,
+                partition_values=tuple((f.key_index, v) for f, v in zip(fields, out.task.values, strict=True)),
+                column_stats=out.written.column_stats,
+                delete_file=deletes,
+            )
+        )
+    return RepartitionFiles(
+        t.table_id,
+        t.qualified_name,
+        plan.base_snapshot,
+        planned_inputs(t, list(batch.files), inputs.inlined_deletions),
+        tuple(new_files),
+        plan.spec_id,
+    )
