@@ -8,48 +8,11 @@ the server accepted and by driving their status with ``kubectl patch --subresour
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from ducklake_operator.catalog import CatalogLocation
 from support import duck
-from support.manifests import manifest, sqlite_catalog, table
+from support.manifests import manifest, table
 from support.operator_process import condition, is_ready, wait_for
-
-LOCAL = {"launcher": "Local"}
-IN_PROCESS = {"launcher": "Local", "inProcessBelow": "1GB"}  # no Spark session: a run takes about a second
-
-
-def small_files_lake(kube, tmp_path, inserts: int = 6) -> CatalogLocation:  # type: ignore[no-untyped-def]
-    """A Ready SQLite catalog ``lake`` holding ``main.orders`` with ``inserts`` small files written by DuckDB."""
-    kube.apply(sqlite_catalog("lake", str(tmp_path), options={"dataInliningRowLimit": 0}), table("orders", "lake"))
-    wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=30)
-    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite"))
-    duck.run_workload(location, [f"INSERT INTO lk.orders SELECT i, {k} FROM range(50) t(i)" for k in range(inserts)])
-    return location
-
-
-def job(name: str, operation: str = "compact", table_name: str | None = "main.orders", **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"catalogRef": {"name": "lake"}, "operation": operation, **spec}
-    if table_name:
-        body["table"] = table_name
-    return manifest("DuckLakeJob", name, body)
-
-
-def state(kube, name: str) -> str | None:  # type: ignore[no-untyped-def]
-    return ((kube.get("dlj", name) or {}).get("status") or {}).get("state")
-
-
-def ended(kube, name: str, timeout: float = 90) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    wait_for(f"{name} ended", lambda: state(kube, name) in ("Succeeded", "Failed", "Cancelled"), timeout=timeout)
-    return kube.get("dlj", name)  # type: ignore[no-any-return]
-
-
-def files(location: CatalogLocation) -> int:
-    con = duck.attach(location, con=duck.connect())
-    try:
-        return int(con.execute("SELECT count(*) FROM ducklake_list_files('lk', 'orders')").fetchone()[0])
-    finally:
-        con.close()
+from support.runs import IN_PROCESS, data_files, ended, job, small_files_lake
 
 
 def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, operator, tmp_path) -> None:
@@ -76,7 +39,7 @@ def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, op
     assert {k: extra["report"][k] for k in ("filesRead", "filesWritten", "bytesWritten")} == {
         k: status[k] for k in ("filesRead", "filesWritten", "bytesWritten")
     }
-    assert files(location) == 1 and duck.same_as_before(duck.observe_table(location, "orders"), before)
+    assert data_files(location) == 1 and duck.same_as_before(duck.observe_table(location, "orders"), before)
     header, row = kube.kubectl("get", "ducklakejobs").splitlines()[:2]
     assert header.split() == ["NAME", "TABLE", "OPERATION", "STATE", "PROGRESS", "STARTED", "DURATION", "MESSAGE"]
     assert row.split()[:5] == ["compact-1", "main.orders", "compact", "Succeeded", "done"]

@@ -324,6 +324,7 @@ class Runs:
     def _waiting(self, tick: Tick, status: Mapping[str, Any], what: str) -> Tick:
         if status.get("waitingFor") != what:
             tick.status.update(state="Pending", waitingFor=what, message=f"waiting for {what}")
+            tick.events.append(("Normal", "Waiting", tick.status["message"]))
         tick.again_in = WAIT_INTERVAL
         return tick
 

@@ -1,0 +1,168 @@
+"""DuckLakeMaintenancePolicies driven by the operator process on the real API server: health
+triggers compacting a table that a DuckDB client keeps inserting into (real Spark jobs
+through the Local launcher, a PostgreSQL catalog whose credentials come from a Secret), a
+missed schedule run once, catalog-wide ownership, suspend, history, two policies due at
+once on one table. The test operator evaluates policies every second and lets a trigger
+fire again after 2 s (``DUCKLAKE_POLICY_INTERVAL``, ``DUCKLAKE_TRIGGER_INTERVAL``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ducklake_operator.catalog import CatalogLocation
+from support import duck
+from support.manifests import manifest, table
+from support.operator_process import condition, is_ready, wait_for
+from support.runs import ENDED, IN_PROCESS, LOCAL, data_files, ended, insert, policy, secret, small_files_lake
+
+INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
+
+
+def runs_of(kube, policy_name: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    return [r for r in kube.list("dlj") if r["metadata"].get("labels", {}).get("ducklake.dev/policy") == policy_name]
+
+
+def test_a_policy_compacts_a_table_that_duckdb_keeps_inserting_into(kube, operator, pg_server, tmp_path) -> None:
+    role = f"ins{int(time.time() * 1000) % 10**8}"
+    pg_server.create_password_role(role, "Pa55-word-ins")
+    pg_server.create_database(role, owner=role)
+    kube.apply(secret("lake-pg", username=role, password="Pa55-word-ins"))
+    backend = {"host": pg_server.host, "port": pg_server.port, "database": role,
+               "credentialsSecretRef": {"name": "lake-pg"}}  # fmt: skip
+    kube.apply(manifest("DuckLakeCatalog", "lake", {"metadata": {"postgres": backend}, "dataPath": f"{tmp_path}/data/",
+                                                    "options": {"dataInliningRowLimit": 0}}))  # fmt: skip
+    columns = [{"name": "worker", "type": "int64"}, {"name": "i", "type": "int64"}, {"name": "r", "type": "int64"}]
+    kube.apply(table("events", "lake", columns=columns))
+    wait_for("table Ready", lambda: is_ready(kube.get("dlt", "events")), timeout=30)
+    location = CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database=role, user=role,
+                               password="Pa55-word-ins")  # fmt: skip
+    inserter = subprocess.Popen(
+        [sys.executable, INSERTER, location.duckdb_attach_target(), "events", "160", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        kube.apply(policy("compaction", spark=LOCAL, compaction={"schedule": "0 3 * * *", "whenSmallFilesAbove": 4}))
+        wait_for("a compaction ran", lambda: any(r.get("status", {}).get("state") == "Succeeded"
+                                                 for r in runs_of(kube, "compaction")), timeout=120)  # fmt: skip
+        out, _ = inserter.communicate(timeout=300)
+    finally:
+        inserter.kill()
+    inserted = json.loads(out)
+    assert inserted["errors"] == []
+    for run in runs_of(kube, "compaction"):  # what was started while the inserts went on ends too
+        ended(kube, run["metadata"]["name"], timeout=120)
+    runs = runs_of(kube, "compaction")
+    succeeded = [r for r in runs if r["status"]["state"] == "Succeeded"]
+    assert succeeded and all(r["status"]["state"] == "Succeeded" for r in runs), [r["status"] for r in runs]
+    con = duck.attach(location, con=duck.connect())
+    try:
+        rows = con.execute("SELECT count(*), count(DISTINCT (i, r)) FROM lk.events").fetchone()
+        assert rows == (inserted["committed"], inserted["committed"])  # no row lost, none doubled
+        for run in succeeded:
+            status = run["status"]
+            assert status["ranOn"] == "spark" and status["launched"]["kind"] == "Local"
+            info = con.execute(
+                "SELECT commit_extra_info FROM lk.snapshots() WHERE snapshot_id = ?", [status["committedSnapshot"]]
+            ).fetchone()[0]
+            report = json.loads(info)["report"]
+            assert {k: report[k] for k in ("filesRead", "filesWritten", "bytesRead", "bytesWritten")} == {
+                k: status[k] for k in ("filesRead", "filesWritten", "bytesRead", "bytesWritten")
+            }
+            assert "small files > 4" in run["metadata"]["annotations"]["ducklake.dev/reason"]
+    finally:
+        con.close()
+    said = json.dumps(runs) + operator.log() + kube.kubectl("get", "events", "-o", "json")
+    assert "Pa55-word-ins" not in said
+
+
+def test_a_missed_schedule_runs_once(kube, operator, tmp_path) -> None:
+    small_files_lake(kube, tmp_path, inserts=3)
+    kube.apply(policy("nightly", spark=IN_PROCESS, compaction={"schedule": "0 3 * * *"}))
+    wait_for("published", lambda: "compact" in ((kube.get("dlmp", "nightly") or {}).get("status") or {})
+             .get("operations", {}))  # fmt: skip
+    assert runs_of(kube, "nightly") == []  # created now: 03:00 has not come yet
+    # the operator was down for two days: the latest owed cron time runs, once
+    long_ago = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    missed = {"operations": {"compact": {"tables": {"main.orders": {"lastScheduleTime": long_ago}}}}}
+    kube.kubectl(
+        "patch", "dlmp", "nightly", "--subresource=status", "--type=merge", "-p", json.dumps({"status": missed})
+    )
+    run = wait_for("a run", lambda: runs_of(kube, "nightly"))[0]
+    assert run["metadata"]["annotations"]["ducklake.dev/reason"].startswith("missed schedule at ")
+    assert ended(kube, run["metadata"]["name"])["status"]["state"] == "Succeeded"
+    # a status that forgot the payment does not pay the same cron time again
+    kube.kubectl(
+        "patch", "dlmp", "nightly", "--subresource=status", "--type=merge", "-p", json.dumps({"status": missed})
+    )
+    time.sleep(3)
+    assert len(runs_of(kube, "nightly")) == 1
+    status = kube.get("dlmp", "nightly")["status"]
+    compact = status["operations"]["compact"]
+    assert compact["lastRun"]["name"] == run["metadata"]["name"] and compact["lastRun"]["state"] == "Succeeded"
+    assert compact["nextRun"] and compact["tables"]["main.orders"]["params"]["targetFileSize"]
+    assert condition(kube.get("dlmp", "nightly"), "Ready")["status"] == "True"
+
+
+def test_catalog_wide_operations_have_one_owner(kube, operator, tmp_path) -> None:
+    small_files_lake(kube, tmp_path, inserts=1)
+    kube.apply(policy("first", spark=IN_PROCESS, snapshotExpiry={"schedule": "0 4 * * *", "olderThan": "7d"}))
+    wait_for("first Ready", lambda: is_ready(kube.get("dlmp", "first")))
+    time.sleep(1.1)  # creation timestamps have whole seconds: the second policy is younger
+    kube.apply(policy("second", spark=IN_PROCESS, fileCleanup={"schedule": "0 5 * * *"}))
+    conflict = wait_for("Conflict", lambda: condition(kube.get("dlmp", "second"), "Conflict").get("status") == "True"
+                        and condition(kube.get("dlmp", "second"), "Conflict"))  # fmt: skip
+    assert "first" in conflict["message"]
+    assert condition(kube.get("dlmp", "first"), "Conflict")["status"] == "False"
+    cleanup = kube.get("dlmp", "second")["status"]["operations"]["cleanupFiles"]
+    assert cleanup["runBy"] == "first" and cleanup.get("nextRun") is None  # a null is no field in a merge patch
+
+
+def test_suspend_and_history(kube, operator, tmp_path) -> None:
+    """A trigger runs a table's compaction whenever it has more than 1 small file; runs beyond
+    historyLimit are deleted, oldest first; a suspended policy creates no run."""
+    location = small_files_lake(kube, tmp_path, inserts=3)
+    kube.apply(policy("often", spark=IN_PROCESS, historyLimit=1,
+                      compaction={"schedule": "0 3 * * *", "whenSmallFilesAbove": 1}))  # fmt: skip
+    names: set[str] = set()
+    for _ in range(3):
+        run = wait_for("a new run", lambda: [r for r in runs_of(kube, "often") if r["metadata"]["name"] not in names])
+        names.add(run[0]["metadata"]["name"])
+        assert ended(kube, run[0]["metadata"]["name"])["status"]["state"] == "Succeeded"
+        insert(location, 3)
+    wait_for("history trimmed", lambda: len([r for r in runs_of(kube, "often")
+                                             if r.get("status", {}).get("state") in ENDED]) == 1)  # fmt: skip
+    suspended = policy("often", spark=IN_PROCESS, historyLimit=1, suspend=True,
+                       compaction={"schedule": "0 3 * * *", "whenSmallFilesAbove": 1})  # fmt: skip
+    kube.apply(suspended)
+    wait_for("Suspended", lambda: condition(kube.get("dlmp", "often"), "Ready").get("reason") == "Suspended")
+    for run in runs_of(kube, "often"):
+        ended(kube, run["metadata"]["name"])
+    before = {r["metadata"]["name"] for r in runs_of(kube, "often")}
+    insert(location, 3)
+    time.sleep(3)
+    assert {r["metadata"]["name"] for r in runs_of(kube, "often")} == before
+    assert data_files(location) >= 3
+
+
+def test_two_policies_due_at_once_on_one_table_run_one_after_the_other(kube, operator, tmp_path) -> None:
+    small_files_lake(kube, tmp_path, inserts=4)
+    trigger = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 2}
+    kube.apply(policy("one", spark=IN_PROCESS, compaction=trigger), policy("two", spark=IN_PROCESS, compaction=trigger))
+    first = wait_for("one's run", lambda: runs_of(kube, "one"))[0]["metadata"]["name"]
+    second = wait_for("two's run", lambda: runs_of(kube, "two"))[0]["metadata"]["name"]
+    a, b = ended(kube, first)["status"], ended(kube, second)["status"]
+    assert a["state"] == b["state"] == "Succeeded"
+    (_, end_first), (start_second, _) = sorted([(a["startTime"], a["completionTime"]),
+                                                (b["startTime"], b["completionTime"])])  # fmt: skip
+    assert end_first <= start_second
+    waited = [e["message"] for name in (first, second) for e in kube.events(name)]
+    assert any("waiting for DuckLakeJob" in m for m in waited) or any(
+        "nothing to do" in s["message"] for s in (a, b)
+    ), waited
