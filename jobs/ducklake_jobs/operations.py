@@ -93,6 +93,10 @@ def _run_once(
         from .repartition import repartition
 
         return repartition(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
+    if operation == "rewriteColumnType":
+        from .rewrite_column_type import rewrite_column_type
+
+        return rewrite_column_type(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
     if operation == "flushInlinedData":
         from .flush import flush_inlined_data
 

@@ -1,11 +1,12 @@
 """``ducklake``: plan, apply and inspect manifests against a catalog, without a cluster.
 
     ducklake plan   -f PATH...   what would change (exit 2 if a change is blocked)
-    ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan
+    ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan (then a heavy
+                                 change's job, in this process: rewriteColumnType)
     ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
     ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
-    ducklake run-job OP [T] -f P  compact|rewriteDeletes schema.table, flushInlinedData [schema.table],
-                                  expireSnapshots, cleanupFiles, deleteOrphanFiles; -p key=value
+    ducklake run-job OP [T] -f P  compact|rewriteDeletes|rewriteColumnType schema.table, flushInlinedData
+                                  [schema.table], expireSnapshots, cleanupFiles, deleteOrphanFiles; -p key=value
 
 Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
 from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
@@ -33,11 +34,21 @@ from .api.load import load_paths
 from .catalog import Catalog
 from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
+from .evolution.heavy import HeavyJob
 from .model.job_params import OPERATIONS, job_keywords, params_help
 from .model.maintenance_params import DRY_RUN
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .model.state import ColumnState
-from .reconcile import apply_plan, drift, empty_state, ensure_catalog, location_for, plan_for, s3_settings
+from .reconcile import (
+    apply_plan,
+    counts_files,
+    drift,
+    empty_state,
+    ensure_catalog,
+    location_for,
+    plan_for,
+    s3_settings,
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_BLOCKED = 0, 1, 2
 CLI_AUTHOR = "ducklake-cli"  # ducklake_snapshot_changes.author of what the CLI commits
@@ -90,7 +101,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         location = location_for(cat_spec, env_credentials)
         try:
             with closing(Catalog.open(location, expected_data_path=cat_spec.data_path)) as catalog:
-                state = catalog.state(include_files=False)
+                files = any(isinstance(m, TableSpec) and counts_files(m) for m in members)
+                state = catalog.state(include_files=files)
             header = f"catalog {cat_spec.ref.name} ({location.describe()}), snapshot {state.snapshot.snapshot_id}"
         except CatalogNotFound:
             state = empty_state(cat_spec)
@@ -127,7 +139,31 @@ def cmd_apply(args: argparse.Namespace) -> int:
                     print(f"  → committed snapshot {result.commit.snapshot_id}")
                 if result.plan.is_refused:
                     status = EXIT_BLOCKED
+                _run_heavy_jobs(catalog, cat_spec, result.heavy, args.author)
     return status
+
+
+def _run_heavy_jobs(catalog: Catalog, cat_spec: CatalogSpec, jobs: Sequence[HeavyJob], author: str) -> None:
+    """A plan's heavy changes, done here and now: each job in this process, one after the
+    other (the controller runs them as DuckLakeJobs instead)."""
+    if not jobs:
+        return
+    from ducklake_jobs.operations import run_operation
+    from ducklake_jobs.runtime import run_in_process
+
+    from . import storage
+
+    storage.configure(s3_settings(cat_spec))
+    try:
+        for job in jobs:
+            print(f"  → heavy change: running {job.describe()} in this process")
+            report = run_operation(catalog, job.operation, job.table, job.params, runner=run_in_process, author=author)
+            print(
+                f"  → committed snapshot {report['committedSnapshot']}: {report['filesWritten']} files, "
+                f"{report['rowsWritten']} rows rewritten"
+            )
+    finally:
+        storage.configure(None)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

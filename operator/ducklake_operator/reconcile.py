@@ -16,6 +16,7 @@ from .catalog import Catalog, CatalogLocation, CommitResult
 from .catalog.commit import DEFAULT_AUTHOR
 from .errors import CommitConflict, DuckLakeError
 from .evolution.drift import drift_lines
+from .evolution.heavy import HeavyJob, heavy_jobs
 from .evolution.planner import plan_schema, plan_table
 from .model.plans import TablePlan
 from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
@@ -94,11 +95,12 @@ def empty_state(spec: CatalogSpec) -> CatalogState:
 @dataclass(frozen=True)
 class ApplyResult:
     plan: TablePlan
-    commit: CommitResult | None  # None: nothing to do, or refused
+    commit: CommitResult | None  # None: nothing to do (no light change), or refused
+    heavy: tuple[HeavyJob, ...] = ()  # jobs the plan's heavy changes need, once ``commit`` landed
 
 
 def commit_message(spec: TableSpec | SchemaSpec, plan: TablePlan) -> tuple[str, str]:
-    message = f"{spec.ref.kind} {spec.ref.name}: {plan.summary()}"
+    message = f"{spec.ref.kind} {spec.ref.name}: {'; '.join(c.describe() for c in plan.light_changes)}"
     extra = json.dumps(
         {"manifest": spec.ref.source or spec.ref.name, "generation": spec.ref.generation, "planHash": plan.hash},
         sort_keys=True,
@@ -114,7 +116,8 @@ def apply_plan(
     state: CatalogState | None = None,
     commit: Callable[..., CommitResult] | None = None,
 ) -> ApplyResult:
-    """Plan against the catalog and commit the plan as one snapshot.
+    """Plan against the catalog and commit the plan as one snapshot: its light changes; the
+    result names the jobs its heavy changes need (``evolution.heavy``), for the caller to run.
 
     A refused plan commits nothing. If the catalog moved under the plan (a conflicting
     concurrent commit), the plan is made again from fresh state, never replayed.
@@ -127,25 +130,32 @@ def apply_plan(
         attempt += 1
         current = state if state is not None and attempt == 1 else read_for_plan(catalog, spec)
         plan = plan_for(spec, current)
-        if plan.is_empty or plan.is_refused:
-            return ApplyResult(plan, None)
+        heavy = heavy_jobs(plan, spec.evolution) if isinstance(spec, TableSpec) else ()
+        if plan.is_empty or plan.is_refused or not plan.light_changes:
+            return ApplyResult(plan, None, heavy)
         message, extra = commit_message(spec, plan)
         try:
             result = commit(
-                plan.changes, author=author, message=message, extra_info=extra, base_snapshot=plan.base_snapshot
+                plan.light_changes, author=author, message=message, extra_info=extra, base_snapshot=plan.base_snapshot
             )
-            return ApplyResult(plan, result)
+            return ApplyResult(plan, result, heavy)
         except CommitConflict:
             if attempt >= MAX_REPLANS:
                 raise
 
 
 def read_for_plan(catalog: Catalog, spec: TableSpec | SchemaSpec) -> CatalogState:
-    """Only what planning ``spec`` needs: its table (and the tables it may be renamed from)."""
+    """Only what planning ``spec`` needs: its table (and the tables it may be renamed from),
+    with its files when a heavy change's plan counts them."""
     if isinstance(spec, TableSpec):
         names = [(spec.schema, spec.name)] + [(spec.schema, old) for old in spec.renamed_from]
-        return catalog.state(include_files=False, table_names=names)
+        return catalog.state(include_files=counts_files(spec), table_names=names)
     return catalog.state(include_files=False, table_names=[])
+
+
+def counts_files(spec: TableSpec) -> bool:
+    """Its plan may have heavy changes, whose notes count the files they rewrite."""
+    return spec.evolution.type_changes == "rewrite"
 
 
 def plan_for(

@@ -61,7 +61,7 @@ def orders(catalog: Catalog) -> Catalog:
         (
             lambda cols: [dict(c, type="int16") if c["name"] == "amount" else c for c in cols],
             "int32 → int16 is not a lossless",
-            "typeChanges: rewrite",
+            "or its old type",  # no rewrite converts it either
         ),
         (
             lambda cols: [dict(c, nullable=False) if c["name"] == "amount" else c for c in cols],
@@ -75,7 +75,7 @@ def orders(catalog: Catalog) -> Catalog:
                 if True
             ],
             "changes the kind",
-            "typeChanges: rewrite",
+            "or its old type",
         ),
     ],
 )

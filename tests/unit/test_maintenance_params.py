@@ -16,6 +16,7 @@ import pytest
 from ducklake_jobs import housekeeping
 from ducklake_jobs.compact import compact
 from ducklake_jobs.flush import flush_inlined_data
+from ducklake_jobs.rewrite_column_type import rewrite_column_type
 from ducklake_jobs.rewrite_deletes import rewrite_deletes
 from ducklake_operator import cli
 from ducklake_operator.api.load import parse_manifest
@@ -53,7 +54,15 @@ def invalid_values(param: Param) -> list[object]:
         return out
     if param.kind == "fraction":
         return [param.minimum - 0.5, param.maximum + 0.5, "half"]  # type: ignore[operator]
-    return {"size": ["12 parsecs"], "duration": ["a week"], "boolean": ["maybe"], "snapshot_ids": ["1,2"]}[param.kind]
+    return {
+        "size": ["12 parsecs"],
+        "duration": ["a week"],
+        "boolean": ["maybe"],
+        "snapshot_ids": ["1,2"],
+        "column_path": ["a..b", 7],
+        "type": ["int65", 64],
+        "choice": ["maybe"],
+    }[param.kind]
 
 
 POLICY_SETTING_IDS = [(section, key) for section, params in POLICY_SETTINGS.items() for key in params]
@@ -142,6 +151,7 @@ JOB_FUNCTIONS: dict[str, list[Callable[..., Any]]] = {
     "expireSnapshots": [housekeeping.expire],
     "cleanupFiles": [housekeeping.cleanup_files],
     "deleteOrphanFiles": [housekeeping.delete_orphan_files],
+    "rewriteColumnType": [rewrite_column_type],
 }
 
 
@@ -181,6 +191,9 @@ def test_job_params_agree_with_their_definition(op: str, key: str, capsys: pytes
     # the job function's (or its planner's) default for the keyword is the definition's
     expected = param.default if param.default is not None else (param.fallback if param.option else None)
     default = keyword_default(op, param.keyword)  # type: ignore[arg-type]
+    if param.required:  # no default anywhere: the loader and the CLI refuse a job without it
+        assert default is inspect.Parameter.empty, (op, key, default)
+        return
     assert default == expected or (default is None and param.option), (op, key, default)
 
 

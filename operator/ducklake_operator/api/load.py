@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -25,6 +25,7 @@ from ..model.names import fold, identifier_problem
 from ..model.options import normalize_option, parse_size
 from ..model.spec import (
     API_VERSION,
+    CAST_ERRORS,
     DEFAULT_SCHEMA,
     DEFAULT_TIMEZONE,
     DELETION_POLICY,
@@ -45,6 +46,7 @@ from ..model.spec import (
     Choice,
     CleanupSettings,
     CompactionSettings,
+    DefaultChoice,
     DeleteRewriteSettings,
     EvolutionPolicy,
     ExpirySettings,
@@ -65,7 +67,7 @@ from ..model.spec import (
     TableSpec,
     Window,
 )
-from ..model.types import Field, ListOf, MapOf, Struct, parse_type
+from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, parse_type
 
 TEMPORAL = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
 
@@ -101,6 +103,10 @@ class _Problems:
             return default
         return value
 
+    @overload
+    def enum(self, obj: Any, key: str, path: str, choice: DefaultChoice) -> str: ...
+    @overload
+    def enum(self, obj: Any, key: str, path: str, choice: Choice) -> str | None: ...
     def enum(self, obj: Any, key: str, path: str, choice: Choice) -> str | None:
         """One of ``choice``'s words; its default when absent (or wrong)."""
         value = self.get(obj, key, path, str)
@@ -161,14 +167,14 @@ def parse_manifest(doc: Mapping[str, Any], source: str | None = None, base_dir: 
     if not isinstance(spec, Mapping):
         problems.add("spec", "is required and must be a mapping")
         raise SpecError(problems.items, source=str(ref))
-    parser = {
+    parsers: dict[str, Callable[[ObjectRef, Mapping[str, Any], _Problems, str | None], Manifest]] = {
         "DuckLakeCatalog": _catalog,
         "DuckLakeSchema": _schema,
         "DuckLakeTable": _table,
         "DuckLakeMaintenancePolicy": _policy,
         "DuckLakeJob": _job,
-    }[kind]
-    result = parser(ref, spec, problems, base_dir)
+    }
+    result = parsers[kind](ref, spec, problems, base_dir)
     if problems.items:
         raise SpecError(problems.items, source=str(ref))
     return result
@@ -224,10 +230,10 @@ def _check_unique(manifests: list[Manifest]) -> None:
     tables: dict[tuple[str, str, str], TableSpec] = {}
     for m in manifests:
         if isinstance(m, TableSpec):
-            key = (m.catalog, fold(m.schema), fold(m.name))
-            if key in tables:
-                problems.append(f"{m.ref}: table {m.qualified_name} is also declared by {tables[key].ref}")
-            tables[key] = m
+            table = (m.catalog, fold(m.schema), fold(m.name))
+            if table in tables:
+                problems.append(f"{m.ref}: table {m.qualified_name} is also declared by {tables[table].ref}")
+            tables[table] = m
     if problems:
         raise SpecError(problems)
 
@@ -359,12 +365,16 @@ def _table(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str 
         )
 
     evo = p.get(spec, "evolution", "spec", dict, default={})
-    p.keys(evo, "spec.evolution", ("allowDropColumns", "typeChanges", "mode", "onDrift", "approvedPlan"))
+    p.keys(evo, "spec.evolution", ("allowDropColumns", "typeChanges", "mode", "onDrift", "onCastError", "approvedPlan"))
     evolution = EvolutionPolicy(
         allow_drop_columns=p.get(evo, "allowDropColumns", "spec.evolution", bool, default=False),
         type_changes=p.enum(evo, "typeChanges", "spec.evolution", TYPE_CHANGES),
         mode=p.enum(evo, "mode", "spec.evolution", EVOLUTION_MODE),
         on_drift=p.enum(evo, "onDrift", "spec.evolution", ON_DRIFT),
+        # YAML reads an unquoted null as no value: onCastError: null means the word here
+        on_cast_error="null"
+        if "onCastError" in evo and evo["onCastError"] is None
+        else p.enum(evo, "onCastError", "spec.evolution", CAST_ERRORS),
         approved_plan=p.get(evo, "approvedPlan", "spec.evolution", str) or None,
     )
     return TableSpec(
@@ -499,6 +509,7 @@ def _selector_expressions(raw: list[Any], p: _Problems) -> tuple[SelectorRequire
         operator = p.enum(item, "operator", path, SELECTOR_OPERATOR)
         if operator is None:
             p.add(f"{path}.operator", f"is required: one of {', '.join(SELECTOR_OPERATOR.values)}")
+            continue
         values = p.get(item, "values", path, list, default=[])
         if operator in ("In", "NotIn") and not values:
             p.add(f"{path}.values", f"must not be empty for {operator}")
@@ -636,7 +647,7 @@ def _field(item: Mapping[str, Any], path: str, p: _Problems) -> Field | None:
     )
 
 
-def _type(item: Mapping[str, Any], path: str, p: _Problems):  # type: ignore[no-untyped-def]
+def _type(item: Mapping[str, Any], path: str, p: _Problems) -> DuckLakeType | None:
     raw = item.get("type")
     if raw is None:
         p.add(f"{path}.type", "is required")
@@ -671,7 +682,7 @@ def _type(item: Mapping[str, Any], path: str, p: _Problems):  # type: ignore[no-
         return None
 
 
-def _element(raw: Any, path: str, p: _Problems):  # type: ignore[no-untyped-def]
+def _element(raw: Any, path: str, p: _Problems) -> DuckLakeType | None:
     if raw is None:
         p.add(path, "is required")
         return None

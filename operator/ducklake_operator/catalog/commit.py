@@ -36,7 +36,7 @@ from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted,
 from ..model.changes import Change, SetOption
 from ..model.file_changes import FileChange
 from ..model.state import SnapshotInfo
-from . import write_columns, write_files  # noqa: F401  (register the column and file writers)
+from . import write_columns, write_files, write_retype  # noqa: F401  (register the column and file writers)
 from .changes_made import Change as Token
 from .changes_made import parse_changes, render_changes
 from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_committed
@@ -88,12 +88,12 @@ def commit_changes(
     *,
     dialect: str,
     pg_schema: str | None = None,
-    author: str = DEFAULT_AUTHOR,
+    author: str | None = DEFAULT_AUTHOR,
     message: str | None = None,
     extra_info: str | None = None,
     base_snapshot: int | None = None,
     max_attempts: int = MAX_ATTEMPTS,
-    wait: Callable | None = None,  # type: ignore[type-arg]
+    wait: Callable[[RetryCallState], float] | None = None,
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None = None,
     before_commit: Callable[[], None] | None = None,
 ) -> CommitResult:
@@ -139,10 +139,10 @@ def commit_changes(
 
 def _attempt(
     engine: sa.Engine,
-    changes: Sequence[Change],
+    changes: Sequence[Change | FileChange],
     dialect: str,
     pg_schema: str | None,
-    author: str,
+    author: str | None,
     message: str | None,
     extra_info: str | None,
     base: list[int],
@@ -263,10 +263,10 @@ def _settle_lost_commit(engine: sa.Engine, witness: CommitWitness | None, error:
     ``CatalogUnavailable`` (cleanable) if it did not, ``CommitStateUnknown`` if that cannot
     be found out."""
     outcome = was_committed(engine, witness) if witness is not None else None
-    if outcome is True:
+    if witness is not None and outcome is True:
         log.warning(
             "the connection failed while committing snapshot %d (%s); it was committed", witness.snapshot_id, error
-        )  # type: ignore[union-attr]
+        )
         return
     what = f"snapshot {witness.snapshot_id}" if witness is not None else "the options"
     if outcome is False:

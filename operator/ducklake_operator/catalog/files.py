@@ -27,12 +27,15 @@ _FILE_CHANGES = (
 )
 
 
-def inputs_changed(ctx: CommitContext, table_id: int, job: str, base: int) -> CommitConflict:
+def inputs_changed(
+    ctx: CommitContext, table_id: int, job: str, base: int, tokens: tuple[str, ...] = _FILE_CHANGES
+) -> CommitConflict:
     """The error for a job whose input files changed since its base snapshot, naming the
-    snapshot that changed them (DuckDB's compaction names the conflicting snapshot too)."""
+    snapshot that changed them (DuckDB's compaction names the conflicting snapshot too);
+    ``tokens``: the changes that can have done it."""
     for s in load_snapshots(ctx.conn, after=base):
         for change in parse_changes(s.changes_made):
-            if change.token in _FILE_CHANGES and change.id == table_id:
+            if change.token in tokens and change.id == table_id:
                 return CommitConflict(
                     f"{job}: snapshot {s.snapshot_id} ({change.render()}) changed its input files after "
                     f"snapshot {base}; nothing was committed",

@@ -132,12 +132,66 @@ def recompute_if_delete_free(
         rows += (
             ctx.conn.execute(sa.select(sa.func.count()).select_from(t).where(t.c.end_snapshot.is_(None))).scalar() or 0
         )
-    ts = T["ducklake_table_stats"]
-    ctx.emit(
-        ts.update()
-        .where(ts.c.table_id == table_id)
-        .values(
-            record_count=int(rows) + sum(f.record_count for f in outputs),
-            file_size_bytes=int(size) + sum(f.file_size_bytes for f in outputs),
-        )
+    _set_counters(
+        ctx,
+        table_id,
+        int(rows) + sum(f.record_count for f in outputs),
+        int(size) + sum(f.file_size_bytes for f in outputs),
     )
+
+
+def _set_counters(ctx: CommitContext, table_id: int, rows: int, size: int) -> None:
+    ts = T["ducklake_table_stats"]
+    ctx.emit(ts.update().where(ts.c.table_id == table_id).values(record_count=rows, file_size_bytes=size))
+
+
+def _over_files(con: duckdb.DuckDBPyConnection, type_name: str, stats: Sequence[FileColumnStats]) -> dict[str, Any]:
+    """A leaf column's table statistics over files that hold every row of the table."""
+    minimum: str | None = None
+    maximum: str | None = None
+    known = True
+    for s in stats:
+        if s.value_count == 0:
+            continue  # only NULLs
+        if s.min_value is None or s.max_value is None:
+            known = False
+            continue
+        if minimum is None or _compare(con, type_name, minimum, s.min_value) == 1:
+            minimum = s.min_value
+        if maximum is None or _compare(con, type_name, maximum, s.max_value) == -1:
+            maximum = s.max_value
+    return {
+        "contains_null": any(s.null_count is None or s.null_count > 0 for s in stats),
+        "contains_nan": any(bool(s.contains_nan) for s in stats) if type_name in ("float32", "float64") else None,
+        "min_value": minimum if known else None,
+        "max_value": maximum if known else None,
+    }
+
+
+def stats_after_full_rewrite(
+    ctx: CommitContext, table_id: int, type_names: dict[int, str], changed: int, outputs: Sequence[NewDataFile]
+) -> None:
+    """After a rewrite whose ``outputs`` hold every live row of the table: column ``changed``
+    (retyped) takes the outputs' statistics; once no deletion is left (none of the table's
+    delete files is live any more), the gross counters and every column's statistics become
+    exact, as ``recompute_if_delete_free`` makes them after a rewrite of some files."""
+    exact = not inlined_file_deletions(ctx.conn, ctx.pg_schema, table_id)
+    if exact:
+        _set_counters(ctx, table_id, sum(f.record_count for f in outputs), sum(f.file_size_bytes for f in outputs))
+    ts = T["ducklake_table_column_stats"]
+    present = set(ctx.conn.execute(sa.select(ts.c.column_id).where(ts.c.table_id == table_id)).scalars())
+    import duckdb  # lazily, as in widen_table_stats
+
+    con = duckdb.connect()
+    try:
+        for column_id in sorted(present if exact else present & {changed}):
+            if column_id not in type_names:
+                continue  # a dropped column's row
+            stats = [s for f in outputs for s in f.column_stats if s.column_id == column_id]
+            ctx.emit(
+                ts.update()
+                .where(ts.c.table_id == table_id, ts.c.column_id == column_id)
+                .values(**_over_files(con, type_names[column_id], stats))
+            )
+    finally:
+        con.close()

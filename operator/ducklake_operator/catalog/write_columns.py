@@ -44,7 +44,7 @@ from .write import (
 )
 
 
-def _altered(ctx: CommitContext, table_id: int, *, versioned: bool, layout: bool) -> None:
+def mark_altered(ctx: CommitContext, table_id: int, *, versioned: bool, layout: bool) -> None:
     ctx.catalog_change(Token("altered_table", id=table_id))
     if versioned:
         ctx.versioned(table_id)
@@ -66,7 +66,7 @@ def _next_column_id(ctx: CommitContext, table_id: int) -> int:
     return max(stored, in_commit) + 1
 
 
-def _edit(ctx: CommitContext, table_id: int, column_id: int, **values: Any) -> None:
+def edit_column(ctx: CommitContext, table_id: int, column_id: int, **values: Any) -> None:
     ctx.column_edits.setdefault((table_id, column_id), {}).update(values)
     for row in live_columns(ctx, table_id):
         if row["column_id"] == column_id:
@@ -108,7 +108,7 @@ def _add_column(change: AddColumn, ctx: CommitContext) -> None:
     if tags:
         ctx.emit(T["ducklake_column_tag"].insert().values(tags))
     live_columns(ctx, table_id).extend(rows)
-    _altered(ctx, table_id, versioned=True, layout=True)
+    mark_altered(ctx, table_id, versioned=True, layout=True)
 
 
 @write_change.register
@@ -120,7 +120,7 @@ def _drop_column(change: DropColumn, ctx: CommitContext) -> None:
     # DuckDB 1.5.5 leaves the comment of a dropped column live (fixed upstream later); end it.
     ctx.end_live(ctag, ctag.c.table_id == change.table_id, ctag.c.column_id.in_(ids))
     ctx.columns_cache[change.table_id] = [r for r in live_columns(ctx, change.table_id) if r["column_id"] not in ids]
-    _altered(ctx, change.table_id, versioned=True, layout=True)
+    mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
 @write_change.register
@@ -129,8 +129,8 @@ def _rename_column(change: RenameColumn, ctx: CommitContext) -> None:
     row = resolve_path(ctx, change.table_id, change.path, f"rename {'.'.join(change.path)}")
     if row["column_id"] != change.column_id:
         raise CommitConflict(f"rename {'.'.join(change.path)}: the column changed since the plan; re-plan")
-    _edit(ctx, change.table_id, change.column_id, column_name=change.new_name)
-    _altered(ctx, change.table_id, versioned=True, layout=True)
+    edit_column(ctx, change.table_id, change.column_id, column_name=change.new_name)
+    mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
 @write_change.register
@@ -140,15 +140,17 @@ def _promote_column(change: PromoteColumn, ctx: CommitContext) -> None:
         raise CommitConflict(
             f"promote {'.'.join(change.path)}: its type is now {row['column_type']}, not {change.old_type}; re-plan"
         )
-    _edit(ctx, change.table_id, change.column_id, column_type=change.new_type.name)
-    _altered(ctx, change.table_id, versioned=True, layout=True)
+    edit_column(ctx, change.table_id, change.column_id, column_type=change.new_type.name)
+    mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
 @write_change.register
 def _rewrite_column(change: RewriteColumnType, ctx: CommitContext) -> None:
+    """A plan's heavy change: the rewriteColumnType job commits it with the rewritten files
+    (``RetypeColumn``); on its own it would leave the files' values in the old type."""
     raise SpecError(
-        f"{'.'.join(change.path)}: {change.old_type} → {change.new_type} needs its data rewritten, "
-        "which this version cannot do yet"
+        f"{'.'.join(change.path)}: {change.old_type} → {change.new_type} needs its data rewritten: "
+        "run the rewriteColumnType job (reconcile.apply_plan commits the other changes and says which)"
     )
 
 
@@ -159,14 +161,14 @@ def _set_default(change: SetDefault, ctx: CommitContext) -> None:
     if d is not None and d.is_expression and not _created_with_table(ctx, change.table_id, change.column_id):
         # DuckDB accepts expressions only on columns created with the table; booleans become literals
         d = for_added_column(d, ".".join(change.path))
-    _edit(
+    edit_column(
         ctx,
         change.table_id,
         change.column_id,
         default_value=d.value if d else "NULL",
         default_value_type=("expression" if d and d.is_expression else "literal"),
     )
-    _altered(ctx, change.table_id, versioned=True, layout=False)
+    mark_altered(ctx, change.table_id, versioned=True, layout=False)
 
 
 def _created_with_table(ctx: CommitContext, table_id: int, column_id: int) -> bool:
@@ -183,8 +185,8 @@ def _set_nullable(change: SetNullable, ctx: CommitContext) -> None:
     row = resolve_path(ctx, change.table_id, change.path, f"change nullability of {'.'.join(change.path)}")
     if not change.nullable:
         _check_no_nulls(ctx, change.table_id, row, ".".join(change.path))
-    _edit(ctx, change.table_id, change.column_id, nulls_allowed=change.nullable)
-    _altered(ctx, change.table_id, versioned=True, layout=False)
+    edit_column(ctx, change.table_id, change.column_id, nulls_allowed=change.nullable)
+    mark_altered(ctx, change.table_id, versioned=True, layout=False)
 
 
 def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path: str) -> None:
@@ -238,16 +240,16 @@ def _set_column_tags(change: SetColumnTags, ctx: CommitContext) -> None:
             )
         changed = True
     if changed:
-        _altered(ctx, change.table_id, versioned=False, layout=False)
+        mark_altered(ctx, change.table_id, versioned=False, layout=False)
 
 
 @write_change.register
 def _set_partitioning(change: SetPartitioning, ctx: CommitContext) -> None:
     write_partition(ctx, change.table_id, change.keys)
-    _altered(ctx, change.table_id, versioned=True, layout=True)
+    mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
 @write_change.register
 def _set_sort_order(change: SetSortOrder, ctx: CommitContext) -> None:
     write_sort(ctx, change.table_id, change.keys)
-    _altered(ctx, change.table_id, versioned=False, layout=False)
+    mark_altered(ctx, change.table_id, versioned=False, layout=False)

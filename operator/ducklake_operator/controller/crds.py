@@ -19,6 +19,7 @@ from ..model.job_params import params_help
 from ..model.maintenance_params import JOB_SETTINGS, POLICY_SETTINGS, Param
 from ..model.options import OPTIONS, SIZE_PATTERN
 from ..model.spec import (
+    CAST_ERRORS,
     DEFAULT_SCHEMA,
     DEFAULT_TIMEZONE,
     DELETION_POLICY,
@@ -437,6 +438,12 @@ def table_schema() -> Schema:
                     "onDrift": string(
                         "report or revert changes made outside the operator (checked on a timer).",
                         choice=ON_DRIFT,
+                    ),
+                    "onCastError": string(
+                        "With typeChanges: rewrite, what a value that does not convert to the new type does: fail "
+                        "(the rewriteColumnType job fails naming it, nothing changes) or null (it becomes NULL). "
+                        'Quote "null" in YAML.',
+                        choice=CAST_ERRORS,
                     ),
                     "approvedPlan": string(
                         "Hash of a blocked plan (status.pendingPlan.hash) to apply it anyway; void once the plan changes.",

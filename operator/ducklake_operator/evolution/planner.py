@@ -8,10 +8,16 @@ swap (``b`` renamed from ``a`` while a new ``a`` is added) works.
 Order within the plan (one commit): table rename, column renames (parents first), type
 changes, defaults, nullability, drops, adds, column tags, table tags, partitioning, sort
 order, options. Ids of added columns are assigned at commit (MAX+1 over all rows ever).
+
+A type change that is no lossless promotion is blocked, unless ``typeChanges: rewrite`` and
+``model.conversions`` can convert it: then it is a heavy change (``RewriteColumnType``),
+which the plan carries with a "heavy: rewrite N files, M bytes" note; its other changes are
+committed first and a rewriteColumnType job does it (``evolution.heavy``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ..errors import SchemaNotFound, SpecError
@@ -35,6 +41,7 @@ from ..model.changes import (
     SetTags,
     SortExpression,
 )
+from ..model.conversions import column_rewrite_problem
 from ..model.defaults import BOOLEAN_EXPRESSIONS, default_warnings, for_added_column
 from ..model.names import column_reference_sql, fold, same_name
 from ..model.plans import BlockedChange, TablePlan
@@ -295,18 +302,39 @@ class _Differ:
                 return
             change = RewriteColumnType(self.tid, self.tname, c.column_id, path, have, want)
             self.types.append(change)
-            if self.spec.evolution.type_changes == "promote":
-                self.blocked.append(
-                    BlockedChange(change, problem, "spec.evolution.typeChanges: rewrite (rewrites the data)")
-                )
-            else:
+            keyed = len(path) == 1 and any(fold(k.column) == fold(path[0]) for k in self.spec.partition_by)
+            rewrite_problem = (
+                column_rewrite_problem(path, self.parent_types(c), have, want, keyed)
+                if not (is_nested(have) or is_nested(want))
+                else problem
+            )
+            reason = problem if self.spec.evolution.type_changes == "promote" else rewrite_problem
+            if reason is not None:
                 self.blocked.append(
                     BlockedChange(
                         change,
-                        "rewriting a column's data (heavy-weight change) is not available in this version",
-                        "a lossless promotion instead",
+                        reason,
+                        "spec.evolution.typeChanges: rewrite (rewrites the data)"
+                        if rewrite_problem is None
+                        else "a type the column can be converted to (README, heavy-weight changes), or its old type",
                     )
                 )
+            else:
+                files = [f for f in self.table.data_files if f.end_snapshot is None]
+                self.notes.append(
+                    f"heavy: rewrite {len(files)} files, {sum(f.file_size_bytes for f in files)} bytes: "
+                    f"a rewriteColumnType job converts {'.'.join(path)} from {have} to {want} once the other "
+                    "changes are committed"
+                )
+
+    def parent_types(self, c: ColumnState) -> tuple[str, ...]:
+        """The type names of the columns above ``c``, top-level first."""
+        out: list[str] = []
+        parent = self.table.column_by_id(c.parent_id) if c.parent_id is not None else None
+        while parent is not None:
+            out.insert(0, parent.type_name)
+            parent = self.table.column_by_id(parent.parent_id) if parent.parent_id is not None else None
+        return tuple(out)
 
     # ---------------------------------------------------------------- table level
 
@@ -340,8 +368,8 @@ class _Differ:
         return out
 
 
-def _tag_diff(current: dict[str, str] | object, desired: dict[str, str]) -> tuple[tuple[str, str | None], ...]:
-    cur = dict(current)  # type: ignore[call-overload]
+def _tag_diff(current: Mapping[str, str], desired: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
+    cur = dict(current)
     keys = sorted(set(cur) | set(desired))
     return tuple((k, desired.get(k)) for k in keys if cur.get(k) != desired.get(k))
 

@@ -129,4 +129,29 @@ class FlushInlinedDeletions:
     delete_files: tuple[tuple[int, NewDeleteFile], ...]  # (data file id, its new delete file)
 
 
-FileChange = MergeFiles | RewriteFiles | RepartitionFiles | FlushInlinedRows | FlushInlinedDeletions
+@dataclass(frozen=True)
+class RetypeColumn:
+    """rewriteColumnType: the column (or struct field) at ``path`` becomes ``new_type`` (a new
+    column row version, as DuckDB's ALTER COLUMN TYPE writes it, with its defaults converted),
+    and ``outputs``, holding every live row of the table with the converted values, replace
+    the inputs from the commit on: every live data file and its delete file end there, as
+    in ``RewriteFiles``, and so do the ``inlined`` rows. Earlier snapshots read the old
+    type, files and rows. The column's table statistics become the outputs' (all columns'
+    when no deletion is left, as after ``RewriteFiles``). The writer refuses when the table
+    got any row, file or deletion since the base snapshot (the outputs would miss or
+    resurrect it)."""
+
+    table_id: int
+    table_name: str
+    base_snapshot: int
+    column_id: int
+    path: tuple[str, ...]
+    old_type: str  # ducklake_column.column_type
+    new_type: str
+    inputs: PlannedInputs  # every live data file of the table
+    inlined: tuple[tuple[str, int], ...]  # (inlined table, its live rows) at the base: all of the table's
+    outputs: tuple[NewDataFile, ...]
+    defaults: tuple[str | None, str]  # the converted (initial_default, default_value)
+
+
+FileChange = MergeFiles | RewriteFiles | RepartitionFiles | FlushInlinedRows | FlushInlinedDeletions | RetypeColumn

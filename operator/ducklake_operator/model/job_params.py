@@ -14,12 +14,15 @@ from ..errors import SpecError
 from .maintenance_params import (
     APPLY_DELETES,
     CLEANUP_OLDER_THAN,
+    COLUMN,
     DELETE_THRESHOLD,
     DRY_RUN,
     EXPIRE_OLDER_THAN,
     MAX_BYTES_PER_COMMIT,
     MAX_FILES_PER_RUN,
     MIN_INPUT_FILES,
+    NEW_TYPE,
+    ON_CAST_ERROR,
     ORPHAN_OLDER_THAN,
     RETAIN_LAST,
     SMALL_FILE_THRESHOLD,
@@ -68,7 +71,11 @@ OPERATIONS: dict[str, Operation] = {
             "required",
             {"maxBytesPerCommit": MAX_BYTES_PER_COMMIT, "targetFileSize": TARGET_FILE_SIZE, "dryRun": DRY_RUN},
         ),
-        Operation("rewriteColumnType", "required", {}, available=False),
+        Operation(
+            "rewriteColumnType",
+            "required",
+            {"column": COLUMN, "type": NEW_TYPE, "onCastError": ON_CAST_ERROR, "dryRun": DRY_RUN},
+        ),
         Operation("ingest", "required", {}, available=False),
     )
 }
@@ -88,7 +95,8 @@ def job_keywords(operation: str, params: Mapping[str, object], where: str = "par
     op = OPERATIONS.get(operation)
     if op is None:
         raise SpecError(f"unknown operation {operation!r}; one of {', '.join(OPERATIONS)}")
-    problems, out = [], {}
+    problems: list[str] = []
+    out: dict[str, Any] = {}
     for key, value in params.items():
         param = op.params.get(key)
         if param is None:
@@ -99,10 +107,12 @@ def job_keywords(operation: str, params: Mapping[str, object], where: str = "par
                 + (f" (did you mean {near[0]}?)" if near else f"; allowed: {allowed}")
             )
             continue
+        assert param.keyword is not None, f"{operation}.{key} has no keyword"  # every operation's parameter has one
         try:
-            out[param.keyword] = param.parse(value)  # type: ignore[index]
+            out[param.keyword] = param.parse(value)
         except ValueError as exc:
             problems.append(f"{where}.{key}: {exc}")
+    problems += [f"{where}.{key}: is required" for key, p in op.params.items() if p.required and key not in params]
     if operation == "expireSnapshots" and "versions" in params and ("olderThan" in params or "retainLast" in params):
         problems.append(f"{where}: versions cannot be combined with olderThan or retainLast")
     if problems:

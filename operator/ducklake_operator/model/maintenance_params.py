@@ -13,17 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from ..errors import SpecError
 from .durations import parse_duration
 from .options import DEFAULT_REWRITE_DELETE_THRESHOLD, DEFAULT_TARGET_FILE_SIZE, parse_size, render_size
+from .types import parse_type
 
-Kind = Literal["integer", "size", "fraction", "duration", "boolean", "snapshot_ids"]
+Kind = Literal["integer", "size", "fraction", "duration", "boolean", "snapshot_ids", "column_path", "type", "choice"]
 
 FORMATS: dict[str, str] = {
     "size": "a size such as 128MB or 1GiB, where KB = 1000 bytes and KiB = 1024 as in DuckDB",
     "duration": "a duration such as 30m, 12h, 3d or '2 weeks'",
+    "column_path": "a column name, or parent.field for a struct field (a name holding a dot in double quotes)",
+    "type": "a DuckLake type name or its DuckDB spelling",
 }
 
 
@@ -43,9 +46,26 @@ class Param:
     option: str | None = None
     fallback: Any = None
     unset: str | None = None
+    choices: tuple[str, ...] = ()  # the words a "choice" takes
+    required: bool = False
 
     def parse(self, value: object) -> Any:
         """The value as the jobs take it; ``ValueError`` with a sentence when it is not one."""
+        if self.kind == "choice":
+            if value is None and "null" in self.choices:  # YAML reads an unquoted null as no value
+                value = "null"
+            if value not in self.choices:
+                raise ValueError(f"{value!r} is not one of {', '.join(self.choices)}")
+            return value
+        if self.kind == "column_path":
+            return parse_column_path(value)
+        if self.kind == "type":
+            if not isinstance(value, str):
+                raise ValueError(f"{value!r} is not {FORMATS['type']}")
+            try:
+                return parse_type(value)
+            except SpecError as exc:
+                raise ValueError(exc.problems[0]) from None
         if self.kind == "boolean":
             if not isinstance(value, bool):
                 raise ValueError(f"{value!r} is not true or false")
@@ -65,14 +85,14 @@ class Param:
                 raise ValueError(f"{value!r} is not a list of snapshot ids")
             return list(value)
         if self.kind == "fraction":
-            if not _is_number(value) or not self._within(value):  # type: ignore[arg-type]
+            if not _is_number(value) or not self._within(value):
                 raise ValueError(f"{value!r} is not a fraction between {self.minimum:g} and {self.maximum:g}")
-            return float(value)  # type: ignore[arg-type]
+            return float(value)
         if not _is_int(value):
             raise ValueError(f"{value!r} is not an integer")
-        if self.minimum is not None and value < self.minimum:  # type: ignore[operator]
+        if self.minimum is not None and value < self.minimum:
             raise ValueError(f"must be at least {self.minimum}, got {value}")
-        if self.maximum is not None and value > self.maximum:  # type: ignore[operator]
+        if self.maximum is not None and value > self.maximum:
             raise ValueError(f"must be at most {self.maximum}, got {value}")
         return value
 
@@ -101,6 +121,8 @@ class Param:
     def describe(self) -> str:
         """Help text with the format and the default, for the CLI and the CRD descriptions."""
         notes = [FORMATS[self.kind]] if self.kind in FORMATS else []
+        notes += [f"one of {', '.join(self.choices)}"] if self.choices else []
+        notes += ["required"] if self.required else []
         if self.kind == "integer":
             notes += [f"at least {self.minimum}"] if self.minimum is not None else []
             notes += [f"at most {self.maximum}"] if self.maximum is not None else []
@@ -109,11 +131,43 @@ class Param:
         return self.help + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def _is_int(value: object) -> bool:
+def parse_column_path(value: object) -> tuple[str, ...]:
+    """``s.a`` -> ("s", "a"); a name holding a dot or a quote is written in double quotes with
+    quotes doubled (``"a.b".c``), as in DuckDB; a list of names is taken as it is."""
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} is not {FORMATS['column_path']}")
+    names, name, quoted, i = [], "", False, 0
+    while i < len(value):
+        ch = value[i]
+        if quoted and ch == '"' and value[i + 1 : i + 2] == '"':
+            name, i = name + '"', i + 2
+            continue
+        if ch == '"' and (quoted or not name):
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            names.append(name)
+            name = ""
+        else:
+            name += ch
+        i += 1
+    names.append(name)
+    if quoted or not all(names):
+        raise ValueError(f"{value!r} is not {FORMATS['column_path']}")
+    return tuple(names)
+
+
+def render_column_path(path: tuple[str, ...]) -> str:
+    """The text ``parse_column_path`` reads back as ``path``."""
+    return ".".join(f'"{n.replace(chr(34), chr(34) * 2)}"' if "." in n or '"' in n else n for n in path)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -183,6 +237,21 @@ MAX_BYTES_PER_COMMIT = Param(
     "rewrite about this much input per snapshot: each batch of files commits as it is done",
     keyword="max_bytes_per_commit",
     unset="everything in one snapshot",
+)
+COLUMN = Param("column_path", "the column, or struct field, whose type changes", keyword="column", required=True)
+NEW_TYPE = Param(
+    "type",
+    "its new type: numbers to wider numbers or varchar, varchar to numbers or date, timestamp to and from date, "
+    "integer (yyyymmdd) to date, decimal to decimal",
+    keyword="new_type",
+    required=True,
+)
+ON_CAST_ERROR = Param(
+    "choice",
+    "a value that does not convert fails the job, naming it and its row id (nothing changes), or becomes NULL",
+    keyword="on_cast_error",
+    default="fail",
+    choices=("fail", "null"),
 )
 
 # Policy settings that are not job parameters.

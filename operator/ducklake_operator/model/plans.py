@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .changes import Change
+from .changes import Change, RewriteColumnType
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,16 @@ class TablePlan:
     @property
     def hash(self) -> str:
         return plan_hash(self.changes)
+
+    @property
+    def heavy_changes(self) -> tuple[Change, ...]:
+        """Changes that rewrite the data: jobs do them once ``light_changes`` are committed."""
+        return tuple(c for c in self.changes if isinstance(c, RewriteColumnType))
+
+    @property
+    def light_changes(self) -> tuple[Change, ...]:
+        """The changes one catalog commit makes."""
+        return tuple(c for c in self.changes if not isinstance(c, RewriteColumnType))
 
     @property
     def is_empty(self) -> bool:

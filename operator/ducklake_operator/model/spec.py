@@ -8,6 +8,7 @@ already encoded as DuckDB stores them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .job_params import OPERATIONS
 from .maintenance_params import (
@@ -15,6 +16,7 @@ from .maintenance_params import (
     DRY_RUN,
     HISTORY_LIMIT,
     MIN_INPUT_FILES,
+    ON_CAST_ERROR,
     ORPHAN_FILES,
     RETRIES,
     SORT,
@@ -37,14 +39,22 @@ class Choice:
     default: str | None = None  # None: the field may be absent (and means something else then)
 
 
-TRANSFORM = Choice(("identity", "year", "month", "day", "hour"), "identity")
+@dataclass(frozen=True)
+class DefaultChoice(Choice):
+    """A choice with a default: its field always has one of the words."""
+
+    default: str
+
+
+TRANSFORM = DefaultChoice(("identity", "year", "month", "day", "hour"), "identity")
 TRANSFORMS = TRANSFORM.values
-DELETION_POLICY = Choice(("Retain", "Delete"), "Retain")
-SORT_DIRECTION = Choice(("asc", "desc"), "asc")
-NULL_ORDER = Choice(("first", "last"), "last")
-TYPE_CHANGES = Choice(("promote", "rewrite"), "promote")
-EVOLUTION_MODE = Choice(("declared", "auto"), "declared")
-ON_DRIFT = Choice(("report", "revert"), "report")
+DELETION_POLICY = DefaultChoice(("Retain", "Delete"), "Retain")
+SORT_DIRECTION = DefaultChoice(("asc", "desc"), "asc")
+NULL_ORDER = DefaultChoice(("first", "last"), "last")
+TYPE_CHANGES = DefaultChoice(("promote", "rewrite"), "promote")
+EVOLUTION_MODE = DefaultChoice(("declared", "auto"), "declared")
+ON_DRIFT = DefaultChoice(("report", "revert"), "report")
+CAST_ERRORS = DefaultChoice(ON_CAST_ERROR.choices, ON_CAST_ERROR.default)  # the rewriteColumnType job's
 SSL_MODE = Choice(("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
 URL_STYLE = Choice(("path", "vhost"))
 LAUNCHER = Choice(("SparkApplication", "Job", "Local"))  # unset: the next level's (run_settings)
@@ -139,6 +149,7 @@ class EvolutionPolicy:
     type_changes: str = TYPE_CHANGES.default
     mode: str = EVOLUTION_MODE.default
     on_drift: str = ON_DRIFT.default
+    on_cast_error: str = CAST_ERRORS.default  # what a heavy type change's job does with a value that does not convert
     approved_plan: str | None = None
 
 
@@ -254,7 +265,7 @@ class JobSpec:
     catalog: str
     table: str | None  # "schema.table"; None for catalog-wide operations
     operation: str
-    params: dict  # type: ignore[type-arg]
+    params: dict[str, Any]  # the job function's keyword arguments (job_params.job_keywords)
     timeout_seconds: int | None = None
     retries: int = RETRIES.default
     spark: SparkSettings | None = None

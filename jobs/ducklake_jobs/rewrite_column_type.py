@@ -1,0 +1,492 @@
+"""rewriteColumnType: change a column's (or struct field's) type by rewriting the data, for the
+conversions DuckDB refuses in place (``model.conversions``; ``evolution.typeChanges: rewrite``).
+
+plan (pure, ``maintenance.column_rewrite``): every live data file of the table in groups, one
+output file each -> one ``RetypeTask`` per group, in-process or as Spark tasks, plus one for the
+live inlined rows (in this process: they come from the catalog database) -> catch up with
+what DuckDB inserted meanwhile -> one snapshot (``RetypeColumn``) that gives the column its new
+type and swaps every file and inlined row for the outputs.
+
+Each task reads its files in the table's current layout (deleted rows dropped: the outputs
+begin at the commit, when they are deleted anyway), converts the column with
+``conversion_sql`` and writes the new layout with DuckDB's writer, row ids embedded. The
+inputs end at the commit instead of going, so every earlier snapshot still reads the old
+type and values. A value that does not convert fails the job, naming the first ones and
+their row ids, before anything is committed (its files deleted); ``onCastError: null``
+writes NULL instead and counts them.
+
+Rows inserted while the job runs (new files, new inlined rows) are rewritten too before
+the commit, and again if the commit is refused for them (bounded); a deletion or an update
+of a row already rewritten refuses the job (``CommitConflict``: ``run_operation`` plans it
+again), so no row is ever lost or resurrected.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import duckdb
+
+from ducklake_operator import storage
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
+from ducklake_operator.catalog.inlined import InlinedRows
+from ducklake_operator.catalog.job_inputs import TableInputs, read_inlined_data
+from ducklake_operator.errors import CommitConflict, JobFailed
+from ducklake_operator.maintenance.column_rewrite import (
+    ColumnRewritePlan,
+    RetypeGroup,
+    file_groups,
+    plan_column_rewrite,
+    retyped_layout,
+)
+from ducklake_operator.model.conversions import conversion_sql
+from ducklake_operator.model.file_changes import NewDataFile, PlannedInputs, RetypeColumn
+from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
+from ducklake_operator.model.state import ColumnState, TableState
+from ducklake_operator.model.types import DuckLakeType, to_duckdb_sql
+
+from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
+from .inlined_rows import register_decoded
+from .inputs import read_inputs
+from .job_run import PLAIN_RUN, JobRun
+from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, table_paths
+from .parquet_writer import (
+    HIDDEN_FIELD_IDS,
+    ROW_ID,
+    FieldIds,
+    WrittenFile,
+    copy_options,
+    field_ids_from_columns,
+    literal,
+    quote,
+    scratch_connection,
+    write_parquet,
+)
+from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+
+FIRST_FAILURES = 5  # offending values named in a failed job's message
+CATCH_UP_ROUNDS = 5  # commits refused for rows inserted meanwhile, each followed by rewriting those
+
+
+@dataclass(frozen=True)
+class RetypeTask:
+    """One output file's work (picklable, no catalog access)."""
+
+    sources: tuple[SourceFile, ...]
+    output: str  # full path or URI
+    columns: tuple[ColumnState, ...]  # the table's layout, read in
+    new_columns: tuple[ColumnState, ...]  # the same with the column's new type, written
+    chain: tuple[int, ...]  # column ids from the top-level column down to the retyped one
+    old_type: DuckLakeType
+    new_type: DuckLakeType
+    on_cast_error: str
+    options: tuple[tuple[str, str], ...] = ()
+    s3: storage.S3Config | None = None
+
+
+@dataclass(frozen=True)
+class RetypeOutput:
+    task: RetypeTask
+    written: WrittenFile | None  # None: no live row, or values that failed (nothing written)
+    rows: int  # live rows converted
+    failed: int  # non-NULL values that did not convert
+    first_failed: tuple[tuple[int, str], ...]  # (row id, value) of the first of them
+
+
+def _chain(columns: tuple[ColumnState, ...], ids: tuple[int, ...]) -> list[ColumnState]:
+    out, level = [], columns
+    for column_id in ids:
+        out.append(next(c for c in level if c.column_id == column_id))
+        level = out[-1].children
+    return out
+
+
+def _field(ref: str, name: str) -> str:
+    return f"struct_extract({ref}, {literal(name)})"
+
+
+def _leaf(chain: list[ColumnState], ref: str) -> str:
+    """The retyped value inside the top-level column ``ref``."""
+    for c in chain[1:]:
+        ref = _field(ref, c.name)
+    return ref
+
+
+def _converted(chain: list[ColumnState], ref: str, task: RetypeTask) -> str:
+    """The top-level column ``ref`` with the value at the chain's end converted (structs
+    rebuilt around it; a NULL struct stays NULL)."""
+    if len(chain) == 1:
+        return f"CAST({conversion_sql(task.old_type, task.new_type, ref)} AS {to_duckdb_sql(task.new_type)})"
+    parts = ", ".join(
+        f"{quote(c.name)} := "
+        + (
+            _converted(chain[1:], _field(ref, c.name), task)
+            if c.column_id == chain[1].column_id
+            else _field(ref, c.name)
+        )
+        for c in chain[0].children
+    )
+    return f"CASE WHEN {ref} IS NULL THEN NULL ELSE struct_pack({parts}) END"
+
+
+def retype_files(task: RetypeTask) -> RetypeOutput:
+    if task.s3 is not None:
+        storage.configure(task.s3)
+    with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
+        con = scratch_connection(spill=os.path.join(scratch, "spill"))
+        try:
+            return _retype(con, task, scratch)
+        finally:
+            con.close()
+
+
+def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> RetypeOutput:
+    scan = scan_sources(con, task.sources, task.columns, scratch)
+    chain = _chain(task.columns, task.chain)
+    top = quote(chain[0].name)
+    con.execute(
+        f"CREATE TEMP TABLE __conv AS SELECT * REPLACE ({_converted(chain, top, task)} AS {top}), "
+        f"{_leaf(chain, top)} AS __old FROM ({scan.sql}) WHERE __deleted_at IS NULL",
+        scan.params,
+    )
+    failed = f"__old IS NOT NULL AND {_leaf(chain, top)} IS NULL"
+    counted = con.execute(f"SELECT count(*), count(*) FILTER (WHERE {failed}) FROM __conv").fetchone()
+    rows, failures = counted if counted is not None else (0, 0)
+    first = tuple(
+        (int(r), str(v))
+        for r, v in con.execute(
+            f"SELECT {quote(ROW_ID)}, CAST(__old AS VARCHAR) FROM __conv WHERE {failed} "
+            f"ORDER BY {quote(ROW_ID)} LIMIT {FIRST_FAILURES}"
+        ).fetchall()
+    )
+    if (failures and task.on_cast_error == "fail") or not rows:
+        return RetypeOutput(task, None, rows, failures, first)
+    out = write_ordered(
+        con,
+        "SELECT * EXCLUDE (__old) FROM __conv",
+        {},
+        OrderedOutput(columns=task.new_columns, embed_row_ids=True, keep_snapshot_ids=False, tiebreak=quote(ROW_ID)),
+        scratch,
+    )
+    storage.store(out.written.local_path, task.output)
+    return RetypeOutput(task, out.written, rows, failures, first)
+
+
+@dataclass
+class Work:
+    """What the job has rewritten so far, and the catalog as it last read it."""
+
+    inputs: TableInputs
+    plan: ColumnRewritePlan
+    on_cast_error: str
+    marker: str
+    staging: str  # a local directory for inlined rows on their way to a task
+    sources: dict[int, tuple[int | None, int]] = field(default_factory=dict)  # file id -> (delete file, inlined dels)
+    inlined: dict[str, set[int]] = field(default_factory=dict)  # inlined table -> row ids rewritten
+    outputs: list[tuple[RetypeGroup | None, RetypeOutput]] = field(default_factory=list)  # group None: inlined rows
+    planned: list[str] = field(default_factory=list)  # every output path, before it is written
+    rounds: int = 0  # catch-up rounds that found rows to rewrite
+
+    @property
+    def table(self) -> TableState:
+        return self.inputs.table
+
+    @property
+    def base(self) -> int:
+        return self.inputs.base
+
+
+def _tasks(work: Work, groups: tuple[RetypeGroup, ...], paths: TablePaths, parquet: Any) -> list[RetypeTask]:
+    t, inlined_deletions = work.table, work.inputs.inlined_deletions
+    files = {f.data_file_id: f for f in t.data_files}
+    deletes = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
+    out = []
+    for g in groups:
+        for i in g.files:
+            d = deletes.get(i)
+            work.sources[i] = (d.delete_file_id if d else None, len(inlined_deletions.get(i, ())))
+        first = files[g.files[0]]
+        name = (
+            new_file_beside(first.path, first.path_is_relative, marker=work.marker)
+            if g.partition_id is not None
+            else new_file_name(marker=work.marker)  # no hive directory: no partition values
+        )
+        out.append(
+            _task(
+                work,
+                tuple(
+                    source_file(paths, files[i], deletes.get(i), tuple(inlined_deletions.get(i, ()))) for i in g.files
+                ),
+                paths.full(name, True),
+                parquet,
+            )
+        )
+    return out
+
+
+def _task(work: Work, sources: tuple[SourceFile, ...], output: str, parquet: Any) -> RetypeTask:
+    work.planned.append(output)
+    plan, columns = work.plan, work.table.columns
+    return RetypeTask(
+        sources=sources,
+        output=output,
+        columns=columns,
+        new_columns=retyped_layout(columns, plan.column.column_id, plan.new_type.name),
+        chain=tuple(c.column_id for c in plan.chain),
+        old_type=plan.column.type,
+        new_type=plan.new_type,
+        on_cast_error=work.on_cast_error,
+        options=parquet,
+        s3=storage.s3_config(output),
+    )
+
+
+def _inlined_task(work: Work, batches: list[InlinedRows], paths: TablePaths, parquet: Any) -> RetypeTask | None:
+    """The live inlined rows not rewritten yet, staged as Parquet files (their own layouts)
+    for one task."""
+    staged: list[SourceFile] = []
+    con = scratch_connection()
+    try:
+        for rows in batches:
+            done = work.inlined.setdefault(rows.table_name, set())
+            todo = [r for r in rows.rows if r[2] is None and r[0] not in done]
+            if not todo:
+                continue
+            done.update(r[0] for r in todo)
+            register_decoded(con, replace(rows, rows=todo), "__inlined")
+            local = os.path.join(work.staging, f"inlined-{len(os.listdir(work.staging))}.parquet")
+            select = ", ".join([quote(c.name) for c in rows.columns] + [f"row_id AS {quote(ROW_ID)}"])
+            write_parquet(
+                con,
+                f"SELECT {select} FROM __inlined ORDER BY row_id",
+                field_ids_from_columns(rows.columns) + (FieldIds(ROW_ID, HIDDEN_FIELD_IDS[ROW_ID]),),
+                local,
+            )
+            con.execute("DROP TABLE __inlined")
+            staged.append(SourceFile(local, 0, None))
+    finally:
+        con.close()
+    if not staged:
+        return None
+    return _task(work, tuple(staged), paths.full(new_file_name(marker=work.marker), True), parquet)
+
+
+def _check_failures(work: Work, outputs: list[RetypeOutput]) -> None:
+    failed = sum(o.failed for o in outputs)
+    if not failed or work.on_cast_error != "fail":
+        return
+    first = sorted(f for o in outputs for f in o.first_failed)[:FIRST_FAILURES]
+    plan = work.plan
+    raise JobFailed(
+        f"rewriteColumnType {work.table.qualified_name}: {failed} value(s) of {'.'.join(plan.path)} do not convert "
+        f"from {plan.column.type} to {plan.new_type}: "
+        + ", ".join(f"{value!r} (row id {row_id})" for row_id, value in first)
+        + "; nothing was committed and the job's files were deleted (onCastError: null writes NULL instead)"
+    )
+
+
+def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str | None, str]:
+    """The column's initial_default and literal default_value in the new type, as DuckDB renders it."""
+    c = plan.column
+    con = duckdb.connect()
+    try:
+
+        def convert(text: str | None, what: str) -> str | None:
+            if text is None:
+                return None
+            value = f"CAST({literal(text)} AS {to_duckdb_sql(c.type)})"
+            row = con.execute(f"SELECT CAST({conversion_sql(c.type, plan.new_type, value)} AS VARCHAR)", []).fetchone()
+            if row is None or row[0] is None:
+                if on_cast_error == "fail":
+                    raise JobFailed(
+                        f"rewriteColumnType: the {what} of {'.'.join(plan.path)}, {text!r}, does not convert to "
+                        f"{plan.new_type}; change it first, or set onCastError: null to drop it; nothing was committed"
+                    )
+                return None
+            return str(row[0])
+
+        literal_default = c.default_value_type == "literal" and c.has_default
+        default = convert(c.default_value, "default") if literal_default else c.default_value
+        return convert(c.initial_default, "initial default"), default or "NULL"
+    finally:
+        con.close()
+
+
+def rewrite_column_type(
+    catalog: Catalog,
+    schema: str,
+    table: str,
+    *,
+    column: tuple[str, ...],
+    new_type: DuckLakeType,
+    on_cast_error: str = ON_CAST_ERROR.default,
+    dry_run: bool = DRY_RUN.default,
+    author: str = DEFAULT_AUTHOR,
+    runner: Runner = run_in_process,
+    run: JobRun = PLAIN_RUN,
+) -> dict[str, Any]:
+    inputs = read_inputs(catalog, schema, table)
+    state, t = inputs.state, inputs.table
+    target = TARGET_FILE_SIZE.resolve(None, lambda key: option(state, t, key))
+    plan = plan_column_rewrite(t, inputs.base, column, new_type, target)
+    inlined = read_inlined_data(catalog, t, inputs.base)
+    inlined_rows = sum(1 for b in inlined.batches for r in b.rows if r[2] is None)
+    report = Report(
+        "rewriteColumnType",
+        table=t.qualified_name,
+        column=".".join(plan.path),
+        fromType=str(plan.column.type),
+        toType=str(new_type),
+        onCastError=on_cast_error,
+        baseSnapshot=inputs.base,
+        groups=len(plan.groups),
+        filesRead=plan.input_files,
+        bytesRead=plan.input_bytes,
+        inlinedRowsRead=inlined_rows,
+        dryRun=dry_run,
+    )
+    if dry_run or plan.done:
+        return report.done(
+            filesWritten=0,
+            committedSnapshot=None,
+            ranOn=ran_on(run_in_process),
+            **({"plan": plan.to_json()} if dry_run else {"alreadyOfType": True}),
+        )
+    defaults = _convert_defaults(plan, on_cast_error)
+    runner = run.runner_for(runner, plan.input_bytes)
+    report.fields["ranOn"] = ran_on(runner)
+    paths = table_paths(state, t)
+    parquet = copy_options(options_in_force(state, t))
+    staging = tempfile.mkdtemp(prefix="ducklake-retype-")
+    work = Work(inputs, plan, on_cast_error, run.file_marker, staging)
+
+    def rewrite(groups: tuple[RetypeGroup, ...], batches: list[InlinedRows]) -> None:
+        tasks = _tasks(work, groups, paths, parquet)
+        outputs = run.run_file_groups(runner, retype_files, tasks)
+        inlined_task = _inlined_task(work, batches, paths, parquet)
+        inlined_out = [retype_files(inlined_task)] if inlined_task is not None else []
+        _check_failures(work, outputs + inlined_out)
+        work.outputs += list(zip(groups, outputs, strict=True)) + [(None, o) for o in inlined_out]
+
+    def produce() -> Work:
+        rewrite(plan.groups, inlined.batches)
+        return work
+
+    def commit(_: Work) -> Any:
+        for attempt in range(CATCH_UP_ROUNDS + 1):
+            _catch_up(catalog, work, target, rewrite)
+            try:
+                return catalog.commit(
+                    [_change(work, defaults, paths)],
+                    author=author,
+                    base_snapshot=work.base,
+                    message=f"rewriteColumnType {t.qualified_name}: {'.'.join(plan.path)} "
+                    f"{plan.column.type} → {new_type}",
+                    extra_info=run.extra_info(report.done(**_written(work))),
+                    before_commit=lambda: fault_point("in_commit"),
+                )
+            except CommitConflict:
+                if attempt == CATCH_UP_ROUNDS:
+                    raise
+        raise AssertionError("unreachable")
+
+    try:
+        _, result = produce_and_commit(lambda: work.planned, produce, commit, committing=run.committing)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report.done(**_written(work), committedSnapshot=result.snapshot_id)
+
+
+def _catch_up(catalog: Catalog, work: Work, target: int, rewrite: Any) -> None:
+    """Read the table again: rewrite the files and inlined rows added since the last read;
+    refuse (``CommitConflict``) when something already rewritten changed."""
+    t = work.table
+    now = read_inputs(catalog, t.schema_name, t.name)
+    table = now.table
+    if table.columns != t.columns:  # the outputs are in the layout they were planned in
+        raise CommitConflict(
+            f"rewriteColumnType {t.qualified_name}: its columns changed after snapshot {work.base}; "
+            "nothing was committed"
+        )
+    live = {f.data_file_id: f for f in table.data_files if f.end_snapshot is None}
+    deletes = {d.data_file_id: d.delete_file_id for d in table.delete_files if d.end_snapshot is None}
+    for file_id, (delete_file, inlined_deletions) in work.sources.items():
+        if file_id not in live or (deletes.get(file_id), len(now.inlined_deletions.get(file_id, ()))) != (
+            delete_file,
+            inlined_deletions,
+        ):
+            raise CommitConflict(
+                f"rewriteColumnType {t.qualified_name}: rows it rewrote were deleted or updated after snapshot "
+                f"{work.base}; nothing was committed"
+            )
+    inlined = read_inlined_data(catalog, table, now.base)
+    for rows in inlined.batches:
+        live_ids = {r[0] for r in rows.rows if r[2] is None}
+        if work.inlined.get(rows.table_name, set()) - live_ids:
+            raise CommitConflict(
+                f"rewriteColumnType {t.qualified_name}: inlined rows it rewrote were deleted after snapshot "
+                f"{work.base}; nothing was committed"
+            )
+    added = [f for i, f in live.items() if i not in work.sources]
+    new_rows = any(
+        r[2] is None and r[0] not in work.inlined.get(b.table_name, set()) for b in inlined.batches for r in b.rows
+    )
+    work.inputs = now
+    if added or new_rows:
+        work.rounds += 1
+        rewrite(file_groups(table, added, target), inlined.batches)
+
+
+def _change(work: Work, defaults: tuple[str | None, str], paths: TablePaths) -> RetypeColumn:
+    t, plan = work.table, work.plan
+    sources = tuple(sorted(work.sources))
+    outputs = tuple(
+        NewDataFile(
+            path=o.task.output[len(paths.directory) :],
+            record_count=o.written.record_count,
+            file_size_bytes=o.written.file_size_bytes,
+            footer_size=o.written.footer_size,
+            begin_snapshot=None,
+            row_id_start=None,
+            partial_max=None,
+            partition_id=g.partition_id if g is not None else None,
+            partition_values=g.partition_values if g is not None else (),
+            column_stats=o.written.column_stats,
+        )
+        for g, o in work.outputs
+        if o.written is not None
+    )
+    return RetypeColumn(
+        t.table_id,
+        t.qualified_name,
+        work.base,
+        plan.column.column_id,
+        plan.path,
+        plan.column.type_name,
+        plan.new_type.name,
+        PlannedInputs(
+            sources,
+            tuple((i, d) for i in sources if (d := work.sources[i][0]) is not None),
+            tuple((i, n) for i in sources if (n := work.sources[i][1])),
+        ),
+        tuple((name, len(ids)) for name, ids in sorted(work.inlined.items())),
+        outputs,
+        defaults,
+    )
+
+
+def _written(work: Work) -> dict[str, Any]:
+    files = [o.written for _, o in work.outputs if o.written]
+    return {
+        "filesWritten": len(files),
+        "bytesWritten": sum(w.file_size_bytes for w in files),
+        "rowsWritten": sum(w.record_count for w in files),
+        "inlinedRowsRewritten": sum(len(ids) for ids in work.inlined.values()),
+        "valuesNulled": sum(o.failed for _, o in work.outputs) if work.on_cast_error == "null" else 0,
+        "catchUpRounds": work.rounds,
+    }

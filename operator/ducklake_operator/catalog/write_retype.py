@@ -1,0 +1,97 @@
+"""The writer of ``RetypeColumn`` (the rewriteColumnType job's commit): one snapshot that
+changes a column's type as DuckDB 1.5.5's ``ALTER COLUMN ... TYPE`` does (docs/ducklake-format.md
+§3.8: a new column row version, a ``ducklake_schema_versions`` row, a new inlined-data table,
+``altered_table``) and swaps every live data file and inlined row of the table for files
+holding the converted values, as ``ducklake_rewrite_data_files`` swaps files (§5.2: the
+inputs and their delete files end, ``rewrite_delete``; ended inlined rows, ``inlined_delete``).
+
+Those tokens make every DuckDB writer that planned before this snapshot conflict with it
+(an insert, delete, merge, flush or alter of the table); a DuckDB insert or deletion that
+landed since the job's base snapshot makes this writer refuse instead, so a row is never
+lost, resurrected, or left in the old type.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from ..errors import CommitConflict
+from ..model.file_changes import RetypeColumn
+from .changes_made import Change as Token
+from .files import add_data_file, check_inputs, inputs_changed
+from .table_stats import stats_after_full_rewrite
+from .tables import T
+from .write import CommitContext, live_columns, resolve_path, write_change
+from .write_columns import edit_column, mark_altered
+
+_ADDED_ROWS = ("inserted_into_table", "inlined_insert", "inline_flush")
+
+
+def _inlined(ctx: CommitContext, name: str) -> sa.Table:
+    return sa.Table(
+        name,
+        sa.MetaData(),
+        sa.Column("begin_snapshot", sa.BigInteger),
+        sa.Column("end_snapshot", sa.BigInteger),
+        schema=ctx.pg_schema,
+    )
+
+
+def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumn, job: str) -> None:
+    """Every live file and inlined row of the table now is one the job rewrote."""
+    df = T["ducklake_data_file"]
+    live_files = set(
+        ctx.conn.execute(
+            sa.select(df.c.data_file_id).where(df.c.table_id == change.table_id, df.c.end_snapshot.is_(None))
+        ).scalars()
+    )
+    it = T["ducklake_inlined_data_tables"]
+    planned = dict(change.inlined)
+    live_rows = {}
+    for name in ctx.conn.execute(sa.select(it.c.table_name).where(it.c.table_id == change.table_id)).scalars():
+        inlined = _inlined(ctx, name)
+        live_rows[name] = ctx.conn.execute(
+            sa.select(sa.func.count()).select_from(inlined).where(inlined.c.end_snapshot.is_(None))
+        ).scalar_one()
+    if live_files - set(change.inputs.data_files) or any(n != planned.get(k, 0) for k, n in live_rows.items()):
+        raise inputs_changed(ctx, change.table_id, job, change.base_snapshot, _ADDED_ROWS + ("inlined_delete",))
+
+
+@write_change.register
+def _retype_column(change: RetypeColumn, ctx: CommitContext) -> None:
+    job = f"rewriteColumnType of {change.table_name}"
+    check_inputs(ctx, change.table_id, job, change.base_snapshot, change.inputs)
+    _check_all_rows_planned(ctx, change, job)
+    where = ".".join(change.path)
+    row = resolve_path(ctx, change.table_id, change.path, f"rewriteColumnType {where}")
+    if row["column_id"] != change.column_id or row["column_type"] != change.old_type:
+        raise CommitConflict(
+            f"{job}: {where} is now column {row['column_id']} of type {row['column_type']}, not "
+            f"column {change.column_id} of type {change.old_type}; nothing was committed"
+        )
+    initial_default, default_value = change.defaults
+    edit_column(
+        ctx,
+        change.table_id,
+        change.column_id,
+        column_type=change.new_type,
+        initial_default=initial_default,
+        default_value=default_value,
+    )
+    mark_altered(ctx, change.table_id, versioned=True, layout=True)
+    for output in change.outputs:
+        add_data_file(ctx, change.table_id, output)
+    sources = list(change.inputs.data_files)
+    if sources:
+        df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
+        ctx.end_live(df, df.c.data_file_id.in_(sources))
+        ctx.end_live(dl, dl.c.data_file_id.in_(sources))
+        ctx.tokens.append(Token("rewrite_delete", id=change.table_id))
+    ended = [name for name, rows in change.inlined if rows]
+    for name in ended:
+        inlined = _inlined(ctx, name)
+        ctx.emit(inlined.update().where(inlined.c.end_snapshot.is_(None)).values(end_snapshot=ctx.snapshot_id))
+    if ended:
+        ctx.tokens.append(Token("inlined_delete", id=change.table_id))
+    types = {r["column_id"]: r["column_type"] for r in live_columns(ctx, change.table_id)}
+    stats_after_full_rewrite(ctx, change.table_id, types, change.column_id, change.outputs)
