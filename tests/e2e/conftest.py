@@ -8,6 +8,7 @@ test works in a namespace of its own and drives the operator with kubectl.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import json
 import os
@@ -78,9 +79,11 @@ def spark_application_crd(cluster: KubeCluster) -> str:
 def operator(cluster: KubeCluster, chart: list[dict[str, Any]], tmp_path_factory) -> Iterator[Operator]:
     tmp = tmp_path_factory.mktemp("operator")
     kubeconfig = service_account_kubeconfig(cluster, str(tmp / "kubeconfig"))
-    # drift every 2 s, policies every second, a health trigger at most every 2 s per table
+    # drift every 2 s, policies every second, a health trigger at most every 2 s per table, a
+    # failed attempt retried after 1 s (then 2, 4, ...)
     op = Operator(kubeconfig, str(tmp / "operator.log"), DUCKLAKE_DRIFT_INTERVAL="2", DUCKLAKE_POLICY_INTERVAL="1",
-                  DUCKLAKE_TRIGGER_INTERVAL="2s", DUCKLAKE_STATE_DIR=str(tmp / "runs")).start()  # fmt: skip
+                  DUCKLAKE_TRIGGER_INTERVAL="2s", DUCKLAKE_RETRY_BACKOFF="1",
+                  DUCKLAKE_STATE_DIR=str(tmp / "runs")).start()  # fmt: skip
     try:
         yield op
     finally:
@@ -111,7 +114,7 @@ class Kube:
     def list(self, kind: str) -> list[dict[str, Any]]:
         return json.loads(self.kubectl("get", kind, "-o", "json"))["items"]
 
-    def events(self, name: str) -> list[dict[str, Any]]:
+    def events(self, name: str) -> builtins.list[dict[str, Any]]:  # list: the method above
         items = json.loads(self.kubectl("get", "events", "-o", "json"))["items"]
         return [e for e in items if e["involvedObject"].get("name") == name]
 

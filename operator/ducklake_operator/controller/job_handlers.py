@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Hashable, Mapping
 from functools import lru_cache
@@ -27,7 +28,7 @@ from . import metrics
 from .context import Controller, catalog_channel
 from .handlers import _catalog_for, _core_api, _manifest
 from .run_settings import SparkDefaults, effective_spark
-from .runs import ACTIVE, TERMINAL, OtherRun, RunContext, Runs, Tick, parse_stamp
+from .runs import ACTIVE, RETRY_BACKOFF, TERMINAL, OtherRun, RunContext, Runs, Tick, parse_stamp
 from .status import merge_conditions
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,7 @@ def _runs(memo: kopf.Memo) -> Runs:
             Leases(lambda: client.CoordinationV1Api(), alive),
             launchers(secret_value=memo.secrets.value, on_exit=lambda uid: ctl.signals.notify(run_channel(uid))),
             scrub=ctl.scrub,
+            retry_backoff=float(os.environ.get("DUCKLAKE_RETRY_BACKOFF", RETRY_BACKOFF)),
         )
     return memo.runs  # type: ignore[no-any-return]
 

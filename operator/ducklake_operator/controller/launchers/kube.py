@@ -135,13 +135,14 @@ class KubeLauncher:
         _deleted(lambda: core.delete_namespaced_config_map(name, ns))
 
     def stopped(self, launched: Launched) -> bool:
-        """No pod of the attempt runs: each has ended (Succeeded, Failed) or is gone. A pod
-        being deleted still runs until its grace period ends."""
+        """No pod of the attempt runs: each has ended (Succeeded, Failed), was never scheduled
+        to a node (so never ran), or is gone. A pod being deleted runs until its grace
+        period ends."""
         selector = launched.detail.get("pods")
         if not selector:
             return True
         pods = self._core().list_namespaced_pod(launched.detail["namespace"], label_selector=selector)
-        return all(p.status is not None and p.status.phase in ("Succeeded", "Failed") for p in pods.items)
+        return all(_pod_stopped(p) for p in pods.items)
 
     # ------------------------------------------------------------------ pieces
 
@@ -207,6 +208,11 @@ class SparkApplicationLauncher(KubeLauncher):
 
     def read_status(self, obj: dict[str, Any]) -> Observed:
         return observe_spark_application(obj)
+
+
+def _pod_stopped(pod: Any) -> bool:
+    phase = pod.status.phase if pod.status is not None else None
+    return phase in ("Succeeded", "Failed") or (phase in (None, "Pending") and not pod.spec.node_name)
 
 
 def _deleted(delete: Callable[[], Any]) -> None:
