@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from support.helm import ROOT
 from support.kube_cluster import KubeCluster
-from support.operator_process import Operator, install_chart, service_account_kubeconfig, wait_for
+from support.operator_process import Operator, install_chart, service_account_kubeconfig
+from support.shared import install_spark_application_crd
 
 _counter = itertools.count()
 
@@ -39,40 +39,10 @@ def chart(cluster: KubeCluster) -> list[dict[str, Any]]:
     return install_chart(cluster)
 
 
-def shared_fixture(name: str) -> str:
-    """A file of the shared directory's ``fixtures/``: ``$DUCKLAKE_SHARED``, else a ``shared``
-    directory beside the repository or beside one of its parents (a clone may sit deeper)."""
-    explicit = os.environ.get("DUCKLAKE_SHARED")
-    candidates = [explicit] if explicit else []
-    parent = os.path.abspath(ROOT)
-    while os.path.dirname(parent) != parent:
-        parent = os.path.dirname(parent)
-        candidates.append(os.path.join(parent, "shared"))
-    for shared in candidates:
-        path = os.path.join(shared, "fixtures", name)
-        if os.path.isfile(path):
-            return path
-    pytest.fail(f"test data {name} is missing: looked in {', '.join(candidates)} (set DUCKLAKE_SHARED)")
-
-
 @pytest.fixture(scope="session")
 def spark_application_crd(cluster: KubeCluster) -> str:
-    """The Kubeflow Spark Operator's SparkApplication CRD, installed as its chart would: test
-    data in ``fixtures/`` of the shared directory (``shared_fixture``), never copied into the
-    repository. Missing is a failure."""
-    path = shared_fixture("sparkoperator.k8s.io_sparkapplications.yaml")
-    name = "sparkapplications.sparkoperator.k8s.io"
-    cluster.kubectl("apply", "--server-side", "-f", path)  # server-side: too large for the last-applied annotation
-
-    def established() -> bool:
-        crd = json.loads(cluster.kubectl("get", "crd", name, "-o", "json"))
-        return any(
-            c["type"] == "Established" and c["status"] == "True"
-            for c in (crd.get("status") or {}).get("conditions") or []
-        )
-
-    wait_for(f"CRD {name} established", established, timeout=60)
-    return name
+    """The Kubeflow Spark Operator's SparkApplication CRD, installed as its chart would."""
+    return install_spark_application_crd(cluster)
 
 
 @pytest.fixture(scope="session")

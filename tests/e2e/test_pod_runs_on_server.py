@@ -15,7 +15,8 @@ from typing import Any
 
 from support.manifests import manifest, table
 from support.operator_process import condition, is_ready, wait_for
-from support.runs import ended, job, secret, state
+from support.runs import ended, job, secret, small_files_lake, state
+from support.shared import SPARK_APPLICATION_CRD, install_spark_application_crd
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
 PASSWORD = "Pod-Pa55word"
@@ -136,3 +137,22 @@ def test_a_run_as_a_spark_application_follows_its_state(
     assert ended(kube, "cancelled")["status"]["state"] == "Cancelled"
     wait_for("the application deleted", lambda: kube.get("sparkapplication", name) is None)
     assert state(kube, "completing") == "Succeeded" and kube.list("leases") == []
+
+
+def test_a_spark_application_run_without_the_spark_operator_fails_and_launches_nothing(
+    kube, operator, cluster, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """The Spark Operator's CRD is taken away for this test (and put back after)."""
+    small_files_lake(kube, tmp_path, inserts=1)
+    cluster.kubectl("delete", "crd", SPARK_APPLICATION_CRD, "--ignore-not-found", "--wait=true")
+    try:
+        kube.apply(job("nowhere", spark={"launcher": "SparkApplication", "image": IMAGE}))
+        status = ended(kube, "nowhere")["status"]
+    finally:
+        install_spark_application_crd(cluster)
+    assert status["state"] == "Failed" and "launched" not in status
+    assert (
+        "the Kubeflow Spark Operator is not installed (no sparkapplications.sparkoperator.k8s.io)"
+        in (status["message"])
+    )
+    assert [c["metadata"]["name"] for c in kube.list("configmaps")] in ([], ["kube-root-ca.crt"])
