@@ -39,7 +39,7 @@ from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import TableInputs, read_layouts, read_partition_specs
-from ducklake_operator.errors import CommitConflict
+from ducklake_operator.errors import CommitConflict, DuckLakeError
 from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, plan_repartition
 from ducklake_operator.model.file_changes import NewDataFile, NewDeleteFile, RepartitionFiles
 from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
@@ -238,7 +238,7 @@ def repartition(
         )
     runner = run.runner_for(runner, plan.input_bytes)
     report.fields["ranOn"] = ran_on(runner)
-    totals: dict[str, Any] = defaultdict(int)
+    totals: dict[str, Any] = {}
     committed: list[int] = []
     replanned = 0
     for _ in range(len(plan.batches) + REPLANS):  # a concurrent partitioning change can make more work: stop there
@@ -250,8 +250,7 @@ def repartition(
             replanned += 1
         else:
             committed.append(snapshot)
-            for k, v in done.items():
-                totals[k] += v
+            totals = _plus(totals, done)
         inputs, plan = _plan(catalog, schema, table, max_bytes_per_commit)
         if not plan.batches:
             break
@@ -371,7 +370,7 @@ def _run_batch(
             author=author,
             base_snapshot=plan.base_snapshot,
             message=f"repartition {t.qualified_name}: {len(batch.files)} files into {len(outs)} ({_describe(t)})",
-            extra_info=run.extra_info(report.done(**totals, batch=batch.index, **_written(batch, outs))),
+            extra_info=run.extra_info(report.done(**_plus(totals, _written(batch, outs)), batch=batch.index)),
             before_commit=lambda: fault_point("in_commit"),
         ),
         committing=lambda: run.committing(len(planned) // 2),
@@ -382,8 +381,13 @@ def _run_batch(
 
 def _column(t: TableState, column_id: int) -> ColumnState:
     column = t.column_by_id(column_id)
-    assert column is not None, f"partition key column {column_id} is not a column of {t.qualified_name}"
+    if column is None:  # DuckDB refuses to drop a partition key; a catalog written otherwise may hold one
+        raise DuckLakeError(f"{t.qualified_name} is partitioned by column id {column_id}, which it does not have")
     return column
+
+
+def _plus(totals: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
+    return {k: totals.get(k, 0) + v for k, v in batch.items()}
 
 
 def _written(batch: Batch, outputs: list[Merged]) -> dict[str, Any]:

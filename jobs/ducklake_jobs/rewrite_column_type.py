@@ -291,16 +291,23 @@ def _check_failures(work: Work, outputs: list[RetypeOutput]) -> None:
 
 
 def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str | None, str]:
-    """The column's initial_default and literal default_value in the new type, as DuckDB renders it."""
+    """The column's initial_default and literal default_value for the new type: kept as stored
+    when DuckDB reads that text in the new type as the converted value (DuckDB's own ALTER
+    keeps them: '7' of an int32 stays '7' for a float64), else DuckDB's text of it."""
     c = plan.column
+    old_sql, new_sql = to_duckdb_sql(c.type), to_duckdb_sql(plan.new_type)
     con = duckdb.connect()
     try:
 
         def convert(text: str | None, what: str) -> str | None:
             if text is None:
                 return None
-            value = f"CAST({literal(text)} AS {to_duckdb_sql(c.type)})"
-            row = con.execute(f"SELECT CAST({conversion_sql(c.type, plan.new_type, value)} AS VARCHAR)", []).fetchone()
+            converted = conversion_sql(c.type, plan.new_type, f"CAST($text AS {old_sql})")
+            row = con.execute(
+                f"SELECT CAST(v AS VARCHAR), TRY_CAST($text AS {new_sql}) IS NOT DISTINCT FROM v "
+                f"FROM (SELECT {converted} AS v)",
+                {"text": text},
+            ).fetchone()
             if row is None or row[0] is None:
                 if on_cast_error == "fail":
                     raise JobFailed(
@@ -308,7 +315,7 @@ def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str 
                         f"{plan.new_type}; change it first, or set onCastError: null to drop it; nothing was committed"
                     )
                 return None
-            return str(row[0])
+            return text if row[1] else str(row[0])
 
         literal_default = c.default_value_type == "literal" and c.has_default
         default = convert(c.default_value, "default") if literal_default else c.default_value

@@ -97,12 +97,14 @@ def _in_process(
 
 
 def _spark_context(runner: Runner) -> Any:
-    """The SparkContext the runner's tasks run in. Runners hide their Spark settings (the job
-    program's come from its run document), so one empty task through the runner starts its
-    session, whose context is then the process's one (its Python worker is reused after)."""
-    runner(_nothing, [None])
+    """The SparkContext the runner's tasks run in: the process's one (a session's getOrCreate
+    returns it whatever its settings). Runners hide their Spark settings (the job program's
+    come from its run document), so without one yet, one empty task through the runner
+    starts its session (and a Python worker, reused after)."""
     from pyspark import SparkContext
 
+    if SparkContext._active_spark_context is None:
+        runner(_nothing, [None])
     return SparkContext.getOrCreate()
 
 

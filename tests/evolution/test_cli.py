@@ -297,7 +297,7 @@ def test_run_job_housekeeping(workdir: str) -> None:
     assert bad.returncode == 1 and "-p.targetFileSize: 'huge' is not a size" in bad.stderr
     assert "-p.minInputFile: not a parameter of compact (did you mean minInputFiles?)" in bad.stderr
     assert (
-        ducklake("run-job", "repartition", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir).returncode == 2
+        ducklake("run-job", "ingest", "sales.orders", "-f", "examples/catalog.yaml", cwd=workdir).returncode == 2
     )
     ducklake(
         "sql",

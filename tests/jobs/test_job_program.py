@@ -187,7 +187,7 @@ BAD_INPUT = {
     "bad value": ("compact", "main.t", {"targetFileSize": "big"}, "params.targetFileSize: "),
     "missing table": ("compact", "main.nope", {}, "table main.nope does not exist"),
     "no table": ("compact", None, {}, "compact needs a table (schema.table)"),
-    "not available": ("repartition", "main.t", {}, "repartition is not available yet"),
+    "not available": ("ingest", "main.t", {}, "ingest is not available yet"),
 }
 
 

@@ -1,4 +1,4 @@
-"""SIGKILL each data-writing job (compact, rewriteDeletes, flushInlinedData) before, during
+"""SIGKILL each data-writing job (compact, rewriteDeletes, flushInlinedData, repartition) before, during
 and after its commit: the table is consistent every time (DuckDB reads the same rows), and
 the files that never got committed are orphans that deleteOrphanFiles removes. And lose
 each job's COMMIT on the wire: the job learns whether it landed."""
@@ -33,9 +33,13 @@ SETUP = {
         "INSERT INTO lk.t VALUES (3, 'c')",
         "DELETE FROM lk.t WHERE id = 2",
     ],
+    "repartition": [
+        *(f"INSERT INTO lk.t SELECT i, 'v' || (i % 3) FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(2)),
+        "ALTER TABLE lk.t SET PARTITIONED BY (v)",
+    ],
 }
 # files a committed run leaves referenced (live data files), and files an uncommitted run leaves behind
-OUTCOME = {"compact": (1, 1), "rewriteDeletes": (1, 1), "flushInlinedData": (1, 2)}
+OUTCOME = {"compact": (1, 1), "rewriteDeletes": (1, 1), "flushInlinedData": (1, 2), "repartition": (3, 3)}
 
 
 @pytest.mark.parametrize("operation", list(SETUP))

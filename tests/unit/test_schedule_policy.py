@@ -223,18 +223,20 @@ def test_suspend_runs_nothing() -> None:
     assert status["compact"]["nextRun"] is None and status["expireSnapshots"]["nextRun"] is None
 
 
-def test_partition_rewrite_is_reported_not_available_and_creates_no_run() -> None:
-    p = policy(partitionRewrite={"schedule": "* * * * *"})
-    result = plan(p, [table()], at(1, 2))
-    assert result.runs == () and result.not_available == (
-        "repartition is not available yet: the policy's schedule for it creates no run",
-    )
-    status = policy_status(p, created=CREATED, tables=[table()], history={}, now=at(1, 2), catalog_owner=None)
-    assert status["repartition"] == {
-        "schedule": "* * * * *",
-        "available": False,
-        "message": "repartition is not available yet; no run is created",
-    }
+def test_partition_rewrite_runs_repartition_per_table_on_its_schedule() -> None:
+    p = policy(partitionRewrite={"schedule": "0 4 * * *"})
+    tables = [table("sales.orders"), table("sales.items")]
+    result = plan(p, tables, at(2, 4, 5))
+    assert result.not_available == ()
+    assert [(r.table, r.operation, r.params, r.schedule_time) for r in result.runs] == [
+        ("sales.items", "repartition", {}, at(2, 4)),
+        ("sales.orders", "repartition", {}, at(2, 4)),
+    ]
+    for run in result.runs:
+        job_keywords(run.operation, run.params)  # what the run gets is valid for the job
+    status = policy_status(p, created=CREATED, tables=tables, history={}, now=at(2, 4, 5), catalog_owner=None)
+    assert status["repartition"]["schedule"] == "0 4 * * *" and "available" not in status["repartition"]
+    assert status["repartition"]["tables"]["sales.orders"]["params"] == {}
 
 
 # ------------------------------------------------------------------ triggers

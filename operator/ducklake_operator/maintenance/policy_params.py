@@ -69,7 +69,7 @@ def sets_catalog_wide(policy: MaintenancePolicySpec) -> bool:
 
 def table_params(policy: MaintenancePolicySpec, table: MaintainedTable) -> dict[str, dict[str, Any]]:
     """Operation -> the params a run of it on ``table`` gets (operations without params
-    have ``{}``; ``repartition`` too, it takes none yet)."""
+    have ``{}``; ``repartition`` too: its runs take the job's defaults)."""
     out: dict[str, dict[str, Any]] = {op: {} for op in table_schedules(policy)}
     if (c := policy.compaction) is not None:
         target = TARGET_FILE_SIZE.resolve(c.target_file_size, table.option)

@@ -17,7 +17,7 @@ Rules, per table and operation (catalog-wide operations: per operation, table ``
   the policy's creation.
 * A health trigger (``triggers``) fires at most once per evaluation, and not sooner than
   ``min_trigger_interval`` after the last run of that table and operation started.
-* An operation that is not available yet (``repartition``) creates no run; its status says so.
+* An operation that is not available yet creates no run; its status says so.
 * Catalog-wide operations run only in the catalog's owner policy (``selection``); the others
   report the conflict and run none of them.
 """

@@ -1,0 +1,372 @@
+"""repartition through DuckDB 1.5.5: after the partitioning changed (none -> month(ts),
+identity(a) -> identity(b), year(ts) -> day(ts)), the files written under the earlier spec
+are rewritten into the current one. DuckDB reads the same rows and rowids now and at every
+earlier snapshot still kept, each row lands in the partition DuckDB's own insert puts it in,
+DuckDB prunes by the new partitioning, and DuckDB keeps working on the output (inserts,
+deletes, its own merge and rewrite). DuckDB writing during the job loses nothing."""
+
+from __future__ import annotations
+
+import os
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ducklake_jobs import repartition as repartition_job
+from ducklake_jobs.housekeeping import delete_orphan_files
+from ducklake_jobs.operations import run_operation
+from ducklake_jobs.runtime import run_on_spark
+from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import CommitConflict, SpecError, TableNotFound
+from ducklake_operator.model.partitioning import hive_directory
+from support import duck
+from support.manifests import manifest
+
+
+@dataclass(frozen=True)
+class Scenario:
+    ts: str  # each row's timestamp, from i
+    before: str  # the partitioning the first files are written under ('' for none)
+    after: str
+    keys: tuple[str, ...]  # hive directory names of the new partitioning
+    prune: str  # a filter the new partitioning prunes by
+    pruned_to: str  # the hive directory of the files the filter reads
+    extra: tuple[str, ...] = ()  # statements after the first two inserts (schema changes)
+    ts_name: str = "ts"  # the timestamp column's name after them
+
+
+SCENARIOS = {
+    # one year: months are the year's, so their files hold disjoint time ranges
+    "none-to-month": Scenario(
+        "TIMESTAMP '2024-01-01' + INTERVAL ((i * 7919) % 8760) HOUR",
+        "",
+        "month(ts)",
+        ("month",),
+        "ts >= '2024-03-01' AND ts < '2024-04-01'",
+        "month=3",
+    ),
+    "identity-a-to-b": Scenario(
+        "TIMESTAMP '2024-01-01' + INTERVAL (i) MINUTE",
+        "a",
+        "b",
+        ("b",),
+        "b = 'b1'",
+        "b=b1",
+        ("ALTER TABLE lk.t ADD COLUMN c INTEGER DEFAULT 5",),  # files of two schema versions
+    ),
+    # one month: days are the month's
+    "year-to-day": Scenario(
+        "TIMESTAMP '2024-03-01' + INTERVAL ((i * 7919) % 744) HOUR",
+        "year(ts)",
+        "day(happened)",
+        ("day",),
+        "happened >= '2024-03-05' AND happened < '2024-03-06'",
+        "day=5",
+        ("ALTER TABLE lk.t RENAME COLUMN ts TO happened",),  # the key column, renamed: files of both names
+        "happened",
+    ),
+}
+
+
+def insert(s: Scenario, lo: int, hi: int, ts: str | None = None) -> str:
+    return (
+        f"INSERT INTO lk.t (id, {ts or s.ts_name}, a, b) SELECT i, {s.ts}, i % 4, 'b' || (i % 3) "
+        f"FROM range({lo}, {hi}) t(i)"
+    )
+
+
+def workload(s: Scenario) -> tuple[list[str], list[str]]:
+    """Statements before and after the partitioning changes: files with delete files, inlined
+    deletions, an update's file (row ids embedded), later deletes on old and new files."""
+    first = ["CREATE TABLE lk.t(id INTEGER, ts TIMESTAMP, a INTEGER, b VARCHAR)"]
+    first += [f"ALTER TABLE lk.t SET PARTITIONED BY ({s.before})"] if s.before else []
+    first += [insert(s, k * 400, k * 400 + 400, "ts") for k in range(2)]
+    first += [*s.extra, *(insert(s, k * 400, k * 400 + 400) for k in range(2, 4))]
+    first += ["DELETE FROM lk.t WHERE id % 7 = 0"]  # delete files: expired below, so dropped
+    then = [
+        "DELETE FROM lk.t WHERE id IN (1, 401)",  # inlined deletions: expired too
+        "UPDATE lk.t SET b = 'upd' WHERE id BETWEEN 100 AND 160",
+        f"ALTER TABLE lk.t SET PARTITIONED BY ({s.after})",
+        insert(s, 2000, 2300),  # under the new spec already
+        "DELETE FROM lk.t WHERE id % 11 = 0",  # after the change, on old and new files
+    ]
+    return first, then
+
+
+def build(location: CatalogLocation, data_path: str, s: Scenario) -> int:
+    """The table, with every snapshot before the update expired (so the rows deleted until then,
+    and the update's old versions, are invisible everywhere); returns the oldest snapshot left."""
+    Catalog.create(location, data_path).close()
+    first, then = workload(s)
+    duck.run_workload(location, first + then[:1])
+    with closing(Catalog.open(location)) as catalog:
+        oldest = catalog.snapshot().snapshot_id + 1
+        duck.run_workload(location, then[1:])
+        run_operation(catalog, "expireSnapshots", None, {"versions": list(range(oldest))})
+    return oldest
+
+
+def observe(location: CatalogLocation) -> dict[str, Any]:
+    con = duck.attach(location, con=duck.connect())
+    try:
+        snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk')").fetchall()]
+        return {
+            "now": con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall(),
+            "agg": con.execute("SELECT count(*), min(id), max(id), min(b), max(b) FROM lk.t").fetchone(),
+            "history": {
+                v: con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {v}) ORDER BY rowid").fetchall()
+                for v in snapshots
+            },
+        }
+    finally:
+        con.close()
+
+
+def files_read(con: Any, where: str) -> int:
+    plan = con.execute(f"EXPLAIN ANALYZE SELECT count(*) FROM lk.t WHERE {where}").fetchall()[0][1]
+    (line,) = [line for line in plan.splitlines() if "Total Files Read" in line]
+    return int(line.split(":")[1].strip(" │"))
+
+
+def hive_dirs(con: Any, table: str) -> dict[int, str]:
+    """id -> the hive directory of the file holding it."""
+    return {
+        i: os.path.basename(os.path.dirname(f))
+        for i, f in con.execute(f"SELECT id, filename FROM lk.{table}").fetchall()
+    }
+
+
+def current_spec(con: Any) -> int:
+    return con.execute(
+        "SELECT p.partition_id FROM __ducklake_metadata_lk.ducklake_partition_info p "
+        "JOIN __ducklake_metadata_lk.ducklake_table t ON t.table_id = p.table_id AND t.table_name = 't' "
+        "WHERE p.end_snapshot IS NULL AND t.end_snapshot IS NULL"
+    ).fetchone()[0]
+
+
+def partition_rows(con: Any) -> list[tuple[str, tuple[str | None, ...], int | None]]:
+    """Every live data file of lk.t: (path, partition values, partition id)."""
+    rows = con.execute(
+        "SELECT f.path, list(v.partition_value ORDER BY v.partition_key_index), f.partition_id "
+        "FROM __ducklake_metadata_lk.ducklake_data_file f "
+        "JOIN __ducklake_metadata_lk.ducklake_table t ON t.table_id = f.table_id AND t.table_name = 't' "
+        "AND t.end_snapshot IS NULL "
+        "LEFT JOIN __ducklake_metadata_lk.ducklake_file_partition_value v ON v.data_file_id = f.data_file_id "
+        "WHERE f.end_snapshot IS NULL GROUP BY ALL"
+    ).fetchall()
+    return [(path, tuple(values or ()), pid) for path, values, pid in rows]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_repartition_through_duckdb(make_location, tmp_path, kind: str, scenario: str) -> None:  # type: ignore[no-untyped-def]
+    s = SCENARIOS[scenario]
+    location = make_location(kind)
+    oldest = build(location, str(tmp_path / "data") + "/", s)
+    before = observe(location)
+    con = duck.attach(location)
+    read_before = files_read(con, s.prune)
+    spec = current_spec(con)
+    old_files = [path for path, _, pid in partition_rows(con) if pid != spec]
+    con.close()
+
+    result = run_operation(Catalog.open(location), "repartition", "main.t", {})
+    assert result["committedSnapshot"] == result["committedSnapshots"][0] and result["filesLeft"] == 0
+    assert result["partitionedBy"] == s.after and result["filesRead"] == len(old_files) >= 5
+    # rows deleted at or before the oldest snapshot (the update's) are gone: by the first
+    # delete, the inlined deletions and the update; later deletions are carried over
+    dropped = sum(1 for i in range(1600) if i % 7 == 0) + 2 + sum(1 for i in range(100, 161) if i % 7)
+    assert oldest > 2 and result["deletedRowsDropped"] == dropped
+    assert result["deleteFilesWritten"] > 0
+
+    after = observe(location)
+    assert after["now"] == before["now"] and after["agg"] == before["agg"]
+    assert list(after["history"]) == list(before["history"]) + [result["committedSnapshot"]]
+    for v, rows in before["history"].items():
+        assert after["history"][v] == rows, v
+
+    con = duck.attach(location)
+    # every file is under the new spec; its values are its hive directory's
+    live = partition_rows(con)
+    assert {pid for _, _, pid in live} == {spec}
+    for path, values, _ in live:
+        assert os.path.dirname(path) == hive_directory(list(s.keys), values), path
+    # each row is in the partition DuckDB's own insert puts it in
+    con.execute("CREATE TABLE lk.u AS SELECT * FROM lk.t LIMIT 0")
+    con.execute(f"ALTER TABLE lk.u SET PARTITIONED BY ({s.after})")
+    con.execute("INSERT INTO lk.u SELECT * FROM lk.t")
+    assert hive_dirs(con, "t") == hive_dirs(con, "u")
+    # DuckDB prunes by the new partitioning: it reads that partition's files only
+    read_after = files_read(con, s.prune)
+    assert read_after == sum(1 for path, _, _ in live if os.path.dirname(path) == s.pruned_to) < read_before
+    con.close()
+    assert run_operation(Catalog.open(location), "repartition", "main.t", {})["nothingToDo"].startswith(
+        f"every live data file is written under the table's current partitioning ({s.after})"
+    )
+
+    con = duck.attach(location, con=duck.connect())  # DuckDB keeps working on the output
+    con.execute(insert(s, 5000, 5100))
+    con.execute("DELETE FROM lk.t WHERE id % 13 = 0")
+    con.execute("CALL ducklake_merge_adjacent_files('lk')")
+    con.execute("CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => 0.01)")
+    expected = sum(1 for r in before["now"] if r[1] % 13) + sum(1 for i in range(5000, 5100) if i % 13)
+    assert con.execute("SELECT count(*), count(DISTINCT rowid) FROM lk.t").fetchone() == (expected, expected)
+    con.close()
+    after_merge = observe(location)
+    for v, rows in before["history"].items():
+        assert after_merge["history"][v] == rows, v
+
+
+def test_repartition_on_spark_in_batches(make_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Spark local mode, several batches: each commits a snapshot of its own, and every one
+    of them reads the same rows."""
+    s = SCENARIOS["none-to-month"]
+    location = make_location("sqlite")
+    build(location, str(tmp_path / "data") + "/", s)
+    before = observe(location)
+    catalog = Catalog.open(location)
+    sizes = sorted(f.file_size_bytes for f in catalog.state().table("main", "t").data_files)
+    result = run_operation(catalog, "repartition", "main.t", {"maxBytesPerCommit": sizes[-1] * 2}, runner=run_on_spark)
+    assert result["ranOn"] == "spark" and result["filesRead"] == 5 and result["filesLeft"] == 0
+    assert result["batches"] == len(result["committedSnapshots"]) >= 2
+    after = observe(location)
+    assert after["now"] == before["now"]
+    for v, rows in before["history"].items():
+        assert after["history"][v] == rows, v
+    for v in result["committedSnapshots"]:
+        assert after["history"][v] == before["now"], v
+    assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []
+
+
+def test_inlined_rows_stay_until_flushed(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+    """Inlined rows have no partition: they stay inlined, and are repartitioned once a flush
+    wrote them under the spec of their layout."""
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
+    con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(100) t(i)")
+    con.execute("INSERT INTO lk.t VALUES (1000, 'b1'), (1001, 'b2')")  # inlined
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
+    rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    result = run_operation(catalog, "repartition", "main.t", {})
+    assert result["filesRead"] == 1 and result["filesWritten"] == 3
+    assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
+    con.execute("CALL ducklake_flush_inlined_data('lk')")  # written unpartitioned: the spec of their layout
+    again = run_operation(catalog, "repartition", "main.t", {})
+    assert again["filesRead"] == 1 and again["rowsWritten"] == 2
+    assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
+    assert {os.path.dirname(p) for p, _, _ in partition_rows(con)} == {"b=b0", "b=b1", "b=b2"}
+
+
+def test_nothing_to_do(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
+    con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(100) t(i)")
+    latest = catalog.snapshot().snapshot_id
+    result = run_operation(catalog, "repartition", "main.t", {})
+    assert result["committedSnapshot"] is None and result["filesWritten"] == 0
+    assert (
+        result["nothingToDo"]
+        == "every live data file is written under the table's current partitioning (unpartitioned)"
+    )
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
+    con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(100, 200) t(i)")
+    dry = run_operation(catalog, "repartition", "main.t", {"dryRun": True})
+    assert dry["filesRead"] == 1 and [len(g["files"]) for b in dry["plan"] for g in b["groups"]] == [1]
+    assert catalog.snapshot().snapshot_id == latest + 2  # the dry run committed nothing
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (id)")
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")  # back to the same keys: files stay as they are
+    assert run_operation(catalog, "repartition", "main.t", {"dryRun": True})["filesRead"] == 1
+
+
+def test_bad_input(catalog: Catalog) -> None:
+    """partitionBy naming a column the table does not have is refused by the manifest loader,
+    with its field path; a table that does not exist by the job."""
+    doc = manifest(
+        "DuckLakeTable",
+        "t",
+        {
+            "catalogRef": {"name": "lake"},
+            "columns": [{"name": "id", "type": "int32"}],
+            "partitionBy": [{"column": "ts", "transform": "month"}],
+        },
+    )
+    with pytest.raises(SpecError, match=r"spec\.partitionBy\[0\]\.column: 'ts' is not a top-level column of the table"):
+        parse_manifest(doc)
+    with pytest.raises(TableNotFound, match="table main.nope does not exist"):
+        run_operation(catalog, "repartition", "main.nope", {})
+    with pytest.raises(SpecError, match=r"params.maxBytesPerCommit: 'lots' is not a size"):
+        run_operation(catalog, "repartition", "main.t", {"maxBytesPerCommit": "lots"})
+
+
+# ------------------------------------------------------------------ concurrent DuckDB writers
+
+DURING = {
+    # an input gets a delete file, or inlined deletions: the batch is refused and planned again
+    "delete-file": ("DELETE FROM lk.t WHERE id BETWEEN 0 AND 40", 1, set(range(41))),
+    "inlined-delete": ("DELETE FROM lk.t WHERE id = 5", 1, {5}),
+    # an insert is kept (it is written under the new spec, no conflict)
+    "insert": ("INSERT INTO lk.t SELECT i, 'b' || (i % 3), i % 2 FROM range(1000, 1050) t(i)", 0, set()),
+    # the partitioning changed again: the batch is refused, the next plan is by the newest spec
+    "repartitioned": ("ALTER TABLE lk.t SET PARTITIONED BY (g)", 1, set()),
+}
+
+
+@pytest.mark.parametrize("what", list(DURING))
+def test_duckdb_writes_during_the_job(catalog: Catalog, location, monkeypatch, what: str) -> None:  # type: ignore[no-untyped-def]
+    sql, replanned, deleted = DURING[what]
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR, g INTEGER)")
+    for k in range(3):
+        con.execute(f"INSERT INTO lk.t SELECT i, 'b' || (i % 3), i % 2 FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
+    original, calls = repartition_job.merge_chunks, []
+
+    def merge_then_write(task, files):  # type: ignore[no-untyped-def]
+        calls.append(task)
+        if len(calls) == 1:
+            con.execute(sql)  # lands while the job writes
+        return original(task, files)
+
+    monkeypatch.setattr(repartition_job, "merge_chunks", merge_then_write)
+    expected = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    result = run_operation(catalog, "repartition", "main.t", {})
+    assert result.get("replanned", 0) == replanned and result["filesLeft"] == 0
+    now = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    after_write = (
+        duck.attach(location, con=duck.connect()).execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    )
+    assert now == after_write
+    if what == "insert":
+        assert now[: len(expected)] == expected and len(now) == len(expected) + 50
+    else:  # the deletion is kept, nothing else is lost
+        assert now == [r for r in expected if r[1] not in deleted]
+    if what == "repartitioned":
+        assert {os.path.dirname(p).split("=")[0] for p, _, _ in partition_rows(con)} == {"g"}
+    assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []  # the refused attempt's files went
+
+
+def test_a_batch_refused_every_time_commits_nothing(catalog: Catalog, location, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
+    con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(300) t(i)")
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
+    original = repartition_job.merge_chunks
+    deletes = iter(range(300))
+
+    def merge_then_delete(task, files):  # type: ignore[no-untyped-def]
+        con.execute(f"DELETE FROM lk.t WHERE id = {next(deletes)}")
+        return original(task, files)
+
+    monkeypatch.setattr(repartition_job, "merge_chunks", merge_then_delete)
+    latest = catalog.snapshot().snapshot_id
+    with pytest.raises(
+        CommitConflict, match=r"repartition of main\.t: snapshot \d+ \(inlined_delete:1\) changed its input"
+    ):
+        repartition_job.repartition(catalog, "main", "t")
+    changes = [s.changes_made for s in catalog.snapshots() if s.snapshot_id > latest]
+    assert changes and all(c == "inlined_delete:1" for c in changes)  # only DuckDB's deletes committed
+    assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (300 - len(changes),)
+    assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []

@@ -1,0 +1,441 @@
+"""rewriteColumnType through DuckDB 1.5.5, on SQLite and PostgreSQL catalogs.
+
+Where DuckDB can change the type itself (a widening it allows, int32 -> float64), the job is
+compared with DuckDB's ALTER COLUMN TYPE on a twin lake: the same rows, rowids and types now
+and at every earlier snapshot, the same column rows, schema versions and inlined tables. Where
+it cannot (varchar -> int64, a struct field varchar -> date), DuckDB reads the converted values
+now and the old ones at every earlier snapshot. DuckDB keeps writing, merging and flushing
+afterwards. Bad input fails with a sentence and changes nothing; rows DuckDB writes while the
+job runs are never lost; a job killed before, during or after its commit leaves a consistent
+table and only orphans."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ducklake_jobs import rewrite_column_type as job
+from ducklake_jobs.housekeeping import delete_orphan_files
+from ducklake_jobs.operations import run_operation
+from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
+from support import duck
+from support.dump import dump
+from support.job_lakes import Lake
+
+INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
+DAY_FORMATS = ("%Y/%m/%d", "%y-%m-%d", "%Y%m%d")  # s.a of the three inserts, in Doris's formats
+WORKLOAD = [
+    "CREATE TABLE lk.t(id INTEGER, n INTEGER DEFAULT 7, v VARCHAR, s STRUCT(a VARCHAR, b INTEGER))",
+    *[
+        f"INSERT INTO lk.t SELECT i, i % 50, ' ' || (i * 3)::VARCHAR, "
+        f"{{'a': strftime(DATE '2024-01-01' + (i % 60)::INTEGER, '{fmt}'), 'b': i}} "
+        f"FROM range({k * 100}, {k * 100 + 100}) t(i)"
+        for k, fmt in enumerate(DAY_FORMATS)
+    ],
+    "DELETE FROM lk.t WHERE id BETWEEN 10 AND 40",  # a delete file
+    "DELETE FROM lk.t WHERE id = 150",  # an inlined file deletion
+    "UPDATE lk.t SET v = '999' WHERE id = 250",
+    "INSERT INTO lk.t VALUES (1000, 1, '42', NULL), (1001, NULL, NULL, {'a': NULL, 'b': 1})",  # inlined rows
+    "DELETE FROM lk.t WHERE id = 1001",  # an inlined row deleted
+    "ALTER TABLE lk.t ADD COLUMN extra INTEGER DEFAULT 5",  # files written before it lack it
+    "INSERT INTO lk.t SELECT i, i % 50, i::VARCHAR, {'a': '2024-03-01', 'b': i}, i FROM range(2000, 2040) t(i)",
+]
+# what DuckDB keeps doing on the table afterwards (each side of a twin the same)
+AFTERWARDS = [
+    "INSERT INTO lk.t (id, n, v) VALUES (5000, 3, 77)",
+    "INSERT INTO lk.t (id, n, v) SELECT i, 2, i FROM range(6000, 6100) t(i)",
+    "DELETE FROM lk.t WHERE id IN (60, 6050)",
+    "CALL ducklake_merge_adjacent_files('lk')",
+    "CALL ducklake_flush_inlined_data('lk')",
+]
+
+
+def build(location: CatalogLocation, data_path: str) -> None:
+    Catalog.create(location, data_path).close()
+    duck.run_workload(location, WORKLOAD)
+
+
+def observe(location: CatalogLocation, agg: str = "count(*), min(id), max(id)") -> dict[str, Any]:
+    """Rows by rowid and column types now and at every snapshot since the table's creation, and
+    aggregates DuckDB may answer from statistics (a fresh session each time)."""
+    con = duck.attach(location, con=duck.connect())
+    try:
+        (latest,) = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone() or (0,)
+
+        def at(clause: str) -> tuple[list[Any], list[Any]]:
+            return (
+                con.execute(f"SELECT rowid, * FROM lk.t{clause} ORDER BY rowid").fetchall(),
+                [r[:2] for r in con.execute(f"DESCRIBE SELECT * FROM lk.t{clause}").fetchall()],
+            )
+
+        return {
+            "now": at(""),
+            "agg": con.execute(f"SELECT {agg} FROM lk.t").fetchone(),
+            "history": {v: at(f" AT (VERSION => {v})") for v in range(1, latest + 1)},
+        }
+    finally:
+        con.close()
+
+
+def same_history(after: dict[str, Any], before: dict[str, Any]) -> None:
+    for v, seen in before["history"].items():
+        assert after["history"][v] == seen, f"snapshot {v} reads differently"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_rewrite_matches_duckdbs_alter_column_type(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, kind: str
+) -> None:
+    """int32 -> float64 (DuckDB widens it in place; a rewrite under the DuckLake spec's rules)."""
+    theirs, ours = make_location(kind), make_location(kind)
+    build(theirs, str(tmp_path / "a") + "/")
+    build(ours, str(tmp_path / "b") + "/")
+    before = observe(ours)
+    duck.run_workload(theirs, ["ALTER TABLE lk.t ALTER COLUMN n TYPE DOUBLE"])
+    report = run_operation(Catalog.open(ours), "rewriteColumnType", "main.t", {"column": "n", "type": "float64"})
+    assert report["committedSnapshot"] is not None and report["inlinedRowsRewritten"] == 2  # 1000 and the update
+
+    agg = "count(*), min(n), max(n), sum(n), count(n)"
+    a, b = observe(theirs, agg), observe(ours, agg)
+    assert b == a
+    assert ("n", "DOUBLE") in b["now"][1]
+    same_history(b, before)
+    x, y = dump(theirs), dump(ours)
+    for table in ("ducklake_column", "ducklake_schema_versions", "ducklake_inlined_data_tables"):
+        assert x[table] == y[table], table
+    latest = lambda rows: max(rows, key=lambda r: r[0])  # noqa: E731  (dump sorts by text)
+    assert latest(x["ducklake_snapshot"])[2:4] == latest(y["ducklake_snapshot"])[2:4]  # schema version, catalog ids
+    assert "altered_table:1" in latest(y["ducklake_snapshot_changes"])[1]
+
+    duck.run_workload(theirs, AFTERWARDS)
+    duck.run_workload(ours, AFTERWARDS)
+    a, b = observe(theirs, agg), observe(ours, agg)
+    assert a["now"] == b["now"] and a["agg"] == b["agg"]
+    same_history(b, before)
+
+
+def converted(rows: list[tuple[Any, ...]], v: bool, day: bool) -> list[tuple[Any, ...]]:
+    """The workload's rows (rowid, id, n, v, s, extra) as the conversions make them."""
+
+    def to_date(text: str | None) -> datetime.date | None:
+        if text is None:
+            return None
+        fmt = next(f for f in ("%Y/%m/%d", "%y-%m-%d", "%Y%m%d", "%Y-%m-%d") if _parses(text, f))
+        return datetime.datetime.strptime(text, fmt).date()
+
+    out = []
+    for rowid, id_, n, text, s, extra in rows:
+        value = int(text) if v and text is not None else text
+        struct = dict(s, a=to_date(s["a"])) if day and s is not None else s
+        out.append((rowid, id_, n, value, struct, extra))
+    return out
+
+
+def _parses(text: str, fmt: str) -> bool:
+    try:
+        datetime.datetime.strptime(text, fmt)
+    except ValueError:
+        return False
+    return len(text) == len(datetime.datetime.strptime(text, fmt).strftime(fmt))
+
+
+@pytest.mark.parametrize(
+    "kind, runner",
+    [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
+    ids=["sqlite", "postgres", "sqlite-spark"],
+)
+def test_new_type_now_old_values_before(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, kind: str, runner: Runner
+) -> None:
+    location = make_location(kind)
+    build(location, str(tmp_path / "data") + "/")
+    catalog = Catalog.open(location)
+    before = observe(location)
+    first = job.rewrite_column_type(catalog, "main", "t", column=("v",), new_type=_type("int64"), runner=runner)
+    assert first["ranOn"] == ("spark" if runner is run_on_spark else "in-process")
+    middle = observe(location)
+    job.rewrite_column_type(catalog, "main", "t", column=("s", "a"), new_type=_type("date"), runner=runner)
+    agg = "count(*), min(v), max(v), sum(v), min(s.a), max(s.a), count(s.a)"
+    after = observe(location, agg)
+
+    expected = converted(before["now"][0], v=True, day=True)
+    assert after["now"][0] == expected  # same rowids, converted values
+    assert ("v", "BIGINT") in after["now"][1] and ("s", "STRUCT(a DATE, b INTEGER)") in after["now"][1]
+    values, days = [r[3] for r in expected if r[3] is not None], [r[4]["a"] for r in expected if r[4] and r[4]["a"]]
+    assert after["agg"] == (len(expected), min(values), max(values), sum(values), min(days), max(days), len(days))
+    same_history(after, before)
+    assert middle["now"][0] == converted(before["now"][0], v=True, day=False)
+    same_history(after, middle)
+
+    duck.run_workload(location, AFTERWARDS)
+    con = duck.attach(location, con=duck.connect())
+    assert con.execute("SELECT count(*), sum(v) FILTER (WHERE id >= 5000) FROM lk.t").fetchone() == (
+        len(expected) + 101 - 2,
+        77 + sum(range(6000, 6100)) - 6050,
+    )
+    con.close()
+    same_history(observe(location), after)
+
+
+def _type(text: str) -> Any:
+    from ducklake_operator.model.types import parse_type
+
+    return parse_type(text)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.fixture
+def lake(location: CatalogLocation, tmp_path: Path) -> Lake:
+    data = str(tmp_path / "data") + "/"
+    Catalog.create(location, data).close()
+    duck.run_workload(
+        location,
+        [
+            "CREATE TABLE lk.t(id INTEGER, v VARCHAR, l VARCHAR[], p INTEGER)",
+            "INSERT INTO lk.t SELECT i, i::VARCHAR, ['1'], 0 FROM range(50) t(i)",
+            "INSERT INTO lk.t VALUES (50, 'abc', NULL, 0), (51, '7', NULL, 0)",
+            "INSERT INTO lk.t SELECT i, CASE WHEN i = 60 THEN '6.5' ELSE i::VARCHAR END, NULL, 0 FROM range(52, 80) t(i)",
+            "ALTER TABLE lk.t SET PARTITIONED BY (p)",
+        ],
+    )
+    return Lake(location, data)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"column": "v", "type": "boolean"}, "varchar → boolean is not a conversion a rewrite can do"),
+        ({"column": "id", "type": "int16"}, "int32 → int16 is not a conversion a rewrite can do"),
+        ({"column": "l.element", "type": "int32"}, "only top-level columns and struct fields"),
+        ({"column": "p", "type": "varchar"}, "the table is partitioned by it"),
+        ({"column": "nope", "type": "int32"}, "main.t has no column nope"),
+    ],
+    ids=["outside-the-list", "narrowing", "list-element", "partition-key", "no-such-column"],
+)
+def test_what_no_rewrite_can_do_is_refused(lake: Lake, params: dict[str, str], message: str) -> None:
+    snapshot, files = lake.snapshot(), lake.files()
+    with closing(Catalog.open(lake.location)) as catalog:
+        with pytest.raises(DuckLakeError, match=message):
+            run_operation(catalog, "rewriteColumnType", "main.t", params)
+    assert lake.snapshot() == snapshot and lake.files() == files
+
+
+def test_values_that_do_not_convert_fail_the_job_and_change_nothing(lake: Lake) -> None:
+    snapshot, files, rows = lake.snapshot(), lake.files(), lake.rows()
+    with closing(Catalog.open(lake.location)) as catalog:
+        with pytest.raises(JobFailed) as failed:
+            run_operation(catalog, "rewriteColumnType", "main.t", {"column": "v", "type": "int32"})
+    message = str(failed.value)
+    assert "2 value(s) of v do not convert from varchar to int32: 'abc' (row id 50), '6.5' (row id 60)" in message
+    assert "nothing was committed and the job's files were deleted" in message and "\n" not in message
+    assert lake.snapshot() == snapshot and lake.files() == files and lake.rows() == rows
+
+
+def test_on_cast_error_null_writes_null_and_counts(lake: Lake) -> None:
+    rows = lake.rows()
+    with closing(Catalog.open(lake.location)) as catalog:
+        report = run_operation(
+            catalog, "rewriteColumnType", "main.t", {"column": "v", "type": "int32", "onCastError": "null"}
+        )
+    assert report["valuesNulled"] == 2 and report["rowsWritten"] == len(rows)
+    got = {r[1]: r[2] for r in lake.rows()}
+    assert got[50] is None and got[60] is None and got[51] == 7 and got[79] == 79
+
+
+def test_dry_run_plans_and_writes_nothing(lake: Lake) -> None:
+    snapshot, files = lake.snapshot(), lake.files()
+    with closing(Catalog.open(lake.location)) as catalog:
+        report = run_operation(catalog, "rewriteColumnType", "main.t", {"column": "v", "type": "int64", "dryRun": True})
+    assert report["plan"]["from"] == "varchar" and report["plan"]["to"] == "int64"
+    assert report["filesRead"] == 2 and report["inlinedRowsRead"] == 2 and report["committedSnapshot"] is None
+    assert lake.snapshot() == snapshot and lake.files() == files
+
+
+def test_cli_needs_column_and_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ducklake_operator import cli
+
+    assert cli.main(["run-job", "rewriteColumnType", "main.t", "-p", "type=int64", "-f", "/nonexistent.yaml"]) == 1
+    assert "-p.column: is required" in capsys.readouterr().err
+    assert cli.main(["run-job", "rewriteColumnType", "main.t", "-p", "column=v", "-p", "type=int65", "-f", "x"]) == 1
+    assert "-p.type: 'int65' is not a DuckLake type; did you mean int64?" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ DuckDB writing meanwhile
+
+
+@pytest.fixture
+def numbers(location: CatalogLocation, tmp_path: Path) -> Lake:
+    """main.t(w, i, r): r int32 holds values any type on the way to float64 takes."""
+    data = str(tmp_path / "data") + "/"
+    Catalog.create(location, data).close()
+    duck.run_workload(
+        location,
+        ["CREATE TABLE lk.t(w INTEGER, i INTEGER, r INTEGER)"]
+        + [f"INSERT INTO lk.t SELECT 0, {k}, r FROM range(100) t(r)" for k in range(3)],
+    )
+    return Lake(location, data)
+
+
+def test_rows_inserted_while_rewriting_are_rewritten_too(numbers: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    con = duck.attach(numbers.location)
+    original, inserted = job.retype_files, list[bool]()
+
+    def retype_then_insert(task: job.RetypeTask) -> job.RetypeOutput:
+        out = original(task)
+        if not inserted:  # lands while the job writes: a file and inlined rows, in the old type
+            con.execute("INSERT INTO lk.t SELECT 1, 0, r FROM range(50) t(r)")
+            con.execute("INSERT INTO lk.t VALUES (1, 1, 7), (1, 1, 8)")
+            inserted.append(True)
+        return out
+
+    monkeypatch.setattr(job, "retype_files", retype_then_insert)
+    with closing(Catalog.open(numbers.location)) as catalog:
+        report = run_operation(catalog, "rewriteColumnType", "main.t", {"column": "r", "type": "float64"})
+    assert report["catchUpRounds"] == 1 and report["rowsWritten"] == 352
+    con.close()
+    con = duck.attach(numbers.location, con=duck.connect())
+    assert con.execute("SELECT count(*), sum(r), typeof(any_value(r)) FROM lk.t").fetchone() == (
+        352,
+        3 * 4950 + 1225 + 15,
+        "DOUBLE",
+    )
+
+
+def test_a_commit_refused_for_new_rows_catches_up(numbers: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An insert that lands after the job's last look, before its commit: the commit is
+    refused, the job rewrites the new rows and commits again."""
+    con = duck.attach(numbers.location)
+    original, calls = job._catch_up, list[bool]()
+
+    def catch_up_then_insert(*args: Any) -> None:
+        original(*args)
+        calls.append(True)
+        if len(calls) == 1:
+            con.execute("INSERT INTO lk.t SELECT 2, 0, r FROM range(40) t(r)")
+
+    monkeypatch.setattr(job, "_catch_up", catch_up_then_insert)
+    with closing(Catalog.open(numbers.location)) as catalog:
+        report = run_operation(catalog, "rewriteColumnType", "main.t", {"column": "r", "type": "float64"})
+    assert len(calls) == 2 and report["catchUpRounds"] == 1 and report["rowsWritten"] == 340
+    assert con.execute("SELECT count(*) FROM lk.t WHERE w = 2").fetchone() == (40,)
+    con.close()
+
+
+def test_a_deletion_while_rewriting_makes_the_job_plan_again(numbers: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    con = duck.attach(numbers.location)
+    original, written = job.retype_files, list[str]()
+
+    def retype_then_delete(task: job.RetypeTask) -> job.RetypeOutput:
+        out = original(task)
+        written.append(task.output)
+        if len(written) == 1:
+            con.execute("DELETE FROM lk.t WHERE i = 1 AND r < 10")
+        return out
+
+    monkeypatch.setattr(job, "retype_files", retype_then_delete)
+    with closing(Catalog.open(numbers.location)) as catalog:
+        with pytest.raises(CommitConflict, match="deleted or updated after snapshot"):
+            job.rewrite_column_type(catalog, "main", "t", column=("r",), new_type=_type("float64"))
+        assert not any(os.path.exists(p) for p in written)  # its files went
+        report = run_operation(catalog, "rewriteColumnType", "main.t", {"column": "r", "type": "float64"})
+    assert report["rowsWritten"] == 290
+    assert con.execute("SELECT count(*), typeof(any_value(r)) FROM lk.t").fetchone() == (290, "DOUBLE")
+    con.close()
+
+
+def test_a_concurrent_duckdb_writer_loses_no_row(numbers: Lake) -> None:
+    """A DuckDB process inserting in a loop (files and inlined rows) while jobs change r's
+    type back and forth: every insert DuckDB says committed is in the table afterwards (the
+    others failed on a conflict with a type change, as with DuckDB's own ALTER)."""
+    writer = subprocess.Popen(
+        [sys.executable, INSERTER, numbers.location.duckdb_attach_target(), "t", "40", "9"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    jobs = 0
+    try:
+        with closing(Catalog.open(numbers.location)) as catalog:
+            while writer.poll() is None and jobs < 40:
+                for new_type in ("varchar", "int64"):
+                    run_operation(catalog, "rewriteColumnType", "main.t", {"column": "r", "type": new_type})
+                    jobs += 1
+    finally:
+        out, _ = writer.communicate(timeout=300)
+    committed = json.loads(out)["committed"]
+    con = duck.attach(numbers.location, con=duck.connect())
+    assert con.execute("SELECT count(*), typeof(any_value(r)) FROM lk.t WHERE w = 9").fetchone() == (
+        committed,
+        "BIGINT",
+    )
+    assert con.execute("SELECT count(*), sum(r) FROM lk.t WHERE w = 0").fetchone() == (300, 3 * 4950)
+    con.close()
+    assert jobs >= 2 and committed > 0
+
+
+# ------------------------------------------------------------------ killed
+
+
+@pytest.mark.parametrize("point, committed", [("before_commit", False), ("in_commit", False), ("after_commit", True)])
+def test_kill_during_the_job(tmp_path: Path, point: str, committed: bool) -> None:
+    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
+    data = str(tmp_path / "data") + "/"
+    Catalog.create(location, data).close()
+    duck.run_workload(
+        location,
+        [
+            "CREATE TABLE lk.t(id INTEGER, v VARCHAR)",
+            "INSERT INTO lk.t SELECT i, i::VARCHAR FROM range(100) t(i)",
+            "INSERT INTO lk.t SELECT i, i::VARCHAR FROM range(100, 200) t(i)",
+            "INSERT INTO lk.t VALUES (1000, '1000')",
+        ],
+    )
+    lake = Lake(location, data)
+    rows = lake.rows()
+    manifest = tmp_path / "catalog.yaml"
+    manifest.write_text(yaml.safe_dump(lake.manifest()))
+    marker = tmp_path / "marker"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ducklake_operator.cli", "run-job", "rewriteColumnType", "main.t", "--no-spark"]
+        + ["-p", "column=v", "-p", "type=int64", "-f", str(manifest)],
+        env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    expected = [(rowid, i, int(v)) for rowid, i, v in rows] if committed else rows
+    assert lake.rows() == expected
+    with closing(Catalog.open(location)) as catalog:
+        orphans = delete_orphan_files(catalog, older_than="0s")["deleted"]
+    assert len(orphans) == (0 if committed else 2)  # a file per group and one of the inlined row
+    assert lake.rows() == expected
+    duck.run_workload(
+        location,
+        [
+            f"INSERT INTO lk.t VALUES (2000, {'5' if committed else chr(39) + '5' + chr(39)})",
+            "CALL ducklake_flush_inlined_data('lk')",
+            "CALL ducklake_merge_adjacent_files('lk')",
+        ],
+    )
+    assert len(lake.rows()) == len(rows) + 1
