@@ -11,6 +11,15 @@ import pytest
 import yaml
 
 from ducklake_operator.controller.launchers.render import CONTAINER_SECURITY, POD_SECURITY, PROGRAM
+from ducklake_operator.controller.launchers.spec import (
+    DRIVER_CORES,
+    DRIVER_MEMORY,
+    EXECUTOR_CORES,
+    EXECUTOR_INSTANCES,
+    EXECUTOR_MEMORY,
+)
+from ducklake_operator.controller.run_settings import SparkDefaults, effective_spark
+from ducklake_operator.model.spec import SparkSettings
 from support.helm import ROOT, helm_binary
 from support.operator_process import CHART, RELEASE_NS, SERVICE_ACCOUNT, dump, render_chart
 
@@ -33,7 +42,7 @@ def test_lint_strict() -> None:
     ],
     ids=["default", "namespaced", "no-metrics", "job-service-account"],
 )
-def test_every_rendering_is_accepted_by_the_api_server(cluster, chart, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_every_rendering_is_accepted_by_the_api_server(cluster, chart, args: list[str]) -> None:
     for namespace in ("data", "analytics"):
         cluster.kubectl("create", "namespace", namespace, check=False)
     docs = [d for d in render_chart(*args) if d["kind"] != "CustomResourceDefinition"]
@@ -47,20 +56,23 @@ def test_every_rendering_is_accepted_by_the_api_server(cluster, chart, args: lis
     assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
 
 
-def test_the_chart_crds_are_the_repository_crds(chart) -> None:  # type: ignore[no-untyped-def]
+def test_the_chart_crds_are_the_repository_crds(chart) -> None:
     crds = {d["metadata"]["name"] for d in chart if d["kind"] == "CustomResourceDefinition"}
     assert {"ducklaketables.ducklake.dev", "ducklakecatalogs.ducklake.dev", "kopfpeerings.kopf.dev"} <= crds
 
 
 def test_values_schema_rejects_bad_values() -> None:
-    for args, message in ((["--set", "rbac.scope=everywhere"], "scope"), (["--set", "rbac.scope=namespaced"],
-                                                                          "needs watchNamespaces")):  # fmt: skip
+    for args, message in ((["--set", "rbac.scope=everywhere"], "scope"),
+                          (["--set", "rbac.scope=namespaced"], "needs watchNamespaces"),
+                          (["--set", "jobs.spark.launcher=Yarn"], "launcher"),
+                          (["--set", "jobs.spark.executor.memory=lots"], "memory"),
+                          (["--set", "jobs.spark.driver.gpus=1"], "gpus")):  # fmt: skip
         out = subprocess.run([helm_binary(), "template", "dl", CHART, *args], capture_output=True, text=True)
         assert out.returncode != 0 and message in out.stderr
 
 
 def can_i(cluster, verb: str, resource: str, namespace: str | None = "data", account: str = SERVICE_ACCOUNT,
-          account_namespace: str = RELEASE_NS) -> bool:  # type: ignore[no-untyped-def]  # fmt: skip
+          account_namespace: str = RELEASE_NS) -> bool:  # fmt: skip
     where = ["-n", namespace] if namespace else []
     resource, _, subresource = resource.partition("/")  # kubectl reads "x/status" as the object named status
     sub = [f"--subresource={subresource}"] if subresource else []
@@ -71,7 +83,7 @@ def can_i(cluster, verb: str, resource: str, namespace: str | None = "data", acc
     return out.stdout.strip() == "yes"
 
 
-def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, chart, spark_application_crd) -> None:  # type: ignore[no-untyped-def]
+def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, chart, spark_application_crd) -> None:
     cluster.kubectl("create", "namespace", "data", check=False)
     allowed = [
         ("watch", "ducklaketables.ducklake.dev"),
@@ -98,6 +110,7 @@ def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, char
         ("get", "sparkapplications.sparkoperator.k8s.io"),
         ("create", "configmaps"),
         ("delete", "configmaps"),
+        ("list", "pods"),  # an attempt has stopped once its pods have
         ("create", "leases.coordination.k8s.io"),
         ("update", "leases.coordination.k8s.io"),
         ("delete", "leases.coordination.k8s.io"),
@@ -127,7 +140,7 @@ def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, char
     assert not can_i(cluster, "delete", "clusterkopfpeerings.kopf.dev", namespace=None)
 
 
-def test_namespaced_rbac_grants_only_the_watched_namespaces(cluster, chart) -> None:  # type: ignore[no-untyped-def]
+def test_namespaced_rbac_grants_only_the_watched_namespaces(cluster, chart) -> None:
     """A second release, namespaced: its service account may act in data and analytics only."""
     for namespace in ("data", "analytics", "elsewhere"):
         cluster.kubectl("create", "namespace", namespace, check=False)
@@ -152,7 +165,7 @@ def test_namespaced_rbac_grants_only_the_watched_namespaces(cluster, chart) -> N
 
 def test_the_job_service_account_may_do_what_a_spark_driver_does_and_no_more(
     cluster, chart, spark_application_crd
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Off by default; enabled, in the namespaces runs run in: executors' pods, services,
     configmaps, volume claims, and the run's own status, nothing else."""
     assert not [d for d in render_chart() if d["metadata"]["name"].endswith("-job")]
@@ -192,6 +205,12 @@ def test_the_operator_gives_its_own_image_and_the_job_service_account_to_runs(
     container = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["DUCKLAKE_JOB_IMAGE"] == container["image"] == "ghcr.io/ducklake-operator/ducklake-operator:1.2.3"
+    # the chart's defaults for runs are the operator's (the launchers' own fallbacks agree)
+    defaults = SparkDefaults.from_env({k: v for k, v in env.items() if v is not None})
+    assert (defaults.launcher, defaults.in_process_below) == ("Job", None)
+    assert dict(defaults.driver) == {"cores": str(DRIVER_CORES), "memory": DRIVER_MEMORY}
+    assert dict(defaults.executor) == {"instances": EXECUTOR_INSTANCES, "cores": EXECUTOR_CORES,
+                                       "memory": EXECUTOR_MEMORY}  # fmt: skip
     assert env.get("DUCKLAKE_JOB_SERVICE_ACCOUNT") == account
     if account:  # created where runs run: the release namespace unless watchNamespaces say otherwise
         assert [(d["kind"], d["metadata"]["namespace"]) for d in docs if d["metadata"]["name"] == account] == [
@@ -199,6 +218,21 @@ def test_the_operator_gives_its_own_image_and_the_job_service_account_to_runs(
     watched = render_chart(*args, *NAMESPACED)
     assert {d["metadata"]["namespace"] for d in watched if d["kind"] == "ServiceAccount" and
             d["metadata"]["name"] == account} == ({"data", "analytics"} if account else set())  # fmt: skip
+
+
+def test_the_charts_spark_values_reach_every_run() -> None:
+    docs = render_chart("--set", "jobs.spark.launcher=SparkApplication", "--set", "jobs.spark.inProcessBelow=64MB",
+                        "--set", "jobs.spark.executor.instances=4", "--set", "jobs.spark.conf.spark\\.ui\\.enabled=false",
+                        "--set", "jobs.spark.sparkVersion=4.0.1")  # fmt: skip
+    container = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    defaults = SparkDefaults.from_env(env)
+    assert defaults.launcher == "SparkApplication" and defaults.in_process_below == 64_000_000
+    assert dict(defaults.executor)["instances"] == "4" and dict(defaults.conf) == {"spark.ui.enabled": "false"}
+    assert env["DUCKLAKE_SPARK_VERSION"] == "4.0.1"
+    spark = effective_spark(SparkSettings(executor=(("memory", "8g"),)), None, defaults)
+    assert spark["launcher"] == "SparkApplication" and spark["executor"]["memory"] == "8g"
+    assert spark["executor"]["instances"] == "4" and spark["inProcessBelow"] == 64_000_000
 
 
 def test_chart_defaults_match_the_dockerfile() -> None:

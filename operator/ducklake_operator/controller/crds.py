@@ -560,7 +560,7 @@ def spark_settings(desc: str) -> Schema:
             "launcher": string(
                 "Local (a child process of the operator), Job (a batch/v1 Job running spark-submit in client mode) "
                 "or SparkApplication (the Kubeflow Spark Operator). Default: the operator's (chart value "
-                "jobs.launcher).",
+                "jobs.spark.launcher).",
                 choice=LAUNCHER,
             ),
             "image": string("Image with the job program and PySpark; default: the operator's own image."),

@@ -135,9 +135,15 @@ def _runs(memo: kopf.Memo) -> Runs:
     return memo.runs  # type: ignore[no-any-return]
 
 
+@kopf.on.startup()
+def spark_defaults(memo: kopf.Memo, **_: Any) -> None:
+    """The chart's defaults for runs, read once: a value that does not read stops the start."""
+    memo.spark_defaults = SparkDefaults.from_env()
+
+
 def run_context(
     spec: JobSpec, body: kopf.Body, catalog_manifests: kopf.Index, policy_manifests: kopf.Index,
-    active_runs: kopf.Index,
+    active_runs: kopf.Index, defaults: SparkDefaults,
 ) -> RunContext:  # fmt: skip
     namespace = spec.ref.namespace
     catalog = _catalog_for(spec, catalog_manifests)  # type: ignore[arg-type]
@@ -153,7 +159,7 @@ def run_context(
         catalog_doc=catalog_doc,
         catalog_ready=bool(doc and doc.get("ready")),
         max_jobs=min(limits) if limits else None,  # the strictest of the catalog's policies
-        spark=effective_spark(spec.spark, owner.spark if owner else None, SparkDefaults.from_env()),
+        spark=effective_spark(spec.spark, owner.spark if owner else None, defaults),
         others=tuple(active_runs.get((namespace, spec.catalog)) or ()),
         created=str(meta.get("creationTimestamp") or ""),
     )
@@ -191,7 +197,8 @@ async def tick_once(
     except SpecError as exc:  # the CRD lets little through; what does fails the run at once
         tick = Tick().end("Failed", "; ".join(exc.problems) + "; nothing was launched", now, meta.get("generation"))
         return tick, await ctl.call(write_status, body, status, tick)
-    ctx = run_context(spec, body, indexes["catalog_manifests"], indexes["policy_manifests"], indexes["active_runs"])
+    ctx = run_context(spec, body, indexes["catalog_manifests"], indexes["policy_manifests"], indexes["active_runs"],
+                      memo.spark_defaults)  # fmt: skip
     runs = _runs(memo)
     try:
         tick = await ctl.call(runs.tick, spec, uid, status, ctx, cancel or (CANCELLED if spec.cancel else None))

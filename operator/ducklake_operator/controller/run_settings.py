@@ -3,31 +3,53 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.options import parse_size
 from ..model.spec import SparkSettings
 
 
 @dataclass(frozen=True)
 class SparkDefaults:
+    """The chart's ``jobs.spark`` values, as the operator's environment carries them."""
+
     launcher: str = "Job"
     image: str | None = None
     service_account: str | None = None
     in_process_below: int | None = None
     master: str = "local[*]"  # the Local launcher's Spark
+    driver: tuple[tuple[str, str], ...] = ()
+    executor: tuple[tuple[str, str], ...] = ()
+    conf: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SparkDefaults:
-        below = env.get("DUCKLAKE_JOB_IN_PROCESS_BELOW")
+        """``DUCKLAKE_JOB_LAUNCHER``, ``_IMAGE``, ``_SERVICE_ACCOUNT``, ``_IN_PROCESS_BELOW`` (a
+        size), ``DUCKLAKE_SPARK_MASTER`` and ``DUCKLAKE_JOB_SPARK`` (JSON: driver, executor,
+        conf). A value that does not read is an error at the operator's start, not per run."""
+        below = env.get("DUCKLAKE_JOB_IN_PROCESS_BELOW") or None
+        blocks = json.loads(env.get("DUCKLAKE_JOB_SPARK") or "{}")
+
+        def text(value: object) -> str:  # as YAML says it: false, not Python's False
+            return json.dumps(value) if isinstance(value, bool) else str(value)
+
+        def pairs(key: str) -> tuple[tuple[str, str], ...]:
+            given = dict(blocks.get(key) or {})
+            return tuple(sorted((str(k), text(v)) for k, v in given.items() if v not in ("", None)))
+
         return cls(
-            launcher=env.get("DUCKLAKE_JOB_LAUNCHER", "Job"),
+            launcher=env.get("DUCKLAKE_JOB_LAUNCHER") or "Job",
             image=env.get("DUCKLAKE_JOB_IMAGE") or None,
             service_account=env.get("DUCKLAKE_JOB_SERVICE_ACCOUNT") or None,
-            in_process_below=int(below) if below and below.isdigit() else None,
-            master=env.get("DUCKLAKE_SPARK_MASTER", "local[*]"),
+            in_process_below=parse_size(below) if below else None,
+            master=env.get("DUCKLAKE_SPARK_MASTER") or "local[*]",
+            driver=pairs("driver"),
+            executor=pairs("executor"),
+            conf=pairs("conf"),
         )
 
 
@@ -40,8 +62,8 @@ def effective_spark(job: SparkSettings | None, policy: SparkSettings | None, def
         return next((getattr(s, attr) for s in levels if getattr(s, attr) is not None), default)
 
     def merged(attr: str) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for s in reversed(levels):  # the policy first, the job over it
+        out: dict[str, str] = dict(getattr(defaults, attr))
+        for s in reversed(levels):  # the defaults, then the policy, the job over it
             out.update(dict(getattr(s, attr)))
         return out
 
