@@ -34,6 +34,7 @@ from ducklake_operator.model.maintenance_params import (
     Param,
 )
 from ducklake_operator.model.spec import JobSpec, MaintenancePolicySpec
+from support.manifests import parse_as
 
 CRDS = {e["kind"]: crds.crd(e)["spec"]["versions"][0]["schema"]["openAPIV3Schema"] for e in crds.KINDS}
 
@@ -53,8 +54,9 @@ def invalid_values(param: Param) -> list[object]:
         out += [param.maximum + 1] if param.maximum is not None else []
         return out
     if param.kind == "fraction":
-        return [param.minimum - 0.5, param.maximum + 0.5, "half"]  # type: ignore[operator]
-    return {
+        assert param.minimum is not None and param.maximum is not None
+        return [param.minimum - 0.5, param.maximum + 0.5, "half"]
+    refused: dict[str, list[object]] = {
         "size": ["12 parsecs"],
         "duration": ["a week"],
         "boolean": ["maybe"],
@@ -62,7 +64,8 @@ def invalid_values(param: Param) -> list[object]:
         "column_path": ["a..b", 7],
         "type": ["int65", 64],
         "choice": ["maybe"],
-    }[param.kind]
+    }
+    return refused[param.kind]
 
 
 POLICY_SETTING_IDS = [(section, key) for section, params in POLICY_SETTINGS.items() for key in params]
@@ -83,6 +86,7 @@ POLICY_VALUES: dict[tuple[str, str], Callable[[MaintenancePolicySpec], Any]] = {
     ("concurrency", "maxJobsPerCatalog"): lambda p: p.max_jobs_per_catalog,
     ("spec", "suspend"): lambda p: p.suspend,
     ("spec", "historyLimit"): lambda p: p.history_limit,
+    ("spec", "dryRun"): lambda p: p.dry_run,
 }
 
 
@@ -126,7 +130,7 @@ def test_policy_settings_agree_with_their_definition(section: str, key: str) -> 
         assert f"{field_path(section, key)}: " in str(err.value), value
     # absent: the definition's default (snapshotExpiry needs one of its two settings)
     other = {"retainLast": 5} if key != "retainLast" else {"olderThan": "7d"}
-    loaded = parse_manifest(policy(section, other if section == "snapshotExpiry" else {}))
+    loaded = parse_as(MaintenancePolicySpec, policy(section, other if section == "snapshotExpiry" else {}))
     assert POLICY_VALUES[(section, key)](loaded) == param.default
 
 
@@ -181,7 +185,12 @@ def test_job_params_agree_with_their_definition(op: str, key: str, capsys: pytes
     table = ["main.t"] if OPERATIONS[op].table == "required" else []  # as the CLI's arguments
     for value in invalid_values(param):
         # the loader, with the field path
-        spec = {"catalogRef": {"name": "lake"}, "operation": op, "params": {key: value}, "table": (table or [None])[0]}
+        spec = {
+            "catalogRef": {"name": "lake"},
+            "operation": op,
+            "params": {key: value},
+            "table": table[0] if table else None,
+        }
         with pytest.raises(SpecError) as err:
             parse_manifest({"kind": "DuckLakeJob", "metadata": {"name": "j"}, "spec": spec})
         assert f"spec.params.{key}: " in str(err.value), value

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from test_compaction_plan import df
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.errors import SpecError
@@ -31,6 +30,7 @@ from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.options import DEFAULT_TARGET_FILE_SIZE
 from ducklake_operator.model.spec import MaintenancePolicySpec
 from ducklake_operator.model.state import DataFile, DeleteFile, TableState
+from support.data_files import df
 
 MB = 1_000_000
 CREATED = datetime(2025, 6, 1, tzinfo=UTC)
@@ -169,6 +169,20 @@ def test_catalog_wide_params_default_grace_and_dry_run() -> None:
     assert "deleteOrphanFiles" not in catalog_params(policy(fileCleanup={"schedule": "0 5 * * 0"}))  # off by default
 
 
+def test_a_dry_run_policy_makes_every_run_a_dry_run() -> None:
+    sections = {"compaction": {"schedule": "0 3 * * *"}, "deleteRewrite": {"schedule": "0 3 * * *"},
+                "inlinedDataFlush": {"schedule": "0 3 * * *"}, "snapshotExpiry": {"schedule": "0 4 * * 0",
+                "olderThan": "7d"}, "fileCleanup": {"schedule": "0 5 * * 0", "orphanFiles": True}}  # fmt: skip
+    trial = policy(dryRun=True, **sections)
+    per_table = table_params(trial, table())
+    assert set(per_table) == {"compact", "rewriteDeletes", "flushInlinedData"}
+    for params in (*per_table.values(), *catalog_params(trial).values()):
+        assert params["dryRun"] is True
+    for op, params in {**per_table, **catalog_params(trial)}.items():
+        assert job_keywords(op, params)["dry_run"] is True
+    assert "dryRun" not in table_params(policy(**sections), table())["compact"]  # off unless asked
+
+
 # ------------------------------------------------------------------ scheduled runs
 
 
@@ -196,9 +210,13 @@ def test_scheduled_runs_once_per_table_and_cron_time() -> None:
 def test_cron_times_passing_while_a_run_is_going_are_paid_by_one_run_after_it() -> None:
     p = policy(compaction={"schedule": "0 * * * *"})
     t = [table()]
-    busy = {("sales.orders", "compact"): OperationHistory(at(1, 1), LastRun("compact-1", "Running", at(1, 1)), True)}
+    busy: History = {
+        ("sales.orders", "compact"): OperationHistory(at(1, 1), LastRun("compact-1", "Running", at(1, 1)), True)
+    }
     assert plan(p, t, at(1, 4), busy).runs == ()
-    free = {("sales.orders", "compact"): OperationHistory(at(1, 1), LastRun("compact-1", "Succeeded", at(1, 1)), False)}
+    free: History = {
+        ("sales.orders", "compact"): OperationHistory(at(1, 1), LastRun("compact-1", "Succeeded", at(1, 1)), False)
+    }
     (run,) = plan(p, t, at(1, 4, 20), free).runs
     assert run.schedule_time == at(1, 4) and run.reason == "missed schedule at 2025-06-01 04:00 UTC"
 
@@ -271,7 +289,7 @@ def test_a_trigger_waits_for_the_window_a_running_run_and_the_minimum_interval()
         window={"start": "08:00", "end": "20:00"},
     )
     t = [table(files=small(4))]
-    key = ("sales.orders", "compact")
+    key: HistoryKey = ("sales.orders", "compact")
     assert trigger_plan(p, t, at(1, 7)).runs == ()  # outside the window
     assert len(plan(p, t, at(1, 8)).runs) == 1
     running = {key: OperationHistory(None, LastRun("c-1", "Running", at(1, 7)), True)}
@@ -319,7 +337,7 @@ def test_loader_checks_the_selector_history_limit_and_window() -> None:
     assert policy().history_limit == 3 and policy(historyLimit=10).history_limit == 10
     rewrite = policy(deleteRewrite={"schedule": "0 3 * * *"}).delete_rewrite
     assert rewrite is not None and rewrite.delete_ratio_threshold is None  # the table's option decides
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"window": {"start": "02:00", "end": "02:00"}}, "spec.window: start and end are both 02:00"),
         ({"historyLimit": -1}, "spec.historyLimit: must be at least 0, got -1"),
         (

@@ -412,6 +412,7 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
             "concurrency",
             "spark",
             "historyLimit",
+            "dryRun",
         ),
     )
     if "tableSelector" in spec and "tables" in spec:
@@ -493,6 +494,7 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
         max_jobs_per_catalog=p.settings(concurrency, "spec.concurrency", "concurrency")["maxJobsPerCatalog"],
         spark=spark,
         history_limit=top["historyLimit"],
+        dry_run=top["dryRun"],
     )
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..model.job_params import job_keywords
+from ..model.job_params import OPERATIONS, job_keywords
 from ..model.maintenance_params import APPLY_DELETES, DELETE_THRESHOLD, TARGET_FILE_SIZE
 from ..model.spec import MaintenancePolicySpec, Schedule
 from ..model.state import TableState
@@ -84,7 +84,7 @@ def table_params(policy: MaintenancePolicySpec, table: MaintainedTable) -> dict[
         }
     if (d := policy.delete_rewrite) is not None:
         out["rewriteDeletes"] = {"deleteThreshold": DELETE_THRESHOLD.resolve(d.delete_ratio_threshold, table.option)}
-    return out
+    return _dry_run(policy, out)
 
 
 def catalog_params(policy: MaintenancePolicySpec) -> dict[str, dict[str, Any]]:
@@ -100,7 +100,14 @@ def catalog_params(policy: MaintenancePolicySpec) -> dict[str, dict[str, Any]]:
         out["cleanupFiles"] = cleanup
         if f.orphan_files:
             out["deleteOrphanFiles"] = dict(cleanup)
-    return out
+    return _dry_run(policy, out)
+
+
+def _dry_run(policy: MaintenancePolicySpec, params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A policy's ``dryRun`` makes every run it starts a dry run (each operation takes one)."""
+    if not policy.dry_run:
+        return params
+    return {op: {**p, "dryRun": True} if "dryRun" in OPERATIONS[op].params else p for op, p in params.items()}
 
 
 def compaction_options(params: Mapping[str, Any]) -> CompactionOptions:

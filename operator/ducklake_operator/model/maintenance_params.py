@@ -266,6 +266,9 @@ WHEN_SMALL_FILES_ABOVE = Param(
 )
 MAX_JOBS_PER_CATALOG = Param("integer", "runs at the same time per catalog", minimum=1, unset="no limit")
 SUSPEND = Param("boolean", "start no runs", default=False)
+POLICY_DRY_RUN = Param(
+    "boolean", "every run the policy starts only lists what it would change (try a policy out)", default=False
+)
 HISTORY_LIMIT = Param(
     "integer", "finished runs kept per table and operation; older DuckLakeJobs are deleted", default=3, minimum=0
 )
@@ -287,6 +290,6 @@ POLICY_SETTINGS: dict[str, dict[str, Param]] = {
     "snapshotExpiry": {"olderThan": EXPIRE_OLDER_THAN, "retainLast": RETAIN_LAST},
     "fileCleanup": {"olderThan": FILE_CLEANUP_OLDER_THAN, "orphanFiles": ORPHAN_FILES, "dryRun": DRY_RUN},
     "concurrency": {"maxJobsPerCatalog": MAX_JOBS_PER_CATALOG},
-    "spec": {"suspend": SUSPEND, "historyLimit": HISTORY_LIMIT},
+    "spec": {"suspend": SUSPEND, "historyLimit": HISTORY_LIMIT, "dryRun": POLICY_DRY_RUN},
 }
 JOB_SETTINGS: dict[str, Param] = {"retries": RETRIES}  # DuckLakeJob spec fields

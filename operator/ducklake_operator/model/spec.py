@@ -257,6 +257,7 @@ class MaintenancePolicySpec:
     max_jobs_per_catalog: int | None = None
     spark: SparkSettings | None = None
     history_limit: int = HISTORY_LIMIT.default  # as a CronJob's successfulJobsHistoryLimit
+    dry_run: bool = False  # every run it starts is a dry run
 
 
 @dataclass(frozen=True)
