@@ -111,6 +111,12 @@ def plan_column_rewrite(
     )
     if problem is not None:
         raise DuckLakeError(f"cannot rewrite {table.qualified_name}.{problem}")
+    mapped = [f.data_file_id for f in table.data_files if f.end_snapshot is None and f.mapping_id is not None]
+    if mapped:  # their columns are matched by name, and our reader matches field ids
+        raise DuckLakeError(
+            f"cannot rewrite {table.qualified_name}: {len(mapped)} of its files were registered by "
+            "ducklake_add_data_files and carry no field ids; rewrite them with DuckDB first (ducklake_rewrite_data_files)"
+        )
     return ColumnRewritePlan(base_snapshot, chain, new_type, file_groups(table, table.data_files, target_file_size))
 
 
