@@ -60,7 +60,9 @@ def build(root: str, mb: int, files: int, partitions: int = 1) -> tuple[CatalogL
             f"INSERT INTO lk.t SELECT i, md5(i::VARCHAR) || md5((i * 7)::VARCHAR), random(), DATE '2020-01-01' + (i % 1000)::INTEGER, "
             f"(i % {partitions})::INTEGER FROM range({k * rows}, {(k + 1) * rows}) t(i)"
         )
-    size = sum(f.file_size_bytes for f in Catalog(location).state().table("main", "t").data_files)
+    table = Catalog(location).state().table("main", "t")
+    assert table is not None
+    size = sum(f.file_size_bytes for f in table.data_files)
     con.close()
     return location, size
 

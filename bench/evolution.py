@@ -15,29 +15,42 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any
+
+import duckdb
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from ducklake_operator.api.load import parse_manifest  # noqa: E402
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from ducklake_operator.model.changes import CreateTable  # noqa: E402
+from ducklake_operator.model.spec import TableSpec  # noqa: E402
 from ducklake_operator.model.types import Field, parse_type  # noqa: E402
 from ducklake_operator.reconcile import apply_plan  # noqa: E402
 from support import duck  # noqa: E402
 from support.pgserver import PgServer  # noqa: E402
 
 
-def manifest(name: str, columns: list[dict]) -> object:  # type: ignore[type-arg]
-    return parse_manifest(
+def manifest(name: str, columns: list[dict[str, Any]]) -> TableSpec:
+    spec = parse_manifest(
         {
             "kind": "DuckLakeTable",
             "metadata": {"name": name},
             "spec": {"catalogRef": {"name": "lake"}, "name": name, "columns": columns},
         }
     )
+    assert isinstance(spec, TableSpec)
+    return spec
 
 
-def measure(catalog: Catalog, con, table: str, twin: str, base_columns: list[dict], rounds: int) -> tuple[float, float]:  # type: ignore[no-untyped-def,type-arg]
+def measure(
+    catalog: Catalog,
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    twin: str,
+    base_columns: list[dict[str, Any]],
+    rounds: int,
+) -> tuple[float, float]:
     ours, theirs = [], []
     columns = list(base_columns)
     for i in range(rounds):

@@ -39,9 +39,12 @@ from support.pgserver import PgServer  # noqa: E402
 API = "ducklake.dev/v1alpha1"
 
 
-def peak_rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as fh:
-        return int(re.search(r"VmHWM:\s+(\d+)", fh.read()).group(1)) / 1024  # type: ignore[union-attr]
+def peak_rss_mb(proc: subprocess.Popen[bytes] | None) -> float:
+    assert proc is not None, "the operator is not running"
+    with open(f"/proc/{proc.pid}/status") as fh:
+        peak = re.search(r"VmHWM:\s+(\d+)", fh.read())
+    assert peak is not None, "no VmHWM in /proc/<pid>/status"
+    return int(peak.group(1)) / 1024
 
 
 def ready(cluster: KubeCluster, namespace: str) -> int:
@@ -117,7 +120,7 @@ def run(
         stop(spy)
         queries = op.metric("ducklake_catalog_queries_total") - queries0
         print(f"N={n:>5}  apply->all Ready {elapsed:7.2f} s (kubectl apply itself {applied:5.2f} s, {n / elapsed:6.1f} "
-              f"tables/s)  peak RSS {peak_rss_mb(op.proc.pid):6.1f} MB  catalog statements/table {queries / n:5.1f}",
+              f"tables/s)  peak RSS {peak_rss_mb(op.proc):6.1f} MB  catalog statements/table {queries / n:5.1f}",
               flush=True)  # fmt: skip
         if memory and op.proc is not None:
             op.proc.send_signal(signal.SIGUSR2)
@@ -136,7 +139,7 @@ def run(
             time.sleep(3)
             print(op.log()[op.log().rfind("largest allocations") :][:6000])
         print(f"N={n:>5}  restart resync      {resync:7.2f} s  nothing applied; catalog statements/table "
-              f"{op.metric('ducklake_catalog_queries_total') / n:5.1f}  peak RSS {peak_rss_mb(op.proc.pid):6.1f} MB",
+              f"{op.metric('ducklake_catalog_queries_total') / n:5.1f}  peak RSS {peak_rss_mb(op.proc):6.1f} MB",
               flush=True)  # fmt: skip
     finally:
         op.stop()

@@ -86,7 +86,8 @@ class FlushWork:
 
     def changes(self) -> list[FileChange]:
         """The commit: the flushed rows, then the merged deletions (each when there are any)."""
-        t, out = self.table, []
+        t = self.table
+        out: list[FileChange] = []
         if self.inlined:
             flushed = tuple((name, n, deleted) for name, (n, deleted) in self.inlined.items())
             types = tuple(sorted(self.type_names.items()))

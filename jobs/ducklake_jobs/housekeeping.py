@@ -14,7 +14,8 @@ from typing import Any
 
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog, housekeeping
-from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
+from ducklake_operator.maintenance.expiry import parse_snapshot_time, plan_expiry
+from ducklake_operator.model.durations import parse_duration
 from ducklake_operator.model.maintenance_params import CLEANUP_OLDER_THAN, DRY_RUN, ORPHAN_OLDER_THAN
 from ducklake_operator.model.state import SnapshotRecord
 

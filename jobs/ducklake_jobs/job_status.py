@@ -136,7 +136,8 @@ def api_job_status(job: JobIdentity, env: Mapping[str, str]) -> JobStatus | None
 
 
 def _one_line(exc: BaseException) -> str:
-    if isinstance(getattr(exc, "status", None), int):  # the client's ApiException: its text is the whole response
-        return f"HTTP {exc.status} {getattr(exc, 'reason', '')}".strip()  # type: ignore[attr-defined]
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):  # the client's ApiException: its text is the whole response
+        return f"HTTP {status} {getattr(exc, 'reason', '')}".strip()
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

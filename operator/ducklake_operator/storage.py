@@ -85,7 +85,7 @@ def _s3(config: S3Config) -> pafs.S3FileSystem:
         kwargs.update(access_key=config.access_key, secret_key=config.secret_key, session_token=config.session_token)
     if config.url_style == "vhost":
         kwargs["force_virtual_addressing"] = True
-    return pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
+    return pafs.S3FileSystem(**kwargs)
 
 
 def filesystem(path: str, s3: S3Config | None = None) -> tuple[pafs.FileSystem, str]:

@@ -137,7 +137,7 @@ class Catalog:
         self,
         changes: Sequence[Change | FileChange],
         *,
-        author: str = DEFAULT_AUTHOR,
+        author: str | None = DEFAULT_AUTHOR,  # None: none, as DuckDB commits
         message: str | None = None,
         extra_info: str | None = None,
         base_snapshot: int | None = None,

@@ -61,7 +61,9 @@ class Change:
     def render(self) -> str:
         kind = _KIND[self.token]
         if kind == "id":
-            return f"{self.token}:{int(self.id)}"  # type: ignore[arg-type]
+            if self.id is None:
+                raise ValueError(f"changes_made token {self.token!r} needs an id")
+            return f"{self.token}:{int(self.id)}"
         if kind == "schema":
             return f"{self.token}:{_quote(self.schema or '')}"
         return f"{self.token}:{_quote(self.schema or '')}.{_quote(self.name or '')}"

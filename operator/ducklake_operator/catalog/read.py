@@ -8,7 +8,7 @@ tables at once and assembled in Python, so 1,000 tables cost the same ~14 round 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
@@ -92,11 +92,14 @@ def load_snapshots(
 
 
 Metadata = list[tuple[str, str, str | None, int | None]]  # ducklake_metadata rows: key, value, scope, scope id
+Row = sa.Row[*tuple[Any, ...]]  # a row of any columns
+Select = sa.Select[*tuple[Any, ...]]
+OnlyTables = Callable[[sa.Table, Select], Select]  # restricts a query to the tables asked for
 
 
 def load_metadata(conn: sa.Connection) -> Metadata:
     m = T["ducklake_metadata"]
-    return [tuple(r) for r in conn.execute(sa.select(m.c.key, m.c.value, m.c.scope, m.c.scope_id))]  # type: ignore[misc]
+    return [tuple(r) for r in conn.execute(sa.select(m.c.key, m.c.value, m.c.scope, m.c.scope_id))]
 
 
 def load_freshness(conn: sa.Connection) -> tuple[int, Metadata]:
@@ -111,7 +114,7 @@ def load_freshness(conn: sa.Connection) -> tuple[int, Metadata]:
     ).all()
     if not rows:
         raise DuckLakeError("the catalog has no ducklake_metadata rows")
-    return int(rows[0][0]), [tuple(r[1:]) for r in rows]  # type: ignore[misc]
+    return int(rows[0][0]), [tuple(r[1:]) for r in rows]
 
 
 def options_by_scope(metadata: Metadata) -> tuple[dict[str, str], dict[tuple[str, int], dict[str, str]]]:
@@ -178,7 +181,7 @@ def load_catalog_state(
     version = check_format_version(metadata, "the catalog")
     global_opts, scoped = options_by_scope(metadata)
 
-    def only_tables(table: sa.Table, query: sa.Select) -> sa.Select:  # type: ignore[type-arg]
+    def only_tables(table: sa.Table, query: Select) -> Select:
         return query.where(table.c.table_id.in_(list(table_ids))) if table_ids is not None else query
 
     tg = T["ducklake_tag"]
@@ -226,12 +229,12 @@ def load_catalog_state(
         )
     ):
         column_tags[(r.table_id, r.column_id)][r.key] = r.value
-    columns_by_table: dict[int, list[sa.Row]] = defaultdict(list)  # type: ignore[type-arg]
+    columns_by_table: dict[int, list[Row]] = defaultdict(list)
     for r in conn.execute(
         only_tables(col, sa.select(col).where(valid_at(col, S)).order_by(col.c.table_id, col.c.column_order))
     ):
         columns_by_table[r.table_id].append(r)
-    next_ids = dict(
+    next_ids: dict[int, int] = dict(
         conn.execute(
             only_tables(col, sa.select(col.c.table_id, sa.func.max(col.c.column_id) + 1).group_by(col.c.table_id))
         ).all()
@@ -301,13 +304,13 @@ def load_catalog_state(
 
 
 def _column_tree(
-    rows: list[sa.Row], tags: dict[tuple[int, int], dict[str, str]], table_id: int
-) -> tuple[ColumnState, ...]:  # type: ignore[type-arg]
-    children: dict[int | None, list[sa.Row]] = defaultdict(list)  # type: ignore[type-arg]
+    rows: list[Row], tags: dict[tuple[int, int], dict[str, str]], table_id: int
+) -> tuple[ColumnState, ...]:
+    children: dict[int | None, list[Row]] = defaultdict(list)
     for r in rows:
         children[r.parent_column].append(r)
 
-    def build(r: sa.Row) -> ColumnState:  # type: ignore[type-arg]
+    def build(r: Row) -> ColumnState:
         return ColumnState(
             column_id=r.column_id,
             name=r.column_name,
@@ -326,7 +329,7 @@ def _column_tree(
     return tuple(build(r) for r in sorted(children.get(None, []), key=lambda x: x.column_order))
 
 
-def _load_partitions(conn: sa.Connection, S: int, only_tables) -> dict[int, PartitionSpec]:  # type: ignore[no-untyped-def]
+def _load_partitions(conn: sa.Connection, S: int, only_tables: OnlyTables) -> dict[int, PartitionSpec]:
     pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
     query = (
         sa.select(pi.c.table_id, pi.c.partition_id, pc.c.partition_key_index, pc.c.column_id, pc.c.transform)
@@ -361,7 +364,7 @@ def load_partition_specs(conn: sa.Connection, table_id: int) -> dict[int, Partit
     return {pid: PartitionSpec(pid, tuple(f)) for pid, f in fields.items()}
 
 
-def _load_sorts(conn: sa.Connection, S: int, only_tables) -> dict[int, SortSpec]:  # type: ignore[no-untyped-def]
+def _load_sorts(conn: sa.Connection, S: int, only_tables: OnlyTables) -> dict[int, SortSpec]:
     si, se = T["ducklake_sort_info"], T["ducklake_sort_expression"]
     query = (
         sa.select(
@@ -388,7 +391,7 @@ def _load_sorts(conn: sa.Connection, S: int, only_tables) -> dict[int, SortSpec]
     return {t: SortSpec(sid, tuple(fields.get(t, ()))) for t, sid in ids.items()}
 
 
-def _load_stats(conn: sa.Connection, only_tables) -> dict[int, TableStats]:  # type: ignore[no-untyped-def]
+def _load_stats(conn: sa.Connection, only_tables: OnlyTables) -> dict[int, TableStats]:
     ts, tcs = T["ducklake_table_stats"], T["ducklake_table_column_stats"]
     per_column: dict[int, dict[int, ColumnStats]] = defaultdict(dict)
     for r in conn.execute(only_tables(tcs, sa.select(tcs))):
@@ -403,7 +406,9 @@ def _load_stats(conn: sa.Connection, only_tables) -> dict[int, TableStats]:  # t
     }
 
 
-def _load_files(conn: sa.Connection, S: int, only_tables):  # type: ignore[no-untyped-def]
+def _load_files(
+    conn: sa.Connection, S: int, only_tables: OnlyTables
+) -> tuple[dict[int, list[DataFile]], dict[int, list[DeleteFile]]]:
     df, dl, pv = T["ducklake_data_file"], T["ducklake_delete_file"], T["ducklake_file_partition_value"]
     values: dict[int, list[tuple[int, str | None]]] = defaultdict(list)
     live_ids = sa.select(df.c.data_file_id).where(valid_at(df, S))

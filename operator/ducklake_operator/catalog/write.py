@@ -34,7 +34,7 @@ from ..model.state import SnapshotInfo
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
 from . import tables as tb
 from .changes_made import Change as Token
-from .read import attached_data_path, with_slash
+from .read import Row, attached_data_path, with_slash
 from .tables import T
 
 
@@ -171,7 +171,7 @@ def live_relations(ctx: CommitContext, schema_id: int) -> dict[str, int]:
     return out
 
 
-def live_table_row(ctx: CommitContext, table_id: int, what: str) -> sa.Row:  # type: ignore[type-arg]
+def live_table_row(ctx: CommitContext, table_id: int, what: str) -> Row:
     t = T["ducklake_table"]
     row = ctx.conn.execute(sa.select(t).where(t.c.table_id == table_id, t.c.end_snapshot.is_(None))).one_or_none()
     if row is None:

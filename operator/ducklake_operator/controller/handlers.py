@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import Callable, Hashable
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -41,6 +41,11 @@ from .sweep import SpecCache, StatusWriter, sweep
 log = logging.getLogger(__name__)
 DRIFT_INTERVAL = float(os.environ.get("DUCKLAKE_DRIFT_INTERVAL", "60"))
 CATALOGS, SCHEMAS, TABLES = "ducklakecatalogs", "ducklakeschemas", "ducklaketables"
+# The indexes, by (namespace, catalog name). kopf passes every index to every handler as a
+# keyword argument its handler protocols do not name, so handlers read them from **kwargs.
+CatalogKey = tuple[str | None, str]
+ManifestIndex = kopf.Index[CatalogKey, dict[str, Any]]  # catalog_manifests, table_manifests
+UserIndex = kopf.Index[CatalogKey, str]  # schema_users
 
 
 @lru_cache(maxsize=1)
@@ -96,7 +101,7 @@ async def close_catalogs(memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.index(GROUP, VERSION, CATALOGS)
-def catalog_manifests(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+def catalog_manifests(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
     return {
         (namespace, name): {
             "kind": body.get("kind"),
@@ -111,18 +116,18 @@ def catalog_manifests(namespace: str, name: str, body: kopf.Body, **_: Any) -> d
     }
 
 
-def _user(namespace: str, name: str, body: kopf.Body) -> dict[tuple[str, str], str]:
+def _user(namespace: str | None, name: str, body: kopf.Body) -> dict[CatalogKey, str]:
     return {(namespace, str(body.get("spec", {}).get("catalogRef", {}).get("name"))): f"{body.get('kind')}/{name}"}
 
 
 # Schemas and tables by the catalog they use: a catalog with deletionPolicy Delete waits for them.
 @kopf.index(GROUP, VERSION, SCHEMAS)
-def schema_users(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], str]:
+def schema_users(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, str]:
     return _user(namespace, name, body)
 
 
 @kopf.index(GROUP, VERSION, TABLES)
-def table_manifests(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+def table_manifests(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
     """Tables by their catalog, as last seen: the catalog's drift pass and its deletion use it."""
     meta = body.get("metadata", {})
     kept = {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "resourceVersion", "labels")}
@@ -154,7 +159,7 @@ def _manifest(body: kopf.Body) -> dict[str, Any]:
 _parsed_catalogs: dict[tuple[str | None, str], tuple[object, CatalogSpec | None]] = {}
 
 
-def _catalog_for(spec: SchemaSpec | TableSpec, index: kopf.Index) -> CatalogSpec | None:
+def _catalog_for(spec: SchemaSpec | TableSpec, index: ManifestIndex) -> CatalogSpec | None:
     """The catalog manifest a schema or table names, parsed once per version of it (the
     index holds the same document object until the catalog changes)."""
     key = (spec.ref.namespace, spec.catalog)
@@ -309,11 +314,11 @@ async def catalog_reconcile(
 
 @kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
 async def catalog_check(
-    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, table_manifests: kopf.Index,
-    namespace: str, name: str, **_: Any,
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, namespace: str | None, name: str, **kwargs: Any,
 ) -> None:  # fmt: skip
     """The catalog's health, then the drift and health of each of its tables (``sweep``):
     its database may change under it at any time."""
+    table_manifests: ManifestIndex = kwargs["table_manifests"]
     await _catalog(body, patch, status, memo, 0, timer=True)
     ctl: Controller = memo.controller
     try:
@@ -330,7 +335,8 @@ async def catalog_check(
             str(meta.get("uid")), meta["namespace"], meta["name"], {**update.body["status"], **update.status}
         )
         for type_, reason, message in update.events:
-            kopf.event(update.body, type=type_, reason=reason, message=message)
+            # a plain mapping serves: kopf reads the object reference from it
+            kopf.event(cast(kopf.Body, update.body), type=type_, reason=reason, message=message)
 
 
 @kopf.on.delete(GROUP, VERSION, CATALOGS)
@@ -339,15 +345,15 @@ async def catalog_delete(
     patch: kopf.Patch,
     status: Any,
     memo: kopf.Memo,
-    schema_users: kopf.Index,
-    table_manifests: kopf.Index,
-    catalog_manifests: kopf.Index,
-    namespace: str,
+    namespace: str | None,
     name: str,
     retry: int = 0,
-    **_: Any,
+    **kwargs: Any,
 ) -> None:
     ctl: Controller = memo.controller
+    schema_users: UserIndex = kwargs["schema_users"]
+    table_manifests: ManifestIndex = kwargs["table_manifests"]
+    catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
 
     def delete(spec: CatalogSpec) -> Outcome:
         tables = [f"DuckLakeTable/{doc['metadata']['name']}" for doc in table_manifests.get((namespace, name), [])]
@@ -378,10 +384,10 @@ def _declares_lake(doc: dict[str, Any], identity: tuple[object, ...]) -> bool:
 @kopf.on.create(GROUP, VERSION, SCHEMAS)
 @kopf.on.update(GROUP, VERSION, SCHEMAS, field="spec")
 async def schema_reconcile(
-    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
-    retry: int = 0, **_: Any,
-) -> None:  # fmt: skip
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int = 0, **kwargs: Any
+) -> None:
     ctl: Controller = memo.controller
+    catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
     await _handle(
         "DuckLakeSchema", body, patch, status, memo, retry,
         lambda spec: reconcile_schema(spec, _catalog_for(spec, catalog_manifests), ctl.pool),
@@ -415,10 +421,10 @@ def retained(body: kopf.Body, spec: kopf.Spec, **_: Any) -> None:
 
 @kopf.on.delete(GROUP, VERSION, SCHEMAS, when=_drops)
 async def schema_delete(
-    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
-    retry: int = 0, **_: Any,
-) -> None:  # fmt: skip
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int = 0, **kwargs: Any
+) -> None:
     ctl: Controller = memo.controller
+    catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
 
     def delete(spec: SchemaSpec) -> Outcome:
         return delete_schema(spec, _catalog_for(spec, catalog_manifests), ctl.pool)
@@ -434,10 +440,10 @@ async def schema_delete(
 @kopf.on.create(GROUP, VERSION, TABLES)
 @kopf.on.update(GROUP, VERSION, TABLES, field="spec")
 async def table_reconcile(
-    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
-    retry: int = 0, **_: Any,
-) -> None:  # fmt: skip
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int = 0, **kwargs: Any
+) -> None:
     ctl: Controller = memo.controller
+    catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
     await _handle(
         "DuckLakeTable", body, patch, status, memo, retry,
         lambda spec: reconcile_table(spec, _catalog_for(spec, catalog_manifests), ctl.pool),
@@ -447,10 +453,10 @@ async def table_reconcile(
 
 @kopf.on.delete(GROUP, VERSION, TABLES, when=_drops)
 async def table_delete(
-    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, catalog_manifests: kopf.Index,
-    retry: int = 0, **_: Any,
-) -> None:  # fmt: skip
+    body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int = 0, **kwargs: Any
+) -> None:
     ctl: Controller = memo.controller
+    catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
     await _handle(
         "DuckLakeTable", body, patch, status, memo, retry,
         lambda spec: delete_table(spec, _catalog_for(spec, catalog_manifests), ctl.pool),

@@ -282,9 +282,9 @@ def _apply(
 
 def reconcile_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
     outcome, catalog, result, state = _apply(spec, catalog_spec, pool)
-    if catalog is not None and result is not None:
+    if catalog_spec is not None and catalog is not None and result is not None:
         if result.commit is not None and result.commit.snapshot_id is not None:
-            state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)  # type: ignore[arg-type]
+            state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)
         schema = state.schema(spec.name)
         if schema is not None:
             outcome.status.update(snapshot=schema.begin_snapshot, schemaId=schema.schema_id)
@@ -293,10 +293,10 @@ def reconcile_schema(spec: SchemaSpec, catalog_spec: CatalogSpec | None, pool: C
 
 def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool) -> Outcome:
     outcome, catalog, result, state = _apply(spec, catalog_spec, pool)
-    if catalog is None or result is None:
+    if catalog_spec is None or catalog is None or result is None:
         return outcome
     if result.commit is not None and result.commit.snapshot_id is not None:
-        state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)  # type: ignore[arg-type]
+        state = pool.state(catalog_spec, catalog, at_least=result.commit.snapshot_id)
     table = state.table(spec.schema, spec.name)
     if table is not None:
         outcome.status.update(table_fields(table))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from ..model.plans import TablePlan
-from ..model.state import TableState
+from ..model.state import ColumnState, TableState
 
 SMALL_FILE_BYTES = 16 * 1024 * 1024  # files under this count as small in status.stats
 
@@ -70,7 +70,7 @@ def publication(
     posted once, not on every retry of the same failure."""
     patch = status_changes(current, status)
     existing = list(current.get("conditions") or [])
-    ready = next((c for c in existing if c.get("type") == "Ready"), {})
+    ready: Mapping[str, Any] = next((c for c in existing if c.get("type") == "Ready"), {})
     updates = []
     for c in conditions:
         c = {**c, "message": scrub(c.get("message", ""))}
@@ -105,7 +105,7 @@ def table_fields(table: TableState) -> dict[str, Any]:
     """Ids, columns and health of a table, for status."""
     columns = []
 
-    def visit(cols, prefix: str) -> None:  # type: ignore[no-untyped-def]
+    def visit(cols: Iterable[ColumnState], prefix: str) -> None:
         for c in cols:
             path = f"{prefix}{c.name}"
             columns.append({"name": path, "id": c.column_id, "type": c.type_name})
@@ -117,7 +117,8 @@ def table_fields(table: TableState) -> dict[str, Any]:
     changed = max(
         [table.begin_snapshot, layout_snapshot]
         + [c.begin_snapshot for c in table.all_columns()]
-        + [f.begin_snapshot for f in (*table.data_files, *table.delete_files)]
+        + [f.begin_snapshot for f in table.data_files]
+        + [d.begin_snapshot for d in table.delete_files]
     )
     return {
         # the table's own, so that commits to other tables change nothing in its status

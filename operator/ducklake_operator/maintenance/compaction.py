@@ -75,11 +75,14 @@ def schema_version_at(versions: list[tuple[int, int]], snapshot: int) -> int:
     return versions[i][1] if i >= 0 else -1
 
 
-def _contiguous(files: list[DataFile]) -> bool:
-    if any(f.row_id_start is None for f in files):
-        return False
-    by_row = sorted(files, key=lambda f: f.row_id_start or 0)
-    return all(a.row_id_start + a.record_count == b.row_id_start for a, b in zip(by_row, by_row[1:], strict=False))  # type: ignore[operator]
+def _first_row_id(files: list[DataFile]) -> int | None:
+    """The first row id of files whose row ids run on without a gap; None when they do not."""
+    spans = sorted(((f.row_id_start, f.record_count) for f in files if f.row_id_start is not None), key=lambda s: s[0])
+    if len(spans) < len(files) or not spans:
+        return None
+    if not all(start + count == following for (start, count), (following, _) in zip(spans, spans[1:], strict=False)):
+        return None
+    return spans[0][0]
 
 
 def plan_compaction(
@@ -137,6 +140,6 @@ def _group(index: int, key: tuple[Any, ...], files: list[DataFile], deleted: Col
         input_rows=sum(f.record_count for f in files),
         begin_snapshot=files[0].begin_snapshot,
         partial_max=max(f.partial_max if f.partial_max is not None else f.begin_snapshot for f in files),
-        row_id_start=min(f.row_id_start for f in files) if _contiguous(files) else None,  # type: ignore[type-var]
+        row_id_start=_first_row_id(files),
         with_deletes=tuple(f.data_file_id for f in files if f.data_file_id in deleted),
     )

@@ -18,7 +18,7 @@ ever run twice, and none is lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
@@ -67,8 +67,10 @@ def latest_cron_time(cron: str, at_or_before: datetime, tz: ZoneInfo) -> datetim
     """The last cron time at or before ``at_or_before`` (None: none)."""
     at_or_before = aware(at_or_before)
     local = at_or_before.astimezone(tz)
-    # In a repeated hour's second pass, later wall times of the first pass already happened.
-    ahead = local.replace(fold=0).utcoffset() - local.utcoffset() if local.fold else timedelta(0)  # type: ignore[operator]
+    # In a repeated hour's second pass, later wall times of the first pass already happened:
+    # as many as lie between the first pass's instant of this wall time and this one (in UTC:
+    # Python subtracts times of one zone as wall times).
+    ahead = local.astimezone(UTC) - local.replace(fold=0).astimezone(UTC) if local.fold else timedelta(0)
     times = croniter(cron, local.replace(tzinfo=None) + ahead + timedelta(seconds=1))
     for _ in range(_GUARD):
         try:

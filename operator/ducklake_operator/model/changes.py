@@ -119,7 +119,7 @@ class SetOption:
     """
 
     key: str
-    value: str | None
+    value: str | int | float | bool | None  # as a manifest writes it (the writer normalises it); None unsets
     scope: str = "global"
     scope_id: int | None = None
     scope_name: str | None = None

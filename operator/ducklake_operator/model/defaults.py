@@ -24,9 +24,13 @@ from __future__ import annotations
 import datetime
 import threading
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from .types import Default, DuckLakeType, Field, ListOf, MapOf, Primitive, Struct, is_nested, to_duckdb_sql
+
+if TYPE_CHECKING:
+    import duckdb
 
 _lock = threading.Lock()
 # DuckDB stores a boolean default as an expression at CREATE TABLE; these are its two forms
@@ -35,7 +39,7 @@ BOOLEAN = Primitive("boolean")
 
 
 @lru_cache(maxsize=1)
-def _duckdb():  # type: ignore[no-untyped-def]
+def _duckdb() -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(
@@ -91,6 +95,7 @@ def _cast(text: str, t: DuckLakeType, where: str) -> str:
             unquoted = quoted_constant(text)
             hint = f"; a manifest default is a value, not SQL: did you mean `{unquoted}`?" if unquoted else ""
             raise SpecError(f"{where}: default {text!r} is not a valid {t}: {str(exc).splitlines()[0]}{hint}") from None
+    assert row is not None  # a SELECT without FROM returns one row
     return row[0]
 
 
@@ -134,9 +139,11 @@ def _render_expression(sql: str, t: DuckLakeType, where: str) -> str:
         con = _duckdb()
         try:
             con.execute(f"CREATE OR REPLACE TEMP TABLE __default_probe (x {to_duckdb_sql(t)} DEFAULT ({sql}))")
-            rendered = con.execute(
+            row = con.execute(
                 "SELECT column_default FROM duckdb_columns() WHERE table_name = '__default_probe'"
-            ).fetchone()[0]
+            ).fetchone()
+            assert row is not None  # the table was just created
+            rendered = row[0]
         except Exception as exc:
             raise SpecError(
                 f"{where}: default expression {sql!r} is not valid DuckDB SQL: {str(exc).splitlines()[0]}"

@@ -40,7 +40,8 @@ def check_identifier(name: object, what: str) -> str:
     problem = identifier_problem(name, what)
     if problem:
         raise SpecError(problem)
-    return name  # type: ignore[return-value]
+    assert isinstance(name, str)  # identifier_problem finds a problem in anything else
+    return name
 
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)

@@ -120,9 +120,10 @@ def parse_size(value: object) -> int:
             raise ValueError(f"{value!r} is negative")
         return value
     text = str(value)
-    if not _SIZE.match(text):
+    parts = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", text)
+    if not _SIZE.match(text) or parts is None:
         raise ValueError(f"{value!r} is not a size like 512MB or 1GiB")
-    number, unit = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", text).groups()  # type: ignore[union-attr]
+    number, unit = parts.groups()
     return int(float(number) * _UNITS[unit.lower()])
 
 

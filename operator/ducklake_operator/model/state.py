@@ -69,7 +69,9 @@ class ColumnState:
             return ListOf(self.children[0].type)
         if self.type_name == "map":
             return MapOf(self.children[0].type, self.children[1].type)
-        return from_catalog_name(self.type_name)  # type: ignore[return-value]
+        t = from_catalog_name(self.type_name)
+        assert t is not None, self.type_name  # the nested types' names are DuckDB's, in lowercase
+        return t
 
     def walk(self) -> Iterator[ColumnState]:
         yield self

@@ -220,8 +220,9 @@ class _Parser:
 
     def parse(self) -> DuckLakeType:
         t = self.type_()
-        if self.peek() is not None:
-            raise self.error(f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
+        extra = self.peek()
+        if extra is not None:
+            raise self.error(f"unexpected {extra[1]!r}")
         return t
 
     def type_(self) -> DuckLakeType:
