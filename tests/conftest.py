@@ -49,7 +49,7 @@ def pg_location(pg_server: PgServer) -> CatalogLocation:
 
 
 @pytest.fixture
-def make_location(request: pytest.FixtureRequest, tmp_path) -> Callable[[str], CatalogLocation]:  # type: ignore[no-untyped-def]
+def make_location(request: pytest.FixtureRequest, tmp_path) -> Callable[[str], CatalogLocation]:
     """Fresh, empty catalog locations of a backend ('sqlite' or 'postgres')."""
 
     def make(kind: str) -> CatalogLocation:
@@ -64,12 +64,12 @@ def make_location(request: pytest.FixtureRequest, tmp_path) -> Callable[[str], C
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, make_location) -> CatalogLocation:  # type: ignore[no-untyped-def]
+def location(request: pytest.FixtureRequest, make_location) -> CatalogLocation:
     return make_location(request.param)
 
 
 @pytest.fixture
-def data_path(tmp_path) -> str:  # type: ignore[no-untyped-def]
+def data_path(tmp_path) -> str:
     path = tmp_path / "data"
     path.mkdir()
     return str(path) + "/"
@@ -94,7 +94,7 @@ def s3_server() -> Iterator[S3Server]:
 
 
 @pytest.fixture
-def s3_bucket(s3_server, monkeypatch) -> str:  # type: ignore[no-untyped-def]
+def s3_bucket(s3_server, monkeypatch) -> str:
     """A fresh bucket; the AWS environment points at the S3 server. Returns ``s3://bucket/``."""
     import pyarrow.fs as pafs
 

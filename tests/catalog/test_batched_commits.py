@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import threading
 
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.batch import CommitBatcher
+from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.reconcile import apply_plan
 from support import duck
+from support.manifests import parse_as
 
 
-def table_spec(name: str):  # type: ignore[no-untyped-def]
-    return parse_manifest({
+def table_spec(name: str) -> TableSpec:
+    return parse_as(TableSpec, {
         "kind": "DuckLakeTable",
         "metadata": {"name": name, "namespace": "ns", "generation": 1},
         "spec": {"catalogRef": {"name": "lake"}, "name": name,
@@ -21,7 +22,7 @@ def table_spec(name: str):  # type: ignore[no-untyped-def]
     })  # fmt: skip
 
 
-def test_a_storm_of_table_plans_lands_in_few_snapshots(location, data_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_storm_of_table_plans_lands_in_few_snapshots(location, data_path) -> None:
     catalog = Catalog.create(location, data_path)
     duck.run_workload(location, ["CREATE TABLE lk.busy (i INTEGER)"])
     batcher = CommitBatcher(catalog.commit)
@@ -63,7 +64,7 @@ def test_a_storm_of_table_plans_lands_in_few_snapshots(location, data_path) -> N
         snapshots, created = con.execute(
             "SELECT count(*), sum(len(changes['tables_created'])) FROM ducklake_snapshots('lk') "
             "WHERE changes['tables_created'] IS NOT NULL"
-        ).fetchone()
+        ).fetchall()[0]
         con.execute("INSERT INTO lk.t7 VALUES (1, 'a')")
         assert con.execute("SELECT * FROM lk.t7").fetchall() == [(1, "a")]
     finally:

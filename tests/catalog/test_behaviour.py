@@ -36,7 +36,7 @@ def test_adopt_refuses_other_format_versions(catalog: Catalog) -> None:
     assert dump(catalog.location) == before
 
 
-def test_adopt_accepts_a_catalog_duckdb_created(make_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_adopt_accepts_a_catalog_duckdb_created(make_location, tmp_path) -> None:
     location = make_location("postgres")
     con = duck.attach(location, data_path=str(tmp_path) + "/")
     con.execute("CREATE TABLE lk.t(a INTEGER)")
@@ -57,7 +57,7 @@ def test_unreachable_database_is_a_clear_error_without_credentials() -> None:
     assert "s3cret-pw" not in repr(location)
 
 
-def test_wrong_password_is_unavailable_and_does_not_leak(pg_server) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_password_is_unavailable_and_does_not_leak(pg_server) -> None:
     import psycopg2
 
     admin = psycopg2.connect(host=pg_server.host, port=pg_server.port, user="postgres", dbname="postgres")
@@ -157,7 +157,7 @@ def test_reads_everything_duckdb_writes(catalog: Catalog) -> None:
     assert p is not None
     assert [(f.key_index, f.transform) for f in p.partition.fields] == [(0, "identity"), (1, "year")]
     assert [(f.expression, f.direction, f.null_order) for f in p.sort.fields] == [("id", "DESC", "NULLS_FIRST")]
-    expected_files = con.execute("SELECT count(*) FROM ducklake_list_files('lk', 'p')").fetchone()[0]
+    expected_files = duck.scalar(con, "SELECT count(*) FROM ducklake_list_files('lk', 'p')")
     assert len(p.data_files) == expected_files
     assert all(f.partition_values for f in p.data_files)
     deleted = sum(d.delete_count for d in p.delete_files)
@@ -194,7 +194,7 @@ def test_reading_many_tables_takes_a_fixed_number_of_queries(catalog: Catalog) -
     assert count_queries() == few <= 20
 
 
-def test_catalog_in_its_own_postgres_schema(pg_location, data_path) -> None:  # type: ignore[no-untyped-def]
+def test_catalog_in_its_own_postgres_schema(pg_location, data_path) -> None:
     """METADATA_SCHEMA: everything, dynamic inlined tables included, lives in that schema."""
     from dataclasses import replace
 
@@ -206,5 +206,7 @@ def test_catalog_in_its_own_postgres_schema(pg_location, data_path) -> None:  # 
     con = duck.attach(location)
     con.execute("INSERT INTO lk.t VALUES (7)")  # inlined
     state = catalog.state()
+    table = state.table("main", "t")
+    assert table is not None
     with catalog.engine.connect() as conn:
-        assert [r["a"] for r in load_inlined_rows(conn, state.table("main", "t"), state.snapshot.snapshot_id)] == [7]
+        assert [r["a"] for r in load_inlined_rows(conn, table, state.snapshot.snapshot_id)] == [7]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import duckdb
 import pytest
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
@@ -26,7 +27,7 @@ BACKENDS = ["sqlite", "postgres"]
 
 def twin(
     make_location: Callable[[str], CatalogLocation], kind: str, tmp_path, setup_sql: str = ""
-) -> tuple[Catalog, Catalog, object]:  # type: ignore[no-untyped-def]
+) -> tuple[Catalog, Catalog, duckdb.DuckDBPyConnection]:
     """Two catalogs in the same state: (driven by DuckDB, driven by the library, DuckDB conn)."""
     a = Catalog.create(make_location(kind), str(tmp_path / "a") + "/")
     b = Catalog.create(make_location(kind), str(tmp_path / "b") + "/")
@@ -52,7 +53,7 @@ def assert_same_catalog(a: Catalog, b: Catalog) -> None:
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_new_catalog_matches_duckdb(make_location, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_new_catalog_matches_duckdb(make_location, kind: str, tmp_path) -> None:
     ours = Catalog.create(make_location(kind), str(tmp_path / "x") + "/")
     theirs_location = make_location(kind)
     con = duck.connect()
@@ -114,15 +115,15 @@ CREATE_FIELDS = (
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_create_table_matches_duckdb(make_location, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_create_table_matches_duckdb(make_location, kind: str, tmp_path) -> None:
     a, b, con = twin(make_location, kind, tmp_path)
     con.execute(CREATE_SQL.replace("{lk}", "da"))
-    b.commit([CreateTable("main", "t1", CREATE_FIELDS)], author=None, message=None)  # type: ignore[arg-type]
+    b.commit([CreateTable("main", "t1", CREATE_FIELDS)], author=None, message=None)
     assert_same_catalog(a, b)
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_schema_and_table_lifecycle_matches_duckdb(make_location, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_schema_and_table_lifecycle_matches_duckdb(make_location, kind: str, tmp_path) -> None:
     a, b, con = twin(make_location, kind, tmp_path, "CREATE TABLE {lk}.t(a INTEGER, b VARCHAR)")
     ops_sql = [
         "CREATE SCHEMA da.s2",
@@ -136,18 +137,18 @@ def test_schema_and_table_lifecycle_matches_duckdb(make_location, kind: str, tmp
         con.execute(sql)
     t_id = b.state().table("main", "t").table_id
     no_author = dict(author=None, message=None)
-    b.commit([CreateSchema("s2")], **no_author)  # type: ignore[arg-type]
-    b.commit([CreateTable("s2", "x", (Field("v", parse_type("int64")),))], **no_author)  # type: ignore[arg-type]
-    b.commit([RenameTable(t_id, "main.t", "t_renamed")], **no_author)  # type: ignore[arg-type]
-    b.commit([SetTags(t_id, "main.t_renamed", (("comment", "hello"),))], **no_author)  # type: ignore[arg-type]
+    b.commit([CreateSchema("s2")], **no_author)
+    b.commit([CreateTable("s2", "x", (Field("v", parse_type("int64")),))], **no_author)
+    b.commit([RenameTable(t_id, "main.t", "t_renamed")], **no_author)
+    b.commit([SetTags(t_id, "main.t_renamed", (("comment", "hello"),))], **no_author)
     s = b.state()
-    b.commit([DropTable(s.table("s2", "x").table_id, "s2.x")], **no_author)  # type: ignore[arg-type]
-    b.commit([DropSchema(s.schemas["s2"].schema_id, "s2")], **no_author)  # type: ignore[arg-type]
+    b.commit([DropTable(s.table("s2", "x").table_id, "s2.x")], **no_author)
+    b.commit([DropSchema(s.schemas["s2"].schema_id, "s2")], **no_author)
     assert_same_catalog(a, b)
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_options_are_stored_as_duckdb_stores_them(make_location, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_options_are_stored_as_duckdb_stores_them(make_location, kind: str, tmp_path) -> None:
     a, b, con = twin(make_location, kind, tmp_path, "CREATE TABLE {lk}.t(a INTEGER)")
     for key, value in [
         ("target_file_size", "'10MB'"),
@@ -183,9 +184,9 @@ def test_options_are_stored_as_duckdb_stores_them(make_location, kind: str, tmp_
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_inlining_disabled_means_no_inlined_table(make_location, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_inlining_disabled_means_no_inlined_table(make_location, kind: str, tmp_path) -> None:
     a, b, con = twin(make_location, kind, tmp_path, "CALL {lk}.set_option('data_inlining_row_limit', 0)")
     con.execute("CREATE TABLE da.t(a INTEGER)")
-    b.commit([CreateTable("main", "t", (Field("a", parse_type("int32")),))], author=None, message=None)  # type: ignore[arg-type]
+    b.commit([CreateTable("main", "t", (Field("a", parse_type("int32")),))], author=None, message=None)
     assert_same_catalog(a, b)
     assert not inlined_columns(b.location)

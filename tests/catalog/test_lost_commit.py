@@ -18,7 +18,7 @@ from support.pg_fault_proxy import PgFaultProxy
 
 
 @pytest.fixture
-def lake(pg_server, pg_location: CatalogLocation, tmp_path) -> Iterator[tuple[Catalog, Catalog, PgFaultProxy]]:  # type: ignore[no-untyped-def]
+def lake(pg_server, pg_location: CatalogLocation, tmp_path) -> Iterator[tuple[Catalog, Catalog, PgFaultProxy]]:
     """(the catalog through the proxy, the same catalog direct, the proxy)"""
     direct = Catalog.create(pg_location, str(tmp_path / "data") + "/")
     proxy = PgFaultProxy(pg_server.host, pg_server.port)
@@ -31,7 +31,7 @@ def lake(pg_server, pg_location: CatalogLocation, tmp_path) -> Iterator[tuple[Ca
         proxy.close()
 
 
-def create(catalog: Catalog, name: str):  # type: ignore[no-untyped-def]
+def create(catalog: Catalog, name: str):
     return catalog.commit([CreateTable("main", name, (Field("a", parse_type("INTEGER")),))])
 
 
@@ -42,7 +42,7 @@ def open_transactions(catalog: Catalog) -> int:
         ).scalar_one()
 
 
-def test_commit_that_landed_is_reported_committed(lake) -> None:  # type: ignore[no-untyped-def]
+def test_commit_that_landed_is_reported_committed(lake) -> None:
     proxied, direct, proxy = lake
     before = direct.snapshot().snapshot_id
     proxy.arm("after")
@@ -53,10 +53,10 @@ def test_commit_that_landed_is_reported_committed(lake) -> None:  # type: ignore
 
 
 @pytest.mark.parametrize("mode", ["before", "partition"])
-def test_commit_that_did_not_land_is_a_clean_failure(lake, mode: str) -> None:  # type: ignore[no-untyped-def]
+def test_commit_that_did_not_land_is_a_clean_failure(lake, mode: str) -> None:
     proxied, direct, proxy = lake
     before = direct.snapshot().snapshot_id
-    proxy.arm(mode)  # type: ignore[arg-type]
+    proxy.arm(mode)
     with pytest.raises(CatalogUnavailable, match="was not committed") as info:
         create(proxied, "t")
     assert info.value.cleanable  # callers may delete what they wrote for it
@@ -67,12 +67,12 @@ def test_commit_that_did_not_land_is_a_clean_failure(lake, mode: str) -> None:  
 
 
 @pytest.mark.parametrize("mode", ["before", "after"])
-def test_options_only_commit_is_written_again(lake, mode: str) -> None:  # type: ignore[no-untyped-def]
+def test_options_only_commit_is_written_again(lake, mode: str) -> None:
     """Options are not a snapshot: there is nothing to read back, but they are rewritten
     whole, so once the server has ended the lost transaction the commit simply runs again."""
     proxied, direct, proxy = lake
     before = direct.snapshot().snapshot_id
-    proxy.arm(mode, marker=b"INSERT INTO ducklake_metadata")  # type: ignore[arg-type]
+    proxy.arm(mode, marker=b"INSERT INTO ducklake_metadata")
     result = proxied.commit([SetOption("targetFileSize", "10MB")])
     assert proxy.fired.is_set() and result.attempts == 2 and result.snapshot_id is None
     assert direct.state().options["target_file_size"] == str(10 * 1000 * 1000)

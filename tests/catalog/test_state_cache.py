@@ -63,7 +63,7 @@ def test_options_set_by_duckdb_are_seen(catalog: Catalog, location: CatalogLocat
     assert after.snapshot.snapshot_id == before.snapshot.snapshot_id  # set_option writes no snapshot
     assert after.options["target_file_size"] == "1000000"
     assert after.schemas["main"].options == {"parquet_compression": "zstd"}
-    assert after.table("main", "t").options == {"target_file_size": "2000000"}  # type: ignore[union-attr]
+    assert after.table("main", "t").options == {"target_file_size": "2000000"}
     assert after == catalog.state()
 
 
@@ -77,7 +77,7 @@ def test_tables_keep_current_options_across_snapshots(catalog: Catalog, location
     con.execute("CALL lk.set_option('target_file_size', '3MB', table_name => 'a')")
     con.execute("INSERT INTO lk.b VALUES (1)")  # a new snapshot that names only b
     assert cache.state() == catalog.state()
-    assert cache.state().table("main", "a").options == {"target_file_size": "3000000"}  # type: ignore[union-attr]
+    assert cache.state().table("main", "a").options == {"target_file_size": "3000000"}
 
 
 def test_no_drift_after_an_options_only_apply(location: CatalogLocation, data_path: str) -> None:
@@ -93,7 +93,7 @@ def test_no_drift_after_an_options_only_apply(location: CatalogLocation, data_pa
         reconcile_table(changed, catalog_spec, pool)
         written = Catalog.open(location).state()
         assert written.snapshot.snapshot_id == created  # options only: no snapshot
-        assert written.table("main", "orders").options == {"target_file_size": "2000000"}  # type: ignore[union-attr]
+        assert written.table("main", "orders").options == {"target_file_size": "2000000"}
         drift = check_table_drift(changed, catalog_spec, pool)
         assert drift.status["drift"] == [] and not drift.events  # nothing reverted either
         catalog, _ = pool.catalog(catalog_spec)

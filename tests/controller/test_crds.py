@@ -34,7 +34,7 @@ def test_crd_files_are_generated_and_identical_in_the_chart() -> None:
     assert len(glob.glob(os.path.join(ROOT, "crds", "*.yaml"))) == len(crds.KINDS)
 
 
-def walk(schema: dict[str, Any], path: str = ""):  # type: ignore[no-untyped-def]
+def walk(schema: dict[str, Any], path: str = ""):
     yield path, schema
     for name, sub in schema.get("properties", {}).items():
         yield from walk(sub, f"{path}.{name}")

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.controller.reconcilers import (
     CatalogPool,
     check_table_drift,
@@ -18,13 +17,18 @@ from ducklake_operator.controller.reconcilers import (
     reconcile_schema,
     reconcile_table,
 )
+from ducklake_operator.model.spec import CatalogSpec, SchemaSpec, TableSpec
 from support import duck
+from support.manifests import parse_as
 from support.pgserver import free_port
 
-COLUMNS = [{"name": "id", "type": "int64", "nullable": False}, {"name": "amount", "type": "int32"}]
+COLUMNS: list[dict[str, Any]] = [
+    {"name": "id", "type": "int64", "nullable": False},
+    {"name": "amount", "type": "int32"},
+]
 
 
-def catalog_spec(location, data_path: str, **spec: Any) -> Any:  # type: ignore[no-untyped-def]
+def catalog_spec(location, data_path: str, **spec: Any) -> CatalogSpec:
     backend = (
         {"sqlite": {"path": location.path}}
         if location.kind == "sqlite"
@@ -37,17 +41,19 @@ def catalog_spec(location, data_path: str, **spec: Any) -> Any:  # type: ignore[
             }
         }
     )
-    return parse_manifest(
+    return parse_as(
+        CatalogSpec,
         {
             "kind": "DuckLakeCatalog",
             "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
             "spec": {"metadata": backend, "dataPath": data_path, **spec},
-        }
+        },
     )
 
 
-def table_spec(columns: list[dict[str, Any]] | None = None, generation: int = 1, **spec: Any) -> Any:
-    return parse_manifest(
+def table_spec(columns: list[dict[str, Any]] | None = None, generation: int = 1, **spec: Any) -> TableSpec:
+    return parse_as(
+        TableSpec,
         {
             "kind": "DuckLakeTable",
             "metadata": {"name": "orders", "namespace": "ns", "generation": generation},
@@ -57,26 +63,26 @@ def table_spec(columns: list[dict[str, Any]] | None = None, generation: int = 1,
                 "columns": copy.deepcopy(columns or COLUMNS),
                 **spec,
             },
-        }
+        },
     )
 
 
-def pg_user(name, user_key, pw_key, namespace):  # type: ignore[no-untyped-def]
+def pg_user(name, user_key, pw_key, namespace):
     return ("postgres", None)
 
 
-def conditions(outcome) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
+def conditions(outcome) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in outcome.conditions}
 
 
 @pytest.fixture
-def pool():  # type: ignore[no-untyped-def]
+def pool():
     p = CatalogPool(credentials=pg_user)
     yield p
     p.close()
 
 
-def test_catalog_is_created_then_adopted(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
+def test_catalog_is_created_then_adopted(location, data_path, pool) -> None:
     spec = catalog_spec(location, data_path)
     first = reconcile_catalog(spec, pool)
     assert conditions(first)["Ready"] == ("True", "Created") and first.status["formatVersion"] == "1.0"
@@ -87,8 +93,9 @@ def test_catalog_is_created_then_adopted(location, data_path, pool) -> None:  # 
     assert again.status["currentSnapshot"] == 0
 
 
-def test_unreachable_catalog_is_temporary_and_keeps_secrets_out(tmp_path, pool) -> None:  # type: ignore[no-untyped-def]
-    spec = parse_manifest(
+def test_unreachable_catalog_is_temporary_and_keeps_secrets_out(tmp_path, pool) -> None:
+    spec = parse_as(
+        CatalogSpec,
         {
             "kind": "DuckLakeCatalog",
             "metadata": {"name": "lake", "namespace": "ns"},
@@ -103,7 +110,7 @@ def test_unreachable_catalog_is_temporary_and_keeps_secrets_out(tmp_path, pool) 
                 },
                 "dataPath": "/tmp/x/",
             },
-        }
+        },
     )
     pool.credentials = lambda *a: ("u", "topsecret")
     outcome = reconcile_catalog(spec, pool)
@@ -112,13 +119,13 @@ def test_unreachable_catalog_is_temporary_and_keeps_secrets_out(tmp_path, pool) 
     assert "topsecret" not in repr(outcome)
 
 
-def test_table_waits_for_its_catalog(pool) -> None:  # type: ignore[no-untyped-def]
+def test_table_waits_for_its_catalog(pool) -> None:
     outcome = reconcile_table(table_spec(), None, pool)
     assert outcome.failure is not None and outcome.failure.reason == "CatalogNotFound"
     assert conditions(outcome)["Ready"] == ("False", "CatalogNotFound")
 
 
-def test_table_lifecycle(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
+def test_table_lifecycle(location, data_path, pool) -> None:
     cat = catalog_spec(location, data_path)
     reconcile_catalog(cat, pool)
     created = reconcile_table(table_spec(), cat, pool)
@@ -152,7 +159,7 @@ def test_table_lifecycle(location, data_path, pool) -> None:  # type: ignore[no-
     assert conditions(reconcile_table(approved, cat, pool))["Ready"] == ("True", "Applied")
 
 
-def test_drift_is_reported_or_reverted(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
+def test_drift_is_reported_or_reverted(location, data_path, pool) -> None:
     cat = catalog_spec(location, data_path)
     reconcile_catalog(cat, pool)
     reconcile_table(table_spec(), cat, pool)
@@ -171,7 +178,7 @@ def test_drift_is_reported_or_reverted(location, data_path, pool) -> None:  # ty
     ]
 
 
-def test_deletion_policies(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
+def test_deletion_policies(location, data_path, pool) -> None:
     cat = catalog_spec(location, data_path)
     reconcile_catalog(cat, pool)
     reconcile_table(table_spec(), cat, pool)
@@ -186,7 +193,7 @@ def test_deletion_policies(location, data_path, pool) -> None:  # type: ignore[n
     assert delete_table(table_spec(deletionPolicy="Delete"), None, pool).events[0][1] == "CatalogGone"
 
 
-def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> None:
     """Retain leaves the lake; Delete waits for the schemas and tables that use the catalog,
     then deletes every file the catalog refers to (live, time-travel, scheduled) and drops
     its metadata; files no row refers to stay."""
@@ -255,30 +262,32 @@ def test_catalog_deletion_policies(location, data_path, pool, monkeypatch) -> No
     )
 
 
-def test_schema_reconcile(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
+def test_schema_reconcile(location, data_path, pool) -> None:
     cat = catalog_spec(location, data_path)
     reconcile_catalog(cat, pool)
-    spec = parse_manifest(
+    spec = parse_as(
+        SchemaSpec,
         {
             "kind": "DuckLakeSchema",
             "metadata": {"name": "sales", "namespace": "ns", "generation": 1},
             "spec": {"catalogRef": {"name": "lake"}, "name": "sales", "comment": "c"},
-        }
+        },
     )
     outcome = reconcile_schema(spec, cat, pool)
     assert conditions(outcome)["Ready"] == ("True", "Applied") and outcome.status["schemaId"] == 1
 
 
-def test_resync_of_many_tables_reuses_the_cached_state(location, data_path, pool) -> None:  # type: ignore[no-untyped-def]
+def test_resync_of_many_tables_reuses_the_cached_state(location, data_path, pool) -> None:
     cat = catalog_spec(location, data_path)
     reconcile_catalog(cat, pool)
     specs = [
-        parse_manifest(
+        parse_as(
+            TableSpec,
             {
                 "kind": "DuckLakeTable",
                 "metadata": {"name": f"t{i}", "namespace": "ns"},
                 "spec": {"catalogRef": {"name": "lake"}, "name": f"t{i}", "columns": COLUMNS},
-            }
+            },
         )
         for i in range(40)
     ]
@@ -291,7 +300,7 @@ def test_resync_of_many_tables_reuses_the_cached_state(location, data_path, pool
     assert per_table < 2, per_table  # one snapshot check each (plus one full read for all)
 
 
-def test_lake_identity(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_lake_identity(tmp_path) -> None:
     """Two DuckLakeCatalog resources are the same lake when they name the same metadata database."""
     from dataclasses import replace
 

@@ -31,7 +31,7 @@ def example(kind: str) -> dict[str, Any]:
     return copy.deepcopy(next(d for _, d in example_documents() if d["kind"] == kind))
 
 
-def test_every_example_is_accepted(cluster, chart, kube) -> None:  # type: ignore[no-untyped-def]
+def test_every_example_is_accepted(cluster, chart, kube) -> None:
     for source, doc in example_documents():
         out = kube.kubectl("apply", "--server-side", "--dry-run=server", "-f", os.path.join(ROOT, source))
         assert "(server dry run)" in out, source
@@ -98,7 +98,7 @@ INVALID: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
 
 
 @pytest.mark.parametrize("name, make, message", INVALID, ids=[n for n, _, _ in INVALID])
-def test_invalid_manifests_are_rejected_by_the_server(cluster, chart, kube, name: str, make, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_manifests_are_rejected_by_the_server(cluster, chart, kube, name: str, make, message: str) -> None:
     out = kube.cluster.kubectl_result(
         "-n", kube.namespace, "apply", "--server-side", "--dry-run=server", "-f", "-",
         input=yaml.safe_dump(make()),
@@ -107,7 +107,7 @@ def test_invalid_manifests_are_rejected_by_the_server(cluster, chart, kube, name
     assert message in out.stderr, out.stderr
 
 
-def test_sizes_and_durations_the_loader_reads_are_accepted_by_the_server(cluster, chart, kube) -> None:  # type: ignore[no-untyped-def]
+def test_sizes_and_durations_the_loader_reads_are_accepted_by_the_server(cluster, chart, kube) -> None:
     for size, duration in ((536870912, "2 weeks"), ("1.5 GiB", "12H"), ("512mb", "30 minutes")):
         doc = with_spec(
             "DuckLakeMaintenancePolicy",
@@ -127,7 +127,7 @@ def test_sizes_and_durations_the_loader_reads_are_accepted_by_the_server(cluster
         ("DuckLakeJob", {"retries": 5}, "immutable"),
     ],
 )
-def test_immutable_fields_are_refused_on_update(cluster, chart, kube, kind: str, change, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_immutable_fields_are_refused_on_update(cluster, chart, kube, kind: str, change, message: str) -> None:
     doc = example(kind)
     kube.apply(doc)
     changed = copy.deepcopy(doc)
@@ -137,7 +137,7 @@ def test_immutable_fields_are_refused_on_update(cluster, chart, kube, kind: str,
     kube.apply(doc)  # the unchanged object is still accepted
 
 
-def test_a_job_may_be_cancelled_but_not_changed_or_uncancelled(cluster, chart, kube) -> None:  # type: ignore[no-untyped-def]
+def test_a_job_may_be_cancelled_but_not_changed_or_uncancelled(cluster, chart, kube) -> None:
     doc = example("DuckLakeJob")
     kube.apply(doc)
     kube.kubectl("patch", "dlj", doc["metadata"]["name"], "--type=merge", "-p", '{"spec": {"cancel": true}}')

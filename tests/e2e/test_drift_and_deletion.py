@@ -20,7 +20,7 @@ def snapshot_ids(location: CatalogLocation) -> list[int]:
         con.close()
 
 
-def test_restart_reapplies_nothing_and_outside_changes_are_reported(kube, operator, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_restart_reapplies_nothing_and_outside_changes_are_reported(kube, operator, tmp_path) -> None:
     kube.apply(sqlite_catalog("lake", str(tmp_path)), table("orders", "lake", options={"targetFileSize": "64MB"}))
     wait_for("Ready", lambda: is_ready(kube.get("dlt", "orders")))
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite"))
@@ -40,7 +40,7 @@ def test_restart_reapplies_nothing_and_outside_changes_are_reported(kube, operat
     assert sum(e["reason"] == "Drifted" for e in kube.events("orders")) == 1
 
 
-def test_an_option_set_in_duckdb_is_drift_and_revert_undoes_it_once(kube, operator, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_option_set_in_duckdb_is_drift_and_revert_undoes_it_once(kube, operator, tmp_path) -> None:
     orders = table("orders", "lake", options={"targetFileSize": "64MB"}, evolution={"onDrift": "revert"})
     kube.apply(sqlite_catalog("lake", str(tmp_path)), orders)
     wait_for("Ready", lambda: is_ready(kube.get("dlt", "orders")))
@@ -57,7 +57,7 @@ def test_an_option_set_in_duckdb_is_drift_and_revert_undoes_it_once(kube, operat
     assert sum(e["reason"] == "DriftReverted" for e in kube.events("orders")) == 1
 
 
-def test_a_schema_with_tables_made_outside_waits_and_says_why(kube, operator, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_schema_with_tables_made_outside_waits_and_says_why(kube, operator, tmp_path) -> None:
     kube.apply(
         sqlite_catalog("lake", str(tmp_path)),
         manifest(
@@ -85,7 +85,7 @@ def test_a_schema_with_tables_made_outside_waits_and_says_why(kube, operator, tm
     con.close()
 
 
-def test_owned_objects_go_with_their_owner(kube, operator) -> None:  # type: ignore[no-untyped-def]
+def test_owned_objects_go_with_their_owner(kube, operator) -> None:
     """The garbage collector of the real controller-manager deletes a DuckLakeJob whose owner
     (its policy) is deleted: the ownership maintenance runs rely on."""
     policy = manifest(

@@ -15,12 +15,12 @@ from support.operator_process import condition, is_ready, wait_for
 def snapshots(location: CatalogLocation) -> int:
     con = duck.attach(location, con=duck.connect())
     try:
-        return con.execute("SELECT count(*) FROM ducklake_snapshots('lk')").fetchone()[0]
+        return duck.scalar(con, "SELECT count(*) FROM ducklake_snapshots('lk')")
     finally:
         con.close()  # an idle DuckDB client keeps a SQLite lock open (SQLite is the single-node backend)
 
 
-def test_table_lifecycle(kube, operator, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_table_lifecycle(kube, operator, tmp_path) -> None:
     orders = table("orders", "lake", deletionPolicy="Delete")
     kube.apply(orders)  # before its catalog: it waits and says so
     wait_for(
@@ -35,7 +35,8 @@ def test_table_lifecycle(kube, operator, tmp_path) -> None:  # type: ignore[no-u
     ]
     assert obj["metadata"]["finalizers"]
     assert is_ready(kube.get("dlc", "lake"))
-    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite"))
+    path = str(tmp_path / "lake.sqlite")
+    location = CatalogLocation(kind="sqlite", path=path)
     duck.run_workload(location, ["INSERT INTO lk.orders VALUES (1, 10)"])
     assert any(e["reason"] == "Applied" for e in kube.events("orders"))
 
@@ -78,17 +79,17 @@ def test_table_lifecycle(kube, operator, tmp_path) -> None:  # type: ignore[no-u
     kube.apply(sqlite_catalog("lake", str(tmp_path), deletionPolicy="Delete"))
     kube.delete("dlc", "lake")
     wait_for("waiting", lambda: any(e["reason"] == "WaitingForDependents" for e in kube.events("lake")))
-    assert kube.get("dlc", "lake") is not None and os.path.exists(location.path)
+    assert kube.get("dlc", "lake") is not None and os.path.exists(path)
 
     # the table goes first (deletionPolicy: Delete drops it), then the catalog and the lake
     kube.delete("dlt", "orders")
     wait_for("table deleted", lambda: kube.get("dlt", "orders") is None)
     wait_for("catalog deleted", lambda: kube.get("dlc", "lake") is None, timeout=30)
     assert any(e["reason"] == "Deleted" for e in kube.events("lake"))
-    assert not os.path.exists(location.path)
+    assert not os.path.exists(path)
 
 
-def test_schema_and_tables_with_their_new_catalog(kube, operator, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_schema_and_tables_with_their_new_catalog(kube, operator, tmp_path) -> None:
     """One `kubectl apply` of a folder: catalog, schema and tables arrive together and
     converge in seconds, not after a fixed retry delay."""
     docs = [sqlite_catalog("lake", str(tmp_path))]

@@ -21,24 +21,24 @@ def secret(name: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": encoded}
 
 
-def pg_catalog(name: str, pg_server, database: str, tmp_path, port: int | None = None, **ref: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def pg_catalog(name: str, pg_server, database: str, tmp_path, port: int | None = None, **ref: str) -> dict[str, Any]:
     backend = {"host": pg_server.host, "port": port or pg_server.port, "database": database,
                "credentialsSecretRef": {"name": f"{name}-pg", **ref}}  # fmt: skip
     return manifest("DuckLakeCatalog", name, {"metadata": {"postgres": backend}, "dataPath": f"{tmp_path}/{name}/"})
 
 
 @pytest.fixture
-def role(pg_server) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+def role(pg_server) -> tuple[str, str]:
     name = f"op{int(time.time() * 1000) % 10**8}"
     pg_server.create_password_role(name, "first-Pa55word")
     return name, "first-Pa55word"
 
 
-def everything_said(kube, operator, name: str) -> str:  # type: ignore[no-untyped-def]
+def everything_said(kube, operator, name: str) -> str:
     return json.dumps(kube.get("dlc", name)) + json.dumps(kube.events(name)) + operator.log()
 
 
-def test_wrong_password_is_said_without_the_password(kube, operator, pg_server, role, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_password_is_said_without_the_password(kube, operator, pg_server, role, tmp_path) -> None:
     user, password = role
     pg_server.create_database("wrongpw", owner=user)
     kube.apply(secret("lake-pg", username=user, password="not-the-Pa55word"))
@@ -55,7 +55,7 @@ def test_wrong_password_is_said_without_the_password(kube, operator, pg_server, 
     assert password not in everything_said(kube, operator, "lake")
 
 
-def test_missing_key_is_named_and_a_rotated_password_is_used(kube, operator, pg_server, role, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_key_is_named_and_a_rotated_password_is_used(kube, operator, pg_server, role, tmp_path) -> None:
     user, password = role
     pg_server.create_database("rotate", owner=user)
     kube.apply(secret("lake-pg", user=user))  # no "password" key, and the user key is named "user"
@@ -79,7 +79,7 @@ def test_missing_key_is_named_and_a_rotated_password_is_used(kube, operator, pg_
     assert "second-Pa55word" not in everything_said(kube, operator, "lake") + operator.log()
 
 
-def test_an_outage_ends_seconds_after_the_database_returns(kube, operator, pg_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_outage_ends_seconds_after_the_database_returns(kube, operator, pg_server, tmp_path) -> None:
     pg_server.create_database("outage")
     switch = TcpSwitch(pg_server.host, pg_server.port)
     try:
@@ -105,7 +105,7 @@ def test_an_outage_ends_seconds_after_the_database_returns(kube, operator, pg_se
         switch.off()
 
 
-def test_a_folder_of_a_catalog_a_schema_and_50_tables_converges(kube, operator, pg_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_folder_of_a_catalog_a_schema_and_50_tables_converges(kube, operator, pg_server, tmp_path) -> None:
     pg_server.create_database("folder")
     docs = [
         secret("lake-pg", username=pg_server.user, password="unused"),

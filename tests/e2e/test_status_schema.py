@@ -46,7 +46,7 @@ def statuses(namespace: str, directory: str) -> list[tuple[str, str, dict[str, A
     ]
 
 
-def test_every_status_field_survives_the_api_server(cluster, chart, kube, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_every_status_field_survives_the_api_server(cluster, chart, kube, tmp_path) -> None:
     written = statuses(kube.namespace, str(tmp_path))
     assert {kind for kind, *_ in written} == {"DuckLakeCatalog", "DuckLakeSchema", "DuckLakeTable"}
     assert any(s.get("blockedChanges") for *_, s in written) and any(s.get("drift") for *_, s in written)

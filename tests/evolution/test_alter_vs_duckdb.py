@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog
+from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.reconcile import apply_plan
 from support import duck
 from support.dump import dump, inlined_columns
+from support.manifests import parse_as
 
 COMPARED = [
     "ducklake_snapshot",
@@ -59,7 +60,7 @@ class Case:
 
 
 BASE = "id INTEGER, amount INTEGER, s STRUCT(a INTEGER, b VARCHAR), note VARCHAR"
-BASE_COLS = [
+BASE_COLS: list[dict[str, Any]] = [
     {"name": "id", "type": "int32"},
     {"name": "amount", "type": "int32"},
     {"name": "s", "type": "struct", "fields": [{"name": "a", "type": "int32"}, {"name": "b", "type": "varchar"}]},
@@ -71,7 +72,7 @@ NESTED = (
 )
 
 
-def nested_cols(*, s=None, l=None, m=None, li="int32", mv="int32"):  # type: ignore[no-untyped-def]  # noqa: E741 (column l)
+def nested_cols(*, s=None, l=None, m=None, li="int32", mv="int32"):  # noqa: E741 (column l)
     return [
         {"name": "id", "type": "int32"},
         {
@@ -435,7 +436,7 @@ def _pad(rows: list[str], extra: int) -> list[str]:
     return [rows[0][:-1] + nulls + ")", rows[1].replace(" FROM range", nulls + " FROM range")]
 
 
-def run(con, sql: str, table: str) -> None:  # type: ignore[no-untyped-def]
+def run(con, sql: str, table: str) -> None:
     con.execute(sql.replace("{t}", table))
 
 
@@ -453,7 +454,7 @@ def normalised_dump(catalog: Catalog) -> dict[str, list[tuple]]:
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_change_matches_duckdb_alter(case: Case, kind: str, make_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_change_matches_duckdb_alter(case: Case, kind: str, make_location, tmp_path) -> None:
     theirs = Catalog.create(make_location(kind), str(tmp_path / "a") + "/")
     ours = Catalog.create(make_location(kind), str(tmp_path / "b") + "/")
     cons = {}
@@ -474,7 +475,7 @@ def test_change_matches_duckdb_alter(case: Case, kind: str, make_location, tmp_p
         run(cons["theirs"], sql, "lk.t")
     cons["theirs"].execute("COMMIT")
 
-    doc = {
+    doc: dict[str, Any] = {
         "apiVersion": "ducklake.dev/v1alpha1",
         "kind": "DuckLakeTable",
         "metadata": {"name": "t"},
@@ -486,12 +487,12 @@ def test_change_matches_duckdb_alter(case: Case, kind: str, make_location, tmp_p
             **case.table,
         },
     }
-    spec = parse_manifest(doc)
+    spec = parse_as(TableSpec, doc)
     if case.evolution.get("approvedPlan") == "<hash>":  # approve exactly the plan we are shown
         from ducklake_operator.reconcile import plan_for
 
         doc["spec"]["evolution"]["approvedPlan"] = plan_for(spec, ours.state()).hash
-        spec = parse_manifest(doc)
+        spec = parse_as(TableSpec, doc)
     result = apply_plan(ours, spec)
     assert not result.plan.is_refused, result.plan.render()
     assert result.commit is not None and result.commit.snapshot_id == before + 1  # exactly one snapshot

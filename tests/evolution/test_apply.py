@@ -10,11 +10,13 @@ import pytest
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import SpecError
+from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.reconcile import apply_plan, drift, plan_for
 from support import duck
 from support.dump import dump
+from support.manifests import parse_as
 
-COLUMNS = [
+COLUMNS: list[dict[str, Any]] = [
     {"name": "id", "type": "int64", "nullable": False},
     {"name": "amount", "type": "int32"},
     {"name": "legacy_flag", "type": "boolean"},
@@ -38,7 +40,7 @@ def manifest(columns: list[dict[str, Any]] | None = None, **spec: Any) -> dict[s
 
 @pytest.fixture
 def orders(catalog: Catalog) -> Catalog:
-    apply_plan(catalog, parse_manifest(manifest()))
+    apply_plan(catalog, parse_as(TableSpec, manifest()))
     con = duck.attach(catalog.location)
     con.execute("INSERT INTO lk.orders VALUES (1, 10, true, {'name': 'a'})")
     con.execute("INSERT INTO lk.orders SELECT i, i, false, {'name': 'n'} FROM range(2, 30) t(i)")
@@ -79,12 +81,12 @@ def orders(catalog: Catalog) -> Catalog:
         ),
     ],
 )
-def test_blocked_plans_change_nothing(orders: Catalog, edit, reason: str, allow: str) -> None:  # type: ignore[no-untyped-def]
+def test_blocked_plans_change_nothing(orders: Catalog, edit, reason: str, allow: str) -> None:
     cols = edit(copy.deepcopy(COLUMNS))
     for c in cols:
         if c["name"] == "customer" and c["type"] == "varchar":
             c.pop("fields")
-    spec = parse_manifest(manifest(cols))
+    spec = parse_as(TableSpec, manifest(cols))
     before = dump(orders.location)
     result = apply_plan(orders, spec)
     assert result.plan.is_refused and result.commit is None
@@ -95,22 +97,24 @@ def test_blocked_plans_change_nothing(orders: Catalog, edit, reason: str, allow:
 
 def test_drop_is_applied_when_allowed_or_approved(orders: Catalog) -> None:
     cols = [c for c in COLUMNS if c["name"] != "legacy_flag"]
-    plan = plan_for(parse_manifest(manifest(cols)), orders.state())
+    plan = plan_for(parse_as(TableSpec, manifest(cols)), orders.state())
     assert plan.is_refused
-    approved = parse_manifest(manifest(cols, evolution={"approvedPlan": plan.hash}))
+    approved = parse_as(TableSpec, manifest(cols, evolution={"approvedPlan": plan.hash}))
     result = apply_plan(orders, approved)
     assert result.commit is not None and "approved" in result.plan.render()
     con = duck.attach(orders.location)
     assert [r[0] for r in con.execute("DESCRIBE lk.orders").fetchall()] == ["id", "amount", "customer"]
     # an approval is void once the plan changes
-    stale = parse_manifest(manifest([c for c in cols if c["name"] != "amount"], evolution={"approvedPlan": plan.hash}))
+    stale = parse_as(
+        TableSpec, manifest([c for c in cols if c["name"] != "amount"], evolution={"approvedPlan": plan.hash})
+    )
     assert apply_plan(orders, stale).plan.is_refused
 
 
 def test_dropped_then_readded_column_gets_a_new_id(orders: Catalog) -> None:
     cols = [c for c in COLUMNS if c["name"] != "amount"]
-    apply_plan(orders, parse_manifest(manifest(cols, evolution={"allowDropColumns": True})))
-    apply_plan(orders, parse_manifest(manifest(cols + [{"name": "amount", "type": "int32"}])))
+    apply_plan(orders, parse_as(TableSpec, manifest(cols, evolution={"allowDropColumns": True})))
+    apply_plan(orders, parse_as(TableSpec, manifest(cols + [{"name": "amount", "type": "int32"}])))
     table = orders.state().table("main", "orders")
     assert table.column("amount").column_id == 6  # ids 1-5 were taken (struct field included)
     con = duck.attach(orders.location)
@@ -166,13 +170,13 @@ def test_every_problem_is_reported_at_once() -> None:
 def test_renamed_from_a_missing_column_is_an_error(orders: Catalog) -> None:
     cols = COLUMNS + [{"name": "total", "type": "int64", "renamedFrom": ["amount_old"]}]
     with pytest.raises(SpecError, match="no column named 'amount_old' exists to rename"):
-        plan_for(parse_manifest(manifest(cols)), orders.state())
+        plan_for(parse_as(TableSpec, manifest(cols)), orders.state())
 
 
 def test_narrowing_is_refused_and_widening_applies(orders: Catalog) -> None:
     cols = [dict(c, type="int64") if c["name"] == "amount" else c for c in COLUMNS]
-    assert apply_plan(orders, parse_manifest(manifest(cols))).commit is not None
-    narrowed = parse_manifest(manifest(COLUMNS))
+    assert apply_plan(orders, parse_as(TableSpec, manifest(cols))).commit is not None
+    narrowed = parse_as(TableSpec, manifest(COLUMNS))
     plan = plan_for(narrowed, orders.state())
     assert plan.is_refused and "int64 → int32 is not a lossless promotion" in plan.render()
 
@@ -181,27 +185,27 @@ def test_names_with_quotes_and_semicolons_are_data(catalog: Catalog) -> None:
     evil = 'x"; DROP TABLE ducklake_snapshot; --'
     doc = manifest([{"name": "it's; --", "type": "int32"}, {"name": 'q"q', "type": "varchar"}])
     doc["spec"]["name"] = evil
-    apply_plan(catalog, parse_manifest(doc))
+    apply_plan(catalog, parse_as(TableSpec, doc))
     con = duck.attach(catalog.location)
     quoted = '"' + evil.replace('"', '""') + '"'
     con.execute(f"INSERT INTO lk.main.{quoted} VALUES (1, 'a')")
     assert con.execute(f"SELECT * FROM lk.main.{quoted}").fetchall() == [(1, "a")]
-    assert apply_plan(catalog, parse_manifest(doc)).plan.is_empty
+    assert apply_plan(catalog, parse_as(TableSpec, doc)).plan.is_empty
 
 
 def test_unsupported_changes_are_reported_not_half_applied(orders: Catalog) -> None:
     reordered = [COLUMNS[1], COLUMNS[0]] + COLUMNS[2:] + [{"name": "extra", "type": "int32"}]
     before = dump(orders.location)
-    plan = apply_plan(orders, parse_manifest(manifest(reordered))).plan
+    plan = apply_plan(orders, parse_as(TableSpec, manifest(reordered))).plan
     assert plan.is_refused and any("cannot reorder" in u for u in plan.unsupported)
     new_in_middle = [COLUMNS[0], {"name": "extra", "type": "int32"}] + COLUMNS[1:]
-    plan = apply_plan(orders, parse_manifest(manifest(new_in_middle))).plan
+    plan = apply_plan(orders, parse_as(TableSpec, manifest(new_in_middle))).plan
     assert plan.is_refused and any("move it to the end" in u for u in plan.unsupported)
     assert dump(orders.location) == before
 
 
 def test_drift_is_reported_after_an_outside_alter(orders: Catalog) -> None:
-    spec = parse_manifest(manifest())
+    spec = parse_as(TableSpec, manifest())
     assert drift(spec, orders.state()) == []
     con = duck.attach(orders.location)
     con.execute("ALTER TABLE lk.orders ADD COLUMN sneaky INTEGER")
@@ -213,8 +217,9 @@ def test_drift_is_reported_after_an_outside_alter(orders: Catalog) -> None:
         and "amt is in the catalog but not in the manifest" in lines
     )
     # mode auto keeps columns that ingestion added
-    auto = parse_manifest(
-        manifest([dict(c, name="amt") if c["name"] == "amount" else c for c in COLUMNS], evolution={"mode": "auto"})
+    auto = parse_as(
+        TableSpec,
+        manifest([dict(c, name="amt") if c["name"] == "amount" else c for c in COLUMNS], evolution={"mode": "auto"}),
     )
     plan = plan_for(auto, orders.state())
     assert not plan.changes and any("sneaky" in n for n in plan.notes)
@@ -227,7 +232,7 @@ def test_conflicting_concurrent_alter_is_replanned(orders: Catalog) -> None:
     con = duck.attach(orders.location)
     con.execute("ALTER TABLE lk.orders ADD COLUMN from_duckdb INTEGER")
     cols = COLUMNS + [{"name": "from_duckdb", "type": "int32"}, {"name": "mine", "type": "varchar"}]
-    result = apply_plan(orders, parse_manifest(manifest(cols)), state=state)
+    result = apply_plan(orders, parse_as(TableSpec, manifest(cols)), state=state)
     assert result.commit is not None
     assert [c.describe() for c in result.plan.changes] == ["+ add column mine varchar"]
     assert [r[0] for r in con.execute("DESCRIBE lk.orders").fetchall()][-2:] == ["from_duckdb", "mine"]

@@ -27,7 +27,7 @@ def ducklake(*args: str, cwd: str, env: dict[str, str] | None = None) -> subproc
 
 
 @pytest.fixture
-def workdir(tmp_path) -> str:  # type: ignore[no-untyped-def]
+def workdir(tmp_path) -> str:
     shutil.copytree(os.path.join(ROOT, "examples"), tmp_path / "examples")
     return str(tmp_path)
 
@@ -143,7 +143,7 @@ def test_unreachable_postgres_catalog_is_exit_1_without_secrets(workdir: str) ->
     assert result.returncode == 1 and "cannot reach the catalog" in result.stderr and "hunter2" not in result.stderr
 
 
-def write_postgres_catalog(workdir: str, pg_server, database: str) -> None:  # type: ignore[no-untyped-def]
+def write_postgres_catalog(workdir: str, pg_server, database: str) -> None:
     """examples/catalog.yaml on ``database`` (metadata schema lakemeta), user from the environment."""
     doc = {
         "apiVersion": "ducklake.dev/v1alpha1",
@@ -166,7 +166,7 @@ def write_postgres_catalog(workdir: str, pg_server, database: str) -> None:  # t
         yaml.safe_dump(doc, fh)
 
 
-def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg_server) -> None:  # type: ignore[no-untyped-def]
+def test_postgres_catalog_with_credentials_from_the_environment(workdir: str, pg_server) -> None:
     pg_server.create_database("cli_lake")
     write_postgres_catalog(workdir, pg_server, "cli_lake")
     env = {"DUCKLAKE_SECRET_LAKE_PG_USERNAME": "postgres"}
@@ -197,7 +197,7 @@ def test_status_of_a_table_not_applied_yet_is_an_error(workdir: str) -> None:
     assert status.stderr == "error: no such table sales.orders (run apply)\n"
 
 
-def open_connections(server, database: str) -> int:  # type: ignore[no-untyped-def]
+def open_connections(server, database: str) -> int:
     """The library's connections to ``database``, once the server has seen closed ones go."""
     import psycopg2
 
@@ -218,7 +218,7 @@ def open_connections(server, database: str) -> int:  # type: ignore[no-untyped-d
         admin.close()
 
 
-def test_every_verb_closes_what_it_opens(workdir: str, pg_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_every_verb_closes_what_it_opens(workdir: str, pg_server, monkeypatch) -> None:
     from ducklake_operator.cli import main
 
     pg_server.create_database("cli_closes")
@@ -327,7 +327,7 @@ def test_run_job_housekeeping(workdir: str) -> None:
     assert "21" in count.stdout
 
 
-def test_run_job_help_lists_every_parameter(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_run_job_help_lists_every_parameter(tmp_path) -> None:
     from ducklake_operator.model.job_params import OPERATIONS
 
     out = ducklake("run-job", "--help", cwd=str(tmp_path))

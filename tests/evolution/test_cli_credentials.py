@@ -60,7 +60,7 @@ def database(password_role: PgServer) -> str:
     return name
 
 
-def lake(tmp_path, port: int, database: str) -> str:  # type: ignore[no-untyped-def]
+def lake(tmp_path, port: int, database: str) -> str:
     """examples/ with its catalog on the password-protected ``database`` (at ``port``)."""
     shutil.copytree(os.path.join(ROOT, "examples"), tmp_path / "examples")
     doc = {
@@ -93,7 +93,7 @@ def assert_one_line_without_secrets(verb: str, result: subprocess.CompletedProce
 
 def test_every_verb_with_a_wrong_password_or_the_database_down(
     password_role: PgServer, database: str, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     workdir = lake(tmp_path, password_role.port, database)
     # the right password works through every verb, so the failures below are the password's
     for verb in ("apply", "plan", "status", "sql", "run-job"):
@@ -111,7 +111,7 @@ def test_every_verb_with_a_wrong_password_or_the_database_down(
 
 def test_duckdb_attach_failures_say_what_failed_without_the_password(
     password_role: PgServer, database: str, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     def location(password: str, port: int) -> CatalogLocation:
         return CatalogLocation(
             kind="postgres", host=password_role.host, port=port, database=database, user=ROLE, password=password

@@ -14,9 +14,11 @@ import pytest
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import SpecError
+from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.reconcile import apply_plan, plan_for
 from support import duck
 from support.dump import dump
+from support.manifests import parse_as
 
 UTC2 = datetime.timezone(datetime.timedelta(hours=2))
 # (DuckDB's column definition, the manifest's default for a column of the same name and type)
@@ -57,12 +59,12 @@ def manifest_columns() -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_create_table_defaults_are_stored_as_duckdb_stores_them(make_location, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_create_table_defaults_are_stored_as_duckdb_stores_them(make_location, kind: str, tmp_path) -> None:
     theirs = Catalog.create(make_location(kind), str(tmp_path / "a") + "/")
     ours = Catalog.create(make_location(kind), str(tmp_path / "b") + "/")
     con = duck.attach(theirs.location, "lk")
     con.execute(f"CREATE TABLE lk.t(id INTEGER, {', '.join(sql for sql, _, _ in COLUMNS)})")
-    result = apply_plan(ours, parse_manifest(table_doc(manifest_columns())))
+    result = apply_plan(ours, parse_as(TableSpec, table_doc(manifest_columns())))
     assert result.commit is not None and not result.plan.is_refused
 
     assert dump(ours.location, ["ducklake_column"]) == dump(theirs.location, ["ducklake_column"])
@@ -74,17 +76,17 @@ def test_create_table_defaults_are_stored_as_duckdb_stores_them(make_location, k
     assert row[:11] == (1, True, True, False, False, 5, 5, 1.5, 1.5, "new", "'new'")
     assert row[11:] == (datetime.date(2024, 1, 1), datetime.datetime(2024, 1, 1, 8, tzinfo=datetime.UTC), 3)
     # applied: the YAML strings compare equal to what is stored, so nothing is left to do
-    assert apply_plan(ours, parse_manifest(table_doc(manifest_columns()))).plan.is_empty
+    assert apply_plan(ours, parse_as(TableSpec, table_doc(manifest_columns()))).plan.is_empty
 
 
 def test_a_default_in_sql_quotes_is_a_warning_in_the_plan(catalog: Catalog) -> None:
-    plan = plan_for(parse_manifest(table_doc(manifest_columns())), catalog.state())
+    plan = plan_for(parse_as(TableSpec, table_doc(manifest_columns())), catalog.state())
     warning = (
         "warning: s2: default \"'new'\" is stored with its quote marks (a manifest default is a value, not SQL); "
         "did you mean `new`?"
     )
     assert plan.notes == (warning,) and f"# {warning}" in plan.render() and not plan.is_refused
-    apply_plan(catalog, parse_manifest(table_doc(manifest_columns())))
+    apply_plan(catalog, parse_as(TableSpec, table_doc(manifest_columns())))
     # still said once the column exists, when its default changes, and for nested fields
     changed = manifest_columns()
     next(c for c in changed if c["name"] == "s2")["default"] = "'newer'"
@@ -92,7 +94,7 @@ def test_a_default_in_sql_quotes_is_a_warning_in_the_plan(catalog: Catalog) -> N
         {"name": "s3", "type": "list", "element": {"type": "struct", "fields": [{"name": "a", "type": "varchar"}]}}
     )
     changed[-1]["element"]["fields"][0]["default"] = "'x'"
-    notes = plan_for(parse_manifest(table_doc(changed)), catalog.state()).notes
+    notes = plan_for(parse_as(TableSpec, table_doc(changed)), catalog.state()).notes
     assert [n.split(":")[1].strip() for n in notes] == ["s2", "s3.element.a"]
     assert "did you mean `newer`?" in notes[0] and "did you mean `x`?" in notes[1]
 

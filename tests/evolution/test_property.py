@@ -10,11 +10,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import to_duckdb_sql
 from ducklake_operator.reconcile import apply_plan
 from support import duck
+from support.manifests import parse_as
 
 PROMOTE = {"int8": "int16", "int16": "int32", "int32": "int64", "uint8": "uint16", "float32": "float64"}
 TYPES = ["int8", "int16", "int32", "int64", "uint8", "float32", "varchar", "date", "boolean"]
@@ -36,7 +37,7 @@ def manifest(columns: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def expected_describe(columns: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    spec = parse_manifest(manifest(columns))
+    spec = parse_as(TableSpec, manifest(columns))
     return [(f.name, to_duckdb_sql(f.type).replace('"', "")) for f in spec.columns]
 
 
@@ -81,10 +82,10 @@ def apply_op(
     return cols
 
 
-def insert_row(con, columns: list[dict[str, Any]]) -> None:  # type: ignore[no-untyped-def]
+def insert_row(con, columns: list[dict[str, Any]]) -> None:
     values = []
     for c in columns:
-        t = parse_manifest(manifest([c])).columns[0].type
+        t = parse_as(TableSpec, manifest([c])).columns[0].type
         values.append(f"NULL::{to_duckdb_sql(t)}")
     con.execute(f"INSERT INTO lk.t VALUES ({', '.join(values)})")
 
@@ -93,23 +94,23 @@ def insert_row(con, columns: list[dict[str, Any]]) -> None:  # type: ignore[no-u
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 @given(steps=st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=7))
-def test_random_edit_sequences(tmp_path_factory, steps: list[tuple[str, int, int]]) -> None:  # type: ignore[no-untyped-def]
+def test_random_edit_sequences(tmp_path_factory, steps: list[tuple[str, int, int]]) -> None:
     tmp = tmp_path_factory.mktemp("prop")
     catalog = Catalog.create(CatalogLocation(kind="sqlite", path=str(tmp / "c.sqlite")), str(tmp / "data") + "/")
     names = itertools.count()
-    columns = [
+    columns: list[dict[str, Any]] = [
         {"name": "id", "type": "int32"},
         {"name": "s0", "type": "struct", "fields": [{"name": "f0", "type": "int8"}]},
     ]
     next(names)
-    apply_plan(catalog, parse_manifest(manifest(columns)))
+    apply_plan(catalog, parse_as(TableSpec, manifest(columns)))
     con = duck.attach(catalog.location)
     con.execute("INSERT INTO lk.t VALUES (1, {'f0': 1})")
     retired: set[int] = set()
     for op, pick, type_pick in steps:
         new_columns = apply_op(columns, op, pick, names, type_pick)
         before_ids = {c.column_id for c in catalog.state().table("main", "t").all_columns()}
-        result = apply_plan(catalog, parse_manifest(manifest(new_columns)))
+        result = apply_plan(catalog, parse_as(TableSpec, manifest(new_columns)))
         assert not result.plan.is_refused, result.plan.render()
         columns = new_columns
         fresh = duck.attach(catalog.location, con=duck.connect())
@@ -119,7 +120,7 @@ def test_random_edit_sequences(tmp_path_factory, steps: list[tuple[str, int, int
         retired |= before_ids - after_ids
         assert not (after_ids & retired), f"column ids reused: {after_ids & retired}"
         insert_row(fresh, columns)  # DuckDB keeps writing
-        assert fresh.execute("SELECT count(*) FROM lk.t").fetchone()[0] >= 2
-        assert apply_plan(catalog, parse_manifest(manifest(columns))).plan.is_empty
+        assert duck.scalar(fresh, "SELECT count(*) FROM lk.t") >= 2
+        assert apply_plan(catalog, parse_as(TableSpec, manifest(columns))).plan.is_empty
         fresh.close()
     catalog.close()

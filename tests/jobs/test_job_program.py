@@ -19,13 +19,12 @@ from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.model.job_marker import file_marker, is_marked, job_commit_report
 from support import duck
 from support.job_lakes import INSERTS, PARTS, Lake, partitioned_table
-from support.job_program import command, program_env, run_document, run_program
+from support.job_program import NO_SPARK, command, program_env, run_document, run_program
 from support.pgserver import PgServer, free_port
 
 ROLE = "ducklake_job_pw"
 # a space, quotes and a backslash: the password must not leak in any spelling (JSON escapes them)
 PASSWORD = "Job pw 'q' \\ 5c1d"
-NO_SPARK = {"in_process_below": "1GB", "master": "no-such-master"}  # starting Spark would fail the run
 _databases = itertools.count()
 
 
@@ -55,7 +54,7 @@ def role_location(password_role: PgServer) -> CatalogLocation:
     )
 
 
-def test_compact_on_spark_with_credentials_from_the_environment(role_location, data_path, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_compact_on_spark_with_credentials_from_the_environment(role_location, data_path, tmp_path) -> None:
     lake = partitioned_table(role_location, data_path)
     rows, before = lake.rows(), lake.snapshot()
     doc = run_document(lake.manifest(secret="lake-pg"), "compact", "main.t")
@@ -90,7 +89,7 @@ def test_compact_on_spark_with_credentials_from_the_environment(role_location, d
     assert len(files) == PARTS and all(is_marked(f, file_marker(doc["job"]["uid"])) for f in files)
 
 
-def test_compact_below_the_threshold_runs_in_process(lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_compact_below_the_threshold_runs_in_process(lake: Lake, tmp_path) -> None:
     rows, before = lake.rows(), lake.snapshot()
     run = run_program(run_document(lake.manifest(), "compact", "main.t", **NO_SPARK), str(tmp_path))
     assert run.exit_code == 0, run.stderr
@@ -107,7 +106,7 @@ def test_compact_below_the_threshold_runs_in_process(lake: Lake, tmp_path) -> No
     assert lake.rows() == rows
 
 
-def test_the_same_document_run_twice_commits_once(sqlite_lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_document_run_twice_commits_once(sqlite_lake: Lake, tmp_path) -> None:
     rows, before = sqlite_lake.rows(), sqlite_lake.snapshot()
     doc = run_document(sqlite_lake.manifest(), "compact", "main.t", **NO_SPARK)
     first = run_program(doc, str(tmp_path))
@@ -122,7 +121,7 @@ def test_the_same_document_run_twice_commits_once(sqlite_lake: Lake, tmp_path) -
     assert sqlite_lake.files() == files and sqlite_lake.rows() == rows
 
 
-def test_dry_run_commits_and_writes_nothing(sqlite_lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_dry_run_commits_and_writes_nothing(sqlite_lake: Lake, tmp_path) -> None:
     before, files = sqlite_lake.snapshot(), sqlite_lake.files()
     run = run_program(
         run_document(sqlite_lake.manifest(), "compact", "main.t", {"dryRun": True}, **NO_SPARK), str(tmp_path)
@@ -134,7 +133,7 @@ def test_dry_run_commits_and_writes_nothing(sqlite_lake: Lake, tmp_path) -> None
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
-def test_expire_snapshots(lake: Lake, tmp_path, dry_run: bool) -> None:  # type: ignore[no-untyped-def]
+def test_expire_snapshots(lake: Lake, tmp_path, dry_run: bool) -> None:
     rows = lake.rows()
     con_snapshots = lake_snapshots(lake)
     run = run_program(
@@ -161,7 +160,7 @@ def lake_snapshots(lake: Lake) -> list[int]:
         con.close()
 
 
-def test_flush_writes_files_marked_with_the_job(sqlite_lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_flush_writes_files_marked_with_the_job(sqlite_lake: Lake, tmp_path) -> None:
     duck.run_workload(
         sqlite_lake.location,
         ["INSERT INTO lk.t VALUES (1000, 0, 'a'), (1001, 1, 'b')", "DELETE FROM lk.t WHERE id = 1000"],
@@ -192,7 +191,7 @@ BAD_INPUT = {
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUT))
-def test_bad_input_fails_with_a_message_and_commits_nothing(sqlite_lake: Lake, tmp_path, case: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_fails_with_a_message_and_commits_nothing(sqlite_lake: Lake, tmp_path, case: str) -> None:
     operation, table, params, message = BAD_INPUT[case]
     before, files = sqlite_lake.snapshot(), sqlite_lake.files()
     run = run_program(run_document(sqlite_lake.manifest(), operation, table, params, **NO_SPARK), str(tmp_path))
@@ -202,7 +201,7 @@ def test_bad_input_fails_with_a_message_and_commits_nothing(sqlite_lake: Lake, t
     assert sqlite_lake.snapshot() == before and sqlite_lake.files() == files
 
 
-def test_an_unreachable_catalog_fails_with_where_it_is(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_unreachable_catalog_fails_with_where_it_is(tmp_path) -> None:
     port = free_port()  # nothing listens there
     location = CatalogLocation(kind="postgres", host="127.0.0.1", port=port, database="lake", user="postgres")
     run = run_program(
@@ -214,7 +213,7 @@ def test_an_unreachable_catalog_fails_with_where_it_is(tmp_path) -> None:  # typ
     )
 
 
-def test_credentials_wrong_or_missing(role_location, data_path, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_credentials_wrong_or_missing(role_location, data_path, tmp_path) -> None:
     lake = partitioned_table(role_location, data_path)
     doc = run_document(lake.manifest(secret="lake-pg"), "compact", "main.t", **NO_SPARK)
     wrong = run_program(
@@ -231,7 +230,7 @@ def test_credentials_wrong_or_missing(role_location, data_path, tmp_path) -> Non
     )
 
 
-def test_a_bad_run_document_is_named_field_by_field(sqlite_lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_run_document_is_named_field_by_field(sqlite_lake: Lake, tmp_path) -> None:
     doc = run_document(sqlite_lake.manifest(), "compact", "main.t")
     doc["job"] = {"name": 7}
     doc["inProcessBelow"] = "lots"
@@ -256,7 +255,7 @@ def test_a_bad_run_document_is_named_field_by_field(sqlite_lake: Lake, tmp_path)
         assert proc.returncode == 1 and expected in json.loads(proc.stdout)["message"], proc.stdout
 
 
-def test_console_script_and_no_kubernetes_client(sqlite_lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_console_script_and_no_kubernetes_client(sqlite_lake: Lake, tmp_path) -> None:
     """``ducklake-job`` is the same program; asked to report to the API without the kubernetes
     client, it says so in one log line and reports on stdout."""
     doc = run_document(sqlite_lake.manifest(), "expireSnapshots", None, {"retainLast": 1}, **NO_SPARK)

@@ -30,7 +30,9 @@ class FakeTimer:
 
 
 def test_progress_is_patched_at_most_once_per_interval() -> None:
-    now, sent, timers = [0.0], [], []  # type: ignore[var-annotated]
+    now = [0.0]
+    sent: list[dict[str, Any]] = []
+    timers: list[FakeTimer] = []
 
     def later(delay: float, fn: Callable[[], None]) -> FakeTimer:
         timers.append(FakeTimer(delay, fn))
@@ -58,7 +60,7 @@ def test_progress_is_patched_at_most_once_per_interval() -> None:
     ]
 
 
-def test_a_failing_api_is_logged_once_and_never_fails_the_run(caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_failing_api_is_logged_once_and_never_fails_the_run(caplog) -> None:
     def refuse(_: dict[str, Any]) -> None:
         raise ConnectionRefusedError("no API server")
 
@@ -85,7 +87,7 @@ def cluster() -> Iterator[KubeCluster]:
         server.stop()
 
 
-def test_progress_and_report_on_the_api_server(cluster: KubeCluster, sqlite_lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_progress_and_report_on_the_api_server(cluster: KubeCluster, sqlite_lake: Lake, tmp_path) -> None:
     job = {
         "apiVersion": "ducklake.dev/v1alpha1",
         "kind": "DuckLakeJob",

@@ -19,9 +19,7 @@ from ducklake_operator.catalog.job_commits import delete_uncommitted_files, find
 from ducklake_operator.model.job_marker import JobIdentity, commit_extra_info, file_marker, is_marked
 from support import duck
 from support.job_lakes import PARTS, Lake
-from support.job_program import command, program_env, run_document, run_program, write_document
-
-NO_SPARK = {"in_process_below": "1GB", "master": "no-such-master"}
+from support.job_program import NO_SPARK, command, program_env, run_document, run_program, write_document
 
 
 def duckdb_orphans(lake: Lake) -> set[str]:
@@ -33,7 +31,7 @@ def duckdb_orphans(lake: Lake) -> set[str]:
         con.close()
 
 
-def test_a_killed_run_leaves_only_files_that_delete_uncommitted_files_removes(lake: Lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_killed_run_leaves_only_files_that_delete_uncommitted_files_removes(lake: Lake, tmp_path) -> None:
     rows, before, files = lake.rows(), lake.snapshot(), lake.files()
     doc = run_document(lake.manifest(), "compact", "main.t", **NO_SPARK)
     uid, marker = doc["job"]["uid"], tmp_path / "paused"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ducklake_jobs import file_rewrite
 from ducklake_jobs.compact import compact
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_in_process, run_on_spark
@@ -30,14 +31,14 @@ WORKLOAD = [
 ]
 
 
-def build(location, data_path: str) -> None:  # type: ignore[no-untyped-def]
+def build(location, data_path: str) -> None:
     duck.run_workload(location, WORKLOAD, data_path)
 
 
-def observe(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
+def observe(location) -> dict:
     con = duck.attach(location, con=duck.connect())
     try:
-        latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone()[0]
+        latest = duck.scalar(con, "SELECT max(snapshot_id) FROM ducklake_snapshots('lk')")
         return {
             "now": con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall(),
             "agg": con.execute("SELECT count(*), min(id), max(id), min(v), max(v), max(d) FROM lk.t").fetchone(),
@@ -55,7 +56,7 @@ def observe(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
     [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
     ids=["sqlite", "postgres", "sqlite-spark"],
 )
-def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str, runner) -> None:  # type: ignore[no-untyped-def]
+def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str, runner) -> None:
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/")
     build(ours, str(tmp_path / "b") + "/")
@@ -78,7 +79,7 @@ def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str
     cols = lambda rows: sorted(r[1:5] + r[8:9] + r[11:] for r in rows)  # noqa: E731
     assert cols(a["ducklake_data_file"]) == cols(b["ducklake_data_file"])
     for side, rows in enumerate((a["ducklake_file_column_stats"], b["ducklake_file_column_stats"])):
-        begin[side]["stats"] = sorted((begin[side][r[0]],) + r[1:3] + r[4:] for r in rows)  # type: ignore[index]
+        begin[side]["stats"] = sorted((begin[side][r[0]],) + r[1:3] + r[4:] for r in rows)
     assert begin[0]["stats"] == begin[1]["stats"]
     assert [r[0] for r in a["ducklake_files_scheduled_for_deletion"]] == [
         r[0] for r in b["ducklake_files_scheduled_for_deletion"]
@@ -91,14 +92,14 @@ def test_compact_matches_merge_adjacent_files(make_location, tmp_path, kind: str
     con.execute("INSERT INTO lk.t (id, v) VALUES (9999, 'late')")
     con.execute("DELETE FROM lk.t WHERE id < 5")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
-    assert con.execute("SELECT count(*) FROM lk.t").fetchone()[0] == len(before["now"]) - 5 + 1
+    assert duck.scalar(con, "SELECT count(*) FROM lk.t") == len(before["now"]) - 5 + 1
     assert compact(Catalog.open(ours), "main", "t")["groups"] >= 0
 
 
 @pytest.mark.parametrize(
     "where, deleted", [("id = 10", 1), ("id BETWEEN 10 AND 39", 30)], ids=["inlined-delete", "delete-file"]
 )
-def test_concurrent_delete_wins(catalog: Catalog, location, where: str, deleted: int) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_delete_wins(catalog: Catalog, location, monkeypatch, where: str, deleted: int) -> None:
     """A DuckDB delete committed after our plan: the compaction is refused, its files removed,
     and the delete is not lost."""
     import os
@@ -110,20 +111,17 @@ def test_concurrent_delete_wins(catalog: Catalog, location, where: str, deleted:
     for k in range(3):
         con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 50}, {k * 50 + 50}) t(i)")
     written = []
-    original = job.rewrite_files
+    original = file_rewrite.rewrite_files  # what the job calls
 
-    def merge_then_delete(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def merge_then_delete(*args, **kwargs):
         out = original(*args, **kwargs)
         written.append(out.task.output)
         con.execute(f"DELETE FROM lk.t WHERE {where}")  # lands while we are writing
         return out
 
-    job.rewrite_files = merge_then_delete
-    try:
-        with pytest.raises(Exception, match=r"conflict with snapshot|snapshot \d+ \(\w+:1\) changed its input files"):
-            compact(catalog, "main", "t")
-    finally:
-        job.rewrite_files = original
+    monkeypatch.setattr(job, "rewrite_files", merge_then_delete)
+    with pytest.raises(Exception, match=r"conflict with snapshot|snapshot \d+ \(\w+:1\) changed its input files"):
+        compact(catalog, "main", "t")
     assert written and not any(os.path.exists(p) for p in written)
     assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 10) FROM lk.t").fetchone() == (150 - deleted, 0)
 
@@ -146,7 +144,7 @@ PARTITIONED = [
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_compact_partitioned_table_matches_duckdb(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_compact_partitioned_table_matches_duckdb(make_location, tmp_path, kind: str) -> None:
     theirs, ours = make_location(kind), make_location(kind)
     for location, name in ((theirs, "a"), (ours, "b")):
         duck.run_workload(location, PARTITIONED, str(tmp_path / name) + "/")
@@ -176,7 +174,7 @@ def test_compact_partitioned_table_matches_duckdb(make_location, tmp_path, kind:
     )
 
 
-def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:
     """Output in the table's latest sort order, row ids embedded: every row keeps its rowid
     now and in time travel (DuckDB 1.5.5's own sorted merge renumbers them)."""
     import pyarrow.parquet as pq
@@ -205,7 +203,7 @@ def test_compact_sorted_table_keeps_row_ids(catalog: Catalog, location) -> None:
     assert {r["_ducklake_internal_row_id"] for r in rows} == set(range(90))
 
 
-def test_compact_without_sorting_keeps_row_id_order(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_compact_without_sorting_keeps_row_id_order(catalog: Catalog, location) -> None:
     """``sort: false`` (a policy's ``compaction.sort``): contiguous files of a sorted table
     are merged in row-id order, their row ids positional again (no embedded column)."""
     import pyarrow.parquet as pq
@@ -231,7 +229,7 @@ def test_compact_without_sorting_keeps_row_id_order(catalog: Catalog, location) 
     assert by_row_id != sorted(by_row_id, key=lambda i: f"v{i}", reverse=True)  # which sorting would change
 
 
-def test_sort_key_on_a_renamed_column(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_sort_key_on_a_renamed_column(catalog: Catalog, location) -> None:
     """Files written before a rename hold the old column name, which the latest sort key does
     not know: those groups are merged in row-id order (and the report says so)."""
     con = duck.attach(location)
@@ -254,7 +252,7 @@ def test_sort_key_on_a_renamed_column(catalog: Catalog, location) -> None:  # ty
     [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
     ids=["sqlite", "postgres", "sqlite-spark"],
 )
-def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> None:  # type: ignore[no-untyped-def]
+def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> None:
     """Files with deletes are merged too: rows deleted at or before the oldest snapshot are
     dropped, later deletes move to a delete file of the merged file with their snapshots,
     so every snapshot still readable sees exactly what it saw (DuckDB's merge would leave
@@ -297,7 +295,7 @@ def test_compact_applies_deletes(make_location, tmp_path, kind: str, runner) -> 
     assert con.execute("SELECT count(*), count(*) FILTER (WHERE v = 'u') FROM lk.t").fetchone() == (388 - 11, 1)
 
 
-def test_update_output_keeps_its_row_ids(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_update_output_keeps_its_row_ids(catalog: Catalog, location) -> None:
     """An UPDATE's output file carries the old row ids, yet DuckDB gives it a row_id_start:
     next to a file that looks contiguous with it, the merge must still embed the ids
     (DuckDB 1.5.5's own merge renumbers those rows here)."""

@@ -11,7 +11,7 @@ from support import duck
 
 
 @pytest.mark.parametrize("target", ["4KB", "20KB", "1MB"])
-def test_same_groups_as_duckdb(catalog: Catalog, location, target: str) -> None:  # type: ignore[no-untyped-def]
+def test_same_groups_as_duckdb(catalog: Catalog, location, target: str) -> None:
     con = duck.attach(location)
     con.execute(f"CALL lk.set_option('target_file_size', '{target}')")
     con.execute("CREATE TABLE lk.t(id INTEGER, cat VARCHAR, v VARCHAR)")
@@ -24,6 +24,7 @@ def test_same_groups_as_duckdb(catalog: Catalog, location, target: str) -> None:
     con.close()
     state = catalog.state()
     table = state.table("main", "t")
+    assert table is not None
     with catalog.engine.connect() as conn:
         versions = load_schema_versions(conn, table.table_id)
     size = int(catalog.state().options["target_file_size"])

@@ -9,7 +9,8 @@ import pytest
 
 from ducklake_jobs.housekeeping import cleanup_files, delete_orphan_files, expire
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.maintenance.expiry import parse_duration, parse_snapshot_time, plan_expiry
+from ducklake_operator.maintenance.expiry import parse_snapshot_time, plan_expiry
+from ducklake_operator.model.durations import parse_duration
 from support import duck
 from support.dump import dump
 
@@ -30,11 +31,11 @@ WORKLOAD = [
 ]
 
 
-def build(location, data_path: str) -> None:  # type: ignore[no-untyped-def]
+def build(location, data_path: str) -> None:
     duck.run_workload(location, WORKLOAD, data_path)
 
 
-def rows(location) -> list[tuple]:  # type: ignore[no-untyped-def]
+def rows(location) -> list[tuple]:
     con = duck.attach(location, con=duck.connect())
     try:
         return con.execute("SELECT * FROM lk.t ORDER BY id").fetchall()
@@ -44,7 +45,7 @@ def rows(location) -> list[tuple]:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("versions", [[1, 2, 3], [4, 5, 6, 7, 8, 9], list(range(1, 13))])
-def test_expire_matches_duckdb(make_location, tmp_path, kind: str, versions: list[int]) -> None:  # type: ignore[no-untyped-def]
+def test_expire_matches_duckdb(make_location, tmp_path, kind: str, versions: list[int]) -> None:
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/")
     build(ours, str(tmp_path / "b") + "/")
@@ -69,7 +70,7 @@ def test_expire_matches_duckdb(make_location, tmp_path, kind: str, versions: lis
     con.execute(f"SELECT count(*) FROM lk.t AT (VERSION => {max(versions) + 1})").fetchone()
 
 
-def test_dry_run_and_limits(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_dry_run_and_limits(catalog: Catalog, location) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(a INTEGER)")
     for i in range(5):
@@ -94,7 +95,7 @@ def test_plan_expiry_is_pure() -> None:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_cleanup_deletes_scheduled_files_like_duckdb(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_cleanup_deletes_scheduled_files_like_duckdb(make_location, tmp_path, kind: str) -> None:
     theirs, ours = make_location(kind), make_location(kind)
     dirs = {"a": str(tmp_path / "a") + "/", "b": str(tmp_path / "b") + "/"}
     build(theirs, dirs["a"])
@@ -126,7 +127,7 @@ def test_cleanup_deletes_scheduled_files_like_duckdb(make_location, tmp_path, ki
     assert rows(ours) == rows(theirs)
 
 
-def test_orphans_are_found_only_under_the_data_path(catalog: Catalog, location, data_path: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_orphans_are_found_only_under_the_data_path(catalog: Catalog, location, data_path: str, tmp_path) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(a INTEGER)")
     con.execute("INSERT INTO lk.t SELECT i FROM range(100) t(i)")
@@ -147,7 +148,7 @@ def test_orphans_are_found_only_under_the_data_path(catalog: Catalog, location, 
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_orphans_match_duckdb(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_orphans_match_duckdb(make_location, tmp_path, kind: str) -> None:
     """The files deleteOrphanFiles picks are the ones DuckDB's ducklake_delete_orphaned_files
     picks: stray Parquet files anywhere under the data path, never a data or delete file of
     any version, a scheduled file, or a file that is not Parquet."""

@@ -56,15 +56,15 @@ BUCKETED = [
 ]
 
 
-def build(location, data_path: str, workload: list[str]) -> None:  # type: ignore[no-untyped-def]
+def build(location, data_path: str, workload: list[str]) -> None:
     duck.run_workload(location, workload, data_path)
 
 
-def observe(location, table: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
+def observe(location, table: str) -> dict:
     con = duck.attach(location, con=duck.connect())
     try:
         con.execute("SET TimeZone = 'UTC'")
-        latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone()[0]
+        latest = duck.scalar(con, "SELECT max(snapshot_id) FROM ducklake_snapshots('lk')")
         q = f"SELECT rowid, * FROM lk.{table}"
         return {
             "now": con.execute(f"{q} ORDER BY rowid").fetchall(),
@@ -72,24 +72,24 @@ def observe(location, table: str) -> dict:  # type: ignore[no-untyped-def,type-a
             "history": {
                 v: con.execute(f"{q} AT (VERSION => {v}) ORDER BY rowid").fetchall()
                 for v in range(1, latest + 1)
-                if con.execute(f"SELECT count(*) FROM ducklake_snapshots('lk') WHERE snapshot_id = {v}").fetchone()[0]
-                and con.execute(
-                    f"SELECT count(*) FROM (SELECT * FROM ducklake_table_info('lk') WHERE table_name = '{table}')"
-                ).fetchone()[0]
+                if duck.scalar(con, f"SELECT count(*) FROM ducklake_snapshots('lk') WHERE snapshot_id = {v}")
+                and duck.scalar(
+                    con, f"SELECT count(*) FROM (SELECT * FROM ducklake_table_info('lk') WHERE table_name = '{table}')"
+                )
             },
         }
     finally:
         con.close()
 
 
-def same_history(after: dict, before: dict) -> None:  # type: ignore[type-arg]
+def same_history(after: dict, before: dict) -> None:
     """Row by row, compared by repr (NaN is not equal to itself)."""
     assert repr(after["now"]) == repr(before["now"]) and after["count"] == before["count"]
     for v, rows in before["history"].items():
         assert repr(after["history"].get(v, rows)) == repr(rows), v
 
 
-def catalog_rows(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
+def catalog_rows(location) -> dict:
     """Catalog rows but for paths and sizes; files are named by their content (begin,
     record_count, row_id_start), as DuckDB numbers the files of one flush in varying order."""
     d = dump(location)
@@ -119,7 +119,7 @@ def catalog_rows(location) -> dict:  # type: ignore[no-untyped-def,type-arg]
     [(WORKLOAD, "t"), (TYPES, "ty"), (PARTITIONED, "p"), (BUCKETED, "b")],
     ids=["rows", "types", "partitioned", "bucketed"],
 )
-def test_flush_matches_duckdb(make_location, tmp_path, kind: str, workload: list[str], table: str) -> None:  # type: ignore[no-untyped-def]
+def test_flush_matches_duckdb(make_location, tmp_path, kind: str, workload: list[str], table: str) -> None:
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/", workload)
     build(ours, str(tmp_path / "b") + "/", workload)
@@ -143,12 +143,12 @@ def test_flush_matches_duckdb(make_location, tmp_path, kind: str, workload: list
     con.execute(f"DELETE FROM lk.{table} WHERE rowid = 0")
     con.execute("CALL ducklake_flush_inlined_data('lk')")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
-    assert con.execute(f"SELECT count(*) FROM lk.{table}").fetchone()[0] == before["count"][0] + 1 - (
+    assert duck.scalar(con, f"SELECT count(*) FROM lk.{table}") == before["count"][0] + 1 - (
         1 if before["now"][0][0] == 0 else 0
     )
 
 
-def test_open_duckdb_client_keeps_reading_after_flush(location, catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+def test_open_duckdb_client_keeps_reading_after_flush(location, catalog: Catalog) -> None:
     """A DuckDB client that cached a schema version's inlined tables before the flush can
     still read every snapshot after it (DuckDB 1.5.5's own flush drops the superseded
     inlined table and such a client then fails)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ducklake_jobs import file_rewrite
 from ducklake_jobs import flush as flush_job
 from ducklake_jobs import rewrite_deletes as rewrite_job
 from ducklake_operator import storage
@@ -16,15 +17,15 @@ from support import duck
 @pytest.mark.parametrize(
     "where, deleted", [("id = 5", 1), ("id BETWEEN 0 AND 7", 8)], ids=["inlined-delete", "delete-file"]
 )
-def test_delete_during_rewrite_is_kept(catalog: Catalog, location, monkeypatch, where: str, deleted: int) -> None:  # type: ignore[no-untyped-def]
+def test_delete_during_rewrite_is_kept(catalog: Catalog, location, monkeypatch, where: str, deleted: int) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER)")
     con.execute("INSERT INTO lk.t SELECT * FROM range(100)")
     con.execute("DELETE FROM lk.t WHERE id >= 10")
     written: list[str] = []
-    original = rewrite_job.rewrite_files
+    original = file_rewrite.rewrite_files  # what the job calls
 
-    def rewrite_then_delete(task):  # type: ignore[no-untyped-def]
+    def rewrite_then_delete(task):
         out = original(task)
         written.append(task.output)
         con.execute(f"DELETE FROM lk.t WHERE {where}")  # lands while we are writing
@@ -37,14 +38,14 @@ def test_delete_during_rewrite_is_kept(catalog: Catalog, location, monkeypatch, 
     assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (10 - deleted,)
 
 
-def test_inlined_delete_during_flush_is_kept(catalog: Catalog, location, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_inlined_delete_during_flush_is_kept(catalog: Catalog, location, monkeypatch) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER)")
     con.execute("INSERT INTO lk.t VALUES (1), (2), (3)")
     written: list[str] = []
     original = flush_job._write_rows
 
-    def write_then_delete(con_, work, *args):  # type: ignore[no-untyped-def]
+    def write_then_delete(con_, work, *args):
         original(con_, work, *args)
         written.extend(work.planned)
         con.execute("DELETE FROM lk.t WHERE id = 2")
@@ -59,13 +60,13 @@ def test_inlined_delete_during_flush_is_kept(catalog: Catalog, location, monkeyp
     assert con.execute("SELECT list(id ORDER BY id) FROM lk.t").fetchone() == ([1, 3],)
 
 
-def test_insert_during_flush_stays_inlined(catalog: Catalog, location, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_insert_during_flush_stays_inlined(catalog: Catalog, location, monkeypatch) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER)")
     con.execute("INSERT INTO lk.t VALUES (1), (2)")
     original = flush_job._write_rows
 
-    def write_then_insert(*args):  # type: ignore[no-untyped-def]
+    def write_then_insert(*args):
         original(*args)
         con.execute("INSERT INTO lk.t VALUES (3)")
 
@@ -76,7 +77,7 @@ def test_insert_during_flush_stays_inlined(catalog: Catalog, location, monkeypat
     assert len(t.data_files) == 1 and t.data_files[0].record_count == 2  # the late row is still inlined
 
 
-def test_job_plans_again_after_a_conflict(catalog: Catalog, location, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_job_plans_again_after_a_conflict(catalog: Catalog, location, monkeypatch) -> None:
     """Through the entry point, a compaction refused because DuckDB deleted from an input
     plans again from the new snapshot: the delete is kept and the other files are merged."""
     from ducklake_jobs import compact as compact_job
@@ -86,9 +87,9 @@ def test_job_plans_again_after_a_conflict(catalog: Catalog, location, monkeypatc
     con.execute("CREATE TABLE lk.t(id INTEGER)")
     for k in range(4):
         con.execute(f"INSERT INTO lk.t SELECT i FROM range({k * 50}, {k * 50 + 50}) t(i)")
-    original, calls = compact_job.rewrite_files, []
+    original, calls = file_rewrite.rewrite_files, []  # what the job calls
 
-    def delete_once(task):  # type: ignore[no-untyped-def]
+    def delete_once(task):
         calls.append(task)
         if len(calls) == 1:
             con.execute("DELETE FROM lk.t WHERE id BETWEEN 0 AND 20")  # a delete file on the first input

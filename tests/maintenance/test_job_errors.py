@@ -20,13 +20,13 @@ def parquet_files(root: str) -> set[str]:
 
 
 @pytest.fixture
-def lake(tmp_path):  # type: ignore[no-untyped-def]
+def lake(tmp_path):
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
     Catalog.create(location, str(tmp_path / "data") + "/")
     return location, str(tmp_path / "data")
 
 
-def test_flush_of_a_value_parquet_cannot_hold(lake) -> None:  # type: ignore[no-untyped-def]
+def test_flush_of_a_value_parquet_cannot_hold(lake) -> None:
     location, data = lake
     duck.run_workload(location, ["CREATE TABLE lk.t(i INTERVAL)", "INSERT INTO lk.t VALUES (INTERVAL '-1 day')"])
     catalog = Catalog.open(location)
@@ -39,7 +39,7 @@ def test_flush_of_a_value_parquet_cannot_hold(lake) -> None:  # type: ignore[no-
     con.close()
 
 
-def test_spark_task_failure_is_one_line_and_commits_nothing(lake) -> None:  # type: ignore[no-untyped-def]
+def test_spark_task_failure_is_one_line_and_commits_nothing(lake) -> None:
     location, data = lake
     duck.run_workload(
         location,

@@ -20,7 +20,7 @@ from ducklake_jobs.operations import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CatalogUnavailable
 from support import duck
-from support.pg_fault_proxy import PgFaultProxy
+from support.pg_fault_proxy import Mode, PgFaultProxy
 
 SETUP = {
     "compact": [f"INSERT INTO lk.t SELECT i, 'v' || i FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(4)],
@@ -44,7 +44,7 @@ OUTCOME = {"compact": (1, 1), "rewriteDeletes": (1, 1), "flushInlinedData": (1, 
 
 @pytest.mark.parametrize("operation", list(SETUP))
 @pytest.mark.parametrize("point, committed", [("before_commit", False), ("in_commit", False), ("after_commit", True)])
-def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) -> None:  # type: ignore[no-untyped-def]
+def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) -> None:
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
     data = str(tmp_path / "data") + "/"
     Catalog.create(location, data)
@@ -104,7 +104,7 @@ def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) 
 
 @pytest.mark.parametrize("operation", list(SETUP))
 @pytest.mark.parametrize("mode", ["before", "after"])
-def test_job_whose_commit_is_lost_on_the_wire(pg_server, pg_location, tmp_path, operation: str, mode: str) -> None:  # type: ignore[no-untyped-def]
+def test_job_whose_commit_is_lost_on_the_wire(pg_server, pg_location, tmp_path, operation: str, mode: Mode) -> None:
     """The job's COMMIT to a PostgreSQL catalog is lost (a TCP proxy drops it before or
     after the server gets it): the job finds out which, and either reports its snapshot or
     fails cleanly with its files deleted. No orphans either way."""
@@ -118,7 +118,7 @@ def test_job_whose_commit_is_lost_on_the_wire(pg_server, pg_location, tmp_path, 
     proxy = PgFaultProxy(pg_server.host, pg_server.port)
     proxied = Catalog.open(replace(pg_location, host="127.0.0.1", port=proxy.port))
     try:
-        proxy.arm(mode)  # type: ignore[arg-type]
+        proxy.arm(mode)
         table = None if operation == "flushInlinedData" else "main.t"
         params = {"deleteThreshold": 0.5} if operation == "rewriteDeletes" else {}
         if mode == "after":
@@ -138,7 +138,7 @@ def test_job_whose_commit_is_lost_on_the_wire(pg_server, pg_location, tmp_path, 
     con.close()
 
 
-def test_expiry_whose_commit_is_lost(pg_server, pg_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_expiry_whose_commit_is_lost(pg_server, pg_location, tmp_path) -> None:
     """Housekeeping is not a snapshot commit: a lost COMMIT is a clear, retryable error, and
     running it again finishes the work."""
     Catalog.create(pg_location, str(tmp_path / "data") + "/")

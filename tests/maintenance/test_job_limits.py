@@ -13,7 +13,7 @@ from ducklake_operator.errors import DuckLakeError
 from support import duck
 
 
-def test_name_mapped_files_are_not_merged(catalog: Catalog, location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_name_mapped_files_are_not_merged(catalog: Catalog, location, tmp_path) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
     for k in range(2):
@@ -32,7 +32,7 @@ def test_name_mapped_files_are_not_merged(catalog: Catalog, location, tmp_path) 
     assert len(mapped) == 2
 
 
-def test_encrypted_lake_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_encrypted_lake_is_refused(tmp_path) -> None:
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
     con = duck.connect()
     con.execute(f"ATTACH 'ducklake:sqlite:{location.path}' AS lk (DATA_PATH '{tmp_path}/data/', ENCRYPTED true)")

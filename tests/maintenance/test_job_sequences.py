@@ -31,7 +31,7 @@ STEP = st.one_of(
 )
 
 
-def view(con) -> dict:  # type: ignore[no-untyped-def,type-arg]
+def view(con) -> dict:
     snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk')").fetchall()]
     out = {"now": con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()}
     for s in snapshots:
@@ -47,7 +47,7 @@ def view(con) -> dict:  # type: ignore[no-untyped-def,type-arg]
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 @given(steps=st.lists(STEP, min_size=4, max_size=14))
-def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, make_location, kind: str, steps) -> None:  # type: ignore[no-untyped-def]
+def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, make_location, kind: str, steps) -> None:
     root = tmp_path_factory.mktemp("seq")
     location = make_location(kind)
     Catalog.create(location, str(root / "data") + "/")
@@ -85,7 +85,7 @@ def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, make_location, ki
                 con.close()
                 con = duck.attach(location)
             elif op == "expire":
-                latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone()[0]
+                latest = duck.scalar(con, "SELECT max(snapshot_id) FROM ducklake_snapshots('lk')")
                 old = [
                     r[0]
                     for r in con.execute(
@@ -118,6 +118,6 @@ def test_jobs_never_change_what_duckdb_reads(tmp_path_factory, make_location, ki
         con = duck.attach(location)
         con.execute("CALL ducklake_merge_adjacent_files('lk')")
         con.execute("CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => 0.0001)")
-        assert con.execute("SELECT count(*) FROM lk.t").fetchone()[0] == len(view(con)["now"])
+        assert duck.scalar(con, "SELECT count(*) FROM lk.t") == len(view(con)["now"])
     finally:
         con.close()

@@ -58,7 +58,7 @@ def duckdb_orphans(location: CatalogLocation, data_path: str | None = None, move
         con.close()
 
 
-def rows(location: CatalogLocation, tables: tuple[str, ...], data_path: str | None = None) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+def rows(location: CatalogLocation, tables: tuple[str, ...], data_path: str | None = None) -> dict[str, list[tuple]]:
     con = duck.connect()
     extra = f" (DATA_PATH '{data_path}', OVERRIDE_DATA_PATH true)" if data_path else ""
     con.execute(f"ATTACH '{location.duckdb_attach_target()}' AS lk{extra}")
@@ -68,7 +68,7 @@ def rows(location: CatalogLocation, tables: tuple[str, ...], data_path: str | No
         con.close()
 
 
-def write_files(con, table: str) -> None:  # type: ignore[no-untyped-def]
+def write_files(con, table: str) -> None:
     """Files, a merge (its sources scheduled for deletion) and a delete file."""
     for k in range(3):
         con.execute(f"INSERT INTO lk.{table} SELECT i FROM range({k * 10}, {k * 10 + 10}) t(i)")
@@ -77,7 +77,7 @@ def write_files(con, table: str) -> None:  # type: ignore[no-untyped-def]
     con.execute(f"INSERT INTO lk.{table} SELECT i FROM range(100, 110) t(i)")
 
 
-def test_absolute_schema_and_table_paths(catalog: Catalog, location: CatalogLocation, data_path: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_absolute_schema_and_table_paths(catalog: Catalog, location: CatalogLocation, data_path: str, tmp_path) -> None:
     outside = str(tmp_path / "outside") + "/"
     con = duck.attach(location)
     con.execute("CALL lk.set_option('data_inlining_row_limit', 0)")
@@ -124,7 +124,7 @@ def test_absolute_schema_and_table_paths(catalog: Catalog, location: CatalogLoca
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_lake_moved_with_override_data_path(make_location, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_lake_moved_with_override_data_path(make_location, tmp_path, kind: str) -> None:
     location = make_location(kind)
     old, new = str(tmp_path / "old") + "/", str(tmp_path / "new") + "/"
     Catalog.create(location, old).close()
@@ -158,7 +158,7 @@ def test_lake_moved_with_override_data_path(make_location, tmp_path, kind: str) 
     moved.close()
 
 
-def test_moved_lake_keeps_files_of_absolute_paths(make_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_moved_lake_keeps_files_of_absolute_paths(make_location, tmp_path) -> None:
     """A table whose absolute path lay under the old data path: its rows still name the old
     place, but its files moved with the lake. DuckDB 1.5.5's own orphan scan lists those
     live files; ours keeps them (moving the lake back, DuckDB reads every row)."""

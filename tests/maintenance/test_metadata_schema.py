@@ -12,7 +12,7 @@ from ducklake_operator.catalog import Catalog
 from support import duck
 
 
-def test_every_job_on_a_catalog_in_its_own_schema(pg_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_every_job_on_a_catalog_in_its_own_schema(pg_location, tmp_path) -> None:
     location = replace(pg_location, schema="lake_meta")
     data = str(tmp_path / "data") + "/"
     Catalog.create(location, data)

@@ -39,7 +39,7 @@ WORKLOAD = [
 ]
 
 
-def live_stats(location) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg]
+def live_stats(location) -> list[tuple]:
     con = duck.attach(location, con=duck.connect())
     try:
         return con.execute(
@@ -52,7 +52,7 @@ def live_stats(location) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("rewrite_by", ["ours", "duckdb"])
-def test_merge_of_older_layouts_matches_duckdb(make_location, tmp_path, kind: str, rewrite_by: str) -> None:  # type: ignore[no-untyped-def]
+def test_merge_of_older_layouts_matches_duckdb(make_location, tmp_path, kind: str, rewrite_by: str) -> None:
     theirs, ours = make_location(kind), make_location(kind)
     duck.run_workload(theirs, WORKLOAD, str(tmp_path / "a") + "/")
     duck.run_workload(ours, WORKLOAD, str(tmp_path / "b") + "/")
@@ -99,7 +99,7 @@ def test_merge_of_older_layouts_matches_duckdb(make_location, tmp_path, kind: st
     assert con.execute("SELECT s, x FROM lk.t WHERE id = 1").fetchone() == ({"aa": 1, "b": "b1", "c": "it's"}, 5)
     con.execute("INSERT INTO lk.t (id, w) VALUES (9999, 'late')")
     con.execute("CALL ducklake_merge_adjacent_files('lk')")
-    assert con.execute("SELECT count(*) FROM lk.t").fetchone()[0] == len(before["now"]) + 1
+    assert duck.scalar(con, "SELECT count(*) FROM lk.t") == len(before["now"]) + 1
     con.close()
 
 

@@ -29,16 +29,16 @@ WORKLOAD = [
 ]
 
 
-def build(location, data_path: str, extra: list[str] = None) -> None:  # type: ignore[no-untyped-def]
+def build(location, data_path: str, extra: list[str] | None = None) -> None:
     if extra is None:
         extra = []
     duck.run_workload(location, WORKLOAD + extra, data_path)
 
 
-def observe(location, table: str = "t") -> dict:  # type: ignore[no-untyped-def,type-arg]
+def observe(location, table: str = "t") -> dict:
     con = duck.attach(location, con=duck.connect())
     try:
-        latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone()[0]
+        latest = duck.scalar(con, "SELECT max(snapshot_id) FROM ducklake_snapshots('lk')")
         return {
             "now": con.execute(f"SELECT rowid, * FROM lk.{table} ORDER BY rowid").fetchall(),
             "agg": con.execute(f"SELECT count(*), min(id), max(id), min(v), max(v) FROM lk.{table}").fetchone(),
@@ -51,13 +51,13 @@ def observe(location, table: str = "t") -> dict:  # type: ignore[no-untyped-def,
         con.close()
 
 
-def file_rows(rows: list[tuple]) -> list[tuple]:  # type: ignore[type-arg]
+def file_rows(rows: list[tuple]) -> list[tuple]:
     """data file rows without id, path, size and footer (they differ by nature; DuckDB gives
     the new files of several groups their ids in another order)."""
     return sorted(r[1:5] + r[7:9] + r[11:] for r in rows)
 
 
-def stats_rows(dumped: dict) -> list[tuple]:  # type: ignore[type-arg]
+def stats_rows(dumped: dict) -> list[tuple]:
     """column stats keyed by their file's row (not its id), without column_size_bytes."""
     files = {r[0]: r[1:5] + r[8:9] for r in dumped["ducklake_data_file"]}
     return sorted((files[r[0]],) + r[1:3] + r[4:] for r in dumped["ducklake_file_column_stats"])
@@ -73,7 +73,7 @@ def stats_rows(dumped: dict) -> list[tuple]:  # type: ignore[type-arg]
     ],
     ids=["sqlite", "postgres", "postgres-low-threshold", "sqlite-spark"],
 )
-def test_rewrite_matches_rewrite_data_files(make_location, tmp_path, kind: str, runner, threshold) -> None:  # type: ignore[no-untyped-def]
+def test_rewrite_matches_rewrite_data_files(make_location, tmp_path, kind: str, runner, threshold) -> None:
     theirs, ours = make_location(kind), make_location(kind)
     build(theirs, str(tmp_path / "a") + "/")
     build(ours, str(tmp_path / "b") + "/")
@@ -120,7 +120,7 @@ def test_rewrite_matches_rewrite_data_files(make_location, tmp_path, kind: str, 
     )
 
 
-def test_nothing_to_rewrite_commits_nothing(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_to_rewrite_commits_nothing(catalog: Catalog, location) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER)")
     con.execute("INSERT INTO lk.t SELECT * FROM range(100)")
@@ -136,7 +136,7 @@ def test_nothing_to_rewrite_commits_nothing(catalog: Catalog, location) -> None:
 
 
 @pytest.mark.parametrize("inlined_row", [False, True])
-def test_table_stats_recomputed_when_delete_free(make_location, tmp_path, inlined_row: bool) -> None:  # type: ignore[no-untyped-def]
+def test_table_stats_recomputed_when_delete_free(make_location, tmp_path, inlined_row: bool) -> None:
     """DuckDB recomputes the gross counters once no delete is left; live inlined rows count."""
     extra = [
         "INSERT INTO lk.t SELECT * FROM range(100)",

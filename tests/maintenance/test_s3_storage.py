@@ -15,14 +15,14 @@ from ducklake_operator.duckdb_client import configure_s3
 from support import duck
 
 
-def duckdb_on(location, data_path: str | None = None):  # type: ignore[no-untyped-def]
+def duckdb_on(location, data_path: str | None = None):
     """DuckDB attached to the lake on S3 (``data_path``: creating it there)."""
     con = duck.connect()
     configure_s3(con)
     return duck.attach(location, con=con, data_path=data_path)
 
 
-def rows(location) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg]
+def rows(location) -> list[tuple]:
     con = duckdb_on(location)
     try:
         return con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
@@ -35,7 +35,7 @@ def bucket_files(root: str) -> set[str]:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:
     location, root = make_location(kind), s3_bucket + "lake/"
     con = duckdb_on(location, root)
     con.execute("CREATE TABLE lk.t(id INTEGER, v VARCHAR)")
@@ -88,7 +88,7 @@ def test_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:  # type: 
 
 def test_cli_takes_the_s3_settings_of_the_catalog_manifest(
     tmp_path, s3_server, s3_bucket: str, monkeypatch, capsys
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """``spec.storage.s3`` of the DuckLakeCatalog (endpoint, region) reaches the jobs, their
     Spark tasks and ``ducklake sql``: the environment names no endpoint here."""
     import json

@@ -9,13 +9,14 @@ import os
 from ducklake_jobs import task_resources
 from ducklake_jobs.parquet_writer import scratch_connection
 from ducklake_jobs.runtime import run_in_process, run_on_spark
+from support import duck
 
 
 def test_spark_tasks_share_the_cores() -> None:
     def duckdb_threads(_: int) -> int:  # defined here: Spark workers cannot import test modules
         con = scratch_connection()
         try:
-            return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+            return int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         finally:
             con.close()
 
@@ -25,18 +26,18 @@ def test_spark_tasks_share_the_cores() -> None:
     assert run_in_process(duckdb_threads, [0, 1]) == [cores, cores]  # one after the other: DuckDB's default
 
 
-def test_a_memory_limited_task_spills_instead_of_failing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_memory_limited_task_spills_instead_of_failing(tmp_path) -> None:
     spill = tmp_path / "spill"
     with task_resources.using(task_resources.TaskResources(threads=1, memory_limit_mb=64)):
         con = scratch_connection(spill=str(spill))
     try:
-        assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "61.0 MiB"
-        assert con.execute("SELECT current_setting('temp_directory')").fetchone()[0] == str(spill)
+        assert duck.scalar(con, "SELECT current_setting('memory_limit')") == "61.0 MiB"
+        assert duck.scalar(con, "SELECT current_setting('temp_directory')") == str(spill)
         # ~250 MB of strings sorted within 64 MB
         con.execute(
             f"COPY (SELECT md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS s FROM range(4000000) t(i) ORDER BY s) "
             f"TO '{tmp_path / 'out.parquet'}'"
         )
-        assert con.execute(f"SELECT count(*) FROM '{tmp_path / 'out.parquet'}'").fetchone()[0] == 4_000_000
+        assert duck.scalar(con, f"SELECT count(*) FROM '{tmp_path / 'out.parquet'}'") == 4_000_000
     finally:
         con.close()

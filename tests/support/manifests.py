@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.model.spec import Manifest
 
 API = "ducklake.dev/v1alpha1"
+M = TypeVar("M", bound=Manifest)
+
+
+def parse_as(kind: type[M], doc: Mapping[str, Any]) -> M:
+    """``parse_manifest`` in a test that knows which kind it wrote."""
+    spec = parse_manifest(doc)
+    assert isinstance(spec, kind), f"{doc.get('kind')} parsed as {type(spec).__name__}"
+    return spec
 
 
 def manifest(kind: str, name: str, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:

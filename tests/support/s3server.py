@@ -23,7 +23,7 @@ def _free_port() -> int:
 
 @dataclass
 class S3Server:
-    process: subprocess.Popen  # type: ignore[type-arg]
+    process: subprocess.Popen
     endpoint: str
 
     @property
@@ -56,7 +56,7 @@ class S3Server:
                 if process.poll() is not None or time.time() > deadline:
                     process.kill()
                     raise RuntimeError(
-                        f"moto_server did not start: {process.stderr.read() if process.stderr else ''}"
+                        f"moto_server did not start: {process.stderr.read().decode(errors='replace') if process.stderr else ''}"
                     ) from None
                 time.sleep(0.1)
 

@@ -22,7 +22,7 @@ class FakeCatalog:
         self.fail_with = fail_with
         self._lock = threading.Lock()
 
-    def commit(self, changes, *, author, message, extra_info=None, base_snapshot=None) -> CommitResult:  # type: ignore[no-untyped-def]
+    def commit(self, changes, *, author, message, extra_info=None, base_snapshot=None) -> CommitResult:
         with self._lock:
             time.sleep(0.02)
             if "bad" in changes:
@@ -78,7 +78,7 @@ def test_an_unknown_outcome_is_not_retried_plan_by_plan() -> None:
     gate.acquire()
     original = fake.commit
 
-    def slow_first(changes, **kw):  # type: ignore[no-untyped-def]
+    def slow_first(changes, **kw):
         if changes == ["first"]:
             gate.acquire(timeout=5)  # hold the lead while the others queue up
         return original(changes, **kw)

@@ -2,48 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction, schema_version_at
 from ducklake_operator.model.state import DataFile, DeleteFile, TableState
+from support.data_files import df
 
 MB = 1_000_000
 
 
-def df(
-    i: int,
-    size: int,
-    *,
-    begin: int = 1,
-    rows: int = 100,
-    row_start: int | None = None,
-    partition: int | None = None,
-    values: tuple = (),
-    end: int | None = None,
-    partial_max: int | None = None,
-) -> DataFile:
-    return DataFile(
-        i,
-        1,
-        begin,
-        end,
-        f"f{i}.parquet",
-        True,
-        "parquet",
-        rows,
-        size,
-        None,
-        i * rows if row_start is None else row_start,
-        partition,
-        None,
-        None,
-        partial_max,
-        values,
-    )
-
-
-def table(files: list[DataFile], deletes: list[int] = ()) -> TableState:  # type: ignore[assignment]
+def table(files: list[DataFile], deletes: Sequence[int] = ()) -> TableState:
     return TableState(
         1,
         "u",

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from test_compaction_plan import df
 
 from ducklake_operator.maintenance.delete_rewrite import plan_delete_rewrite
 from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
 from ducklake_operator.model.state import ColumnState, DeleteFile, PartitionField, PartitionSpec, TableState
+from support.data_files import df
 
 
-def table(files, deletes: dict[int, int]) -> TableState:  # type: ignore[no-untyped-def]
+def table(files, deletes: dict[int, int]) -> TableState:
     return TableState(
         1,
         "u",

@@ -30,7 +30,7 @@ from ducklake_operator.errors import LaunchFailed
 
 UID = "5f1c2d3e-aaaa-bbbb-cccc-000000000001"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-DOCUMENT = {
+DOCUMENT: dict[str, Any] = {
     "job": {"name": "compact-orders-1", "namespace": "data", "uid": UID, "attempt": 1},
     "catalog": {"kind": "DuckLakeCatalog", "metadata": {"name": "lake"}, "spec": {"dataPath": "s3://b/lake"}},
     "table": "sales.orders",

@@ -10,7 +10,7 @@ import pytest
 
 from ducklake_operator.model.duckdb_keywords import KEYWORDS
 from ducklake_operator.model.names import column_reference_sql, find_named, fold, same_name
-from ducklake_operator.model.state import CatalogState, SnapshotInfo
+from ducklake_operator.model.state import CatalogState, SchemaState, SnapshotInfo, TableState
 from support import duck
 
 PAIRS = [
@@ -63,8 +63,10 @@ def test_same_name_answers_as_duckdb(lake: duckdb.DuckDBPyConnection, created: s
 def test_lookups_fold_the_same_way() -> None:
     assert fold("Straße") == "straße" and fold("ÄBC") == "Äbc"
     assert find_named({"Orders": 1, "Ä": 2}, "ORDERS") == 1 and find_named({"Ä": 2}, "ä") is None
-    state = CatalogState(SnapshotInfo(1, None, 1, 1, 1), "1.0", "/d/", {}, {"Sales": "s"}, {("Sales", "Orders"): "t"})  # type: ignore[dict-item]
-    assert state.schema("SALES") == "s" and state.table("sales", "ORDERS") == "t"
+    s = SchemaState(1, "u", "Sales", "Sales/", True, 1)
+    t = TableState(1, "u", 1, "Sales", "Orders", "Orders/", True, 1, (), 1)
+    state = CatalogState(SnapshotInfo(1, None, 1, 1, 1), "1.0", "/d/", {}, {"Sales": s}, {("Sales", "Orders"): t})
+    assert state.schema("SALES") is s and state.table("sales", "ORDERS") is t
     assert state.schema("Säles") is None and state.table("Sales", "Ördersß") is None
 
 

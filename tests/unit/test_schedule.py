@@ -26,19 +26,22 @@ AMS = "Europe/Amsterdam"
 NYC = "America/New_York"
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
-def local(name: str, *args: int, fold: int = 0) -> datetime:
-    return datetime(*args, tzinfo=zone(name), fold=fold).astimezone(UTC)  # type: ignore[misc]
+def local(
+    name: str, year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, *, fold: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=zone(name), fold=fold).astimezone(UTC)
 
 
 def times(cron: str, after: datetime, n: int, tz: str = "UTC") -> list[datetime]:
     out = []
     for _ in range(n):
-        after = next_cron_time(cron, after, zone(tz))  # type: ignore[assignment]
-        out.append(after)
+        following = next_cron_time(cron, after, zone(tz))
+        assert following is not None
+        out.append(after := following)
     return out
 
 
@@ -136,8 +139,9 @@ def test_cron_times_across_dst_changes_match_a_minute_by_minute_oracle(
     start = utc(*day) - timedelta(hours=12)
     end = start + timedelta(hours=30)
     expected = _brute_force_cron_times(cron, start, end, tz)
-    got, t = [], start
-    while (t := next_cron_time(cron, t, zone(tz))) is not None and t <= end:  # type: ignore[assignment]
+    got: list[datetime] = []
+    t: datetime | None = start
+    while t is not None and (t := next_cron_time(cron, t, zone(tz))) is not None and t <= end:
         got.append(t)
     assert got == expected and len(got) > 0
     for a, b in zip(got, got[1:], strict=False):  # each latest_cron_time between two cron times is the first
@@ -285,7 +289,8 @@ def test_nothing_starts_outside_the_window_and_no_cron_time_runs_twice(
     the next due time: every run starts inside the window, pays a cron time after the last
     one paid and at or before now, and a due time announced is due when it comes."""
     timezone = window.timezone if window else tz
-    since, now, paid = created, created, []
+    since, now = created, created
+    paid: list[datetime] = []
     for gap, at_next in zip(gaps, wake, strict=False):
         announced = next_due(cron, now, since=since, window=window, timezone=timezone)
         now = announced if at_next and announced is not None and announced > now else now + gap

@@ -8,6 +8,7 @@ from ducklake_operator.errors import SpecError
 from ducklake_operator.model.types import (
     PRIMITIVES,
     Decimal,
+    DuckLakeType,
     Field,
     ListOf,
     MapOf,
@@ -100,5 +101,5 @@ types = st.recursive(
 
 
 @given(types)
-def test_rendered_types_parse_back(t: object) -> None:
-    assert parse_type(to_duckdb_sql(t)) == t  # type: ignore[arg-type]
+def test_rendered_types_parse_back(t: DuckLakeType) -> None:
+    assert parse_type(to_duckdb_sql(t)) == t
