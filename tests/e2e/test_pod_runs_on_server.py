@@ -22,7 +22,7 @@ IMAGE = "registry.example/ducklake-operator:0.1.0"
 PASSWORD = "Pod-Pa55word"
 
 
-def pg_lake(kube, pg_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def pg_lake(kube, pg_server, tmp_path) -> None:
     """A Ready PostgreSQL catalog ``lake`` (credentials in Secret ``lake-pg``) with ``main.orders``."""
     role = f"pod{int(time.time() * 1000) % 10**8}"
     pg_server.create_password_role(role, PASSWORD)
@@ -35,20 +35,20 @@ def pg_lake(kube, pg_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
     wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=30)
 
 
-def launched(kube, name: str, attempt: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def launched(kube, name: str, attempt: int) -> dict[str, Any]:
     def current() -> dict[str, Any] | None:
         status = (kube.get("dlj", name) or {}).get("status") or {}
         ok = status.get("state") == "Running" and status.get("attempts") == attempt
         return status["launched"] if ok else None
 
-    return wait_for(f"{name} attempt {attempt} launched", current, timeout=60)  # type: ignore[no-any-return]
+    return wait_for(f"{name} attempt {attempt} launched", current, timeout=60)
 
 
-def patch_status(kube, kind: str, name: str, status: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+def patch_status(kube, kind: str, name: str, status: dict[str, Any]) -> None:
     kube.kubectl("patch", kind, name, "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}))
 
 
-def finish_job(kube, name: str, ok: bool) -> None:  # type: ignore[no-untyped-def]
+def finish_job(kube, name: str, ok: bool) -> None:
     """The finished Job as the job controller writes it (the server checks the conditions)."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if ok:
@@ -68,7 +68,7 @@ def owned_by(obj: dict[str, Any], run: dict[str, Any]) -> bool:
 
 def test_a_run_as_a_batch_job_is_retried_then_succeeds_and_its_objects_go_with_it(
     kube, operator, pg_server, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     pg_lake(kube, pg_server, tmp_path)
     kube.apply(job("by-job", retries=1, timeout="30m", spark={"launcher": "Job", "image": IMAGE,
                                                                "driver": {"cores": 2, "memory": "2g"}}))  # fmt: skip
@@ -112,7 +112,7 @@ def test_a_run_as_a_batch_job_is_retried_then_succeeds_and_its_objects_go_with_i
 
 def test_a_run_as_a_spark_application_follows_its_state(
     kube, operator, pg_server, tmp_path, spark_application_crd
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     pg_lake(kube, pg_server, tmp_path)
     spark = {"launcher": "SparkApplication", "image": IMAGE, "executor": {"instances": 2, "memory": "3g"}}
     kube.apply(table("items", "lake"), table("users", "lake"))  # one run per table at a time: three tables
@@ -141,7 +141,7 @@ def test_a_run_as_a_spark_application_follows_its_state(
 
 def test_a_spark_application_run_without_the_spark_operator_fails_and_launches_nothing(
     kube, operator, cluster, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The Spark Operator's CRD is taken away for this test (and put back after)."""
     small_files_lake(kube, tmp_path, inserts=1)
     cluster.kubectl("delete", "crd", SPARK_APPLICATION_CRD, "--ignore-not-found", "--wait=true")

@@ -19,12 +19,23 @@ from ducklake_operator.catalog import CatalogLocation
 from support import duck
 from support.manifests import manifest, table
 from support.operator_process import condition, is_ready, wait_for
-from support.runs import ENDED, IN_PROCESS, LOCAL, data_files, ended, insert, policy, secret, small_files_lake
+from support.runs import (
+    ENDED,
+    IN_PROCESS,
+    LOCAL,
+    commit_report,
+    data_files,
+    ended,
+    insert,
+    policy,
+    secret,
+    small_files_lake,
+)
 
 INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
 
 
-def runs_of(kube, policy_name: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def runs_of(kube, policy_name: str) -> list[dict[str, Any]]:
     return [r for r in kube.list("dlj") if r["metadata"].get("labels", {}).get("ducklake.dev/policy") == policy_name]
 
 
@@ -68,10 +79,7 @@ def test_a_policy_compacts_a_table_that_duckdb_keeps_inserting_into(kube, operat
         for run in succeeded:
             status = run["status"]
             assert status["ranOn"] == "spark" and status["launched"]["kind"] == "Local"
-            info = con.execute(
-                "SELECT commit_extra_info FROM lk.snapshots() WHERE snapshot_id = ?", [status["committedSnapshot"]]
-            ).fetchone()[0]
-            report = json.loads(info)["report"]
+            report = commit_report(con, status["committedSnapshot"])["report"]
             assert {k: report[k] for k in ("filesRead", "filesWritten", "bytesRead", "bytesWritten")} == {
                 k: status[k] for k in ("filesRead", "filesWritten", "bytesRead", "bytesWritten")
             }

@@ -19,8 +19,8 @@ from support.operator_process import wait_for
 from support.runs import IN_PROCESS, LOCAL, ended, job, small_files_lake, state
 
 
-def running(kube, name: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return wait_for(f"{name} Running", lambda: state(kube, name) == "Running" and kube.get("dlj", name), timeout=60)  # type: ignore[no-any-return]
+def running(kube, name: str) -> dict[str, Any]:
+    return wait_for(f"{name} Running", lambda: state(kube, name) == "Running" and kube.get("dlj", name), timeout=60)
 
 
 def process_gone(pid: int) -> bool:
@@ -76,6 +76,10 @@ def test_a_restarted_operator_reattaches_to_a_running_run(kube, operator, tmp_pa
     before = duck.observe_table(location, "orders")
     kube.apply(job("survivor", spark=LOCAL))
     pid = spark_pid(running(kube, "survivor"))
+    # the job program reports its phase to the run's status while it runs (before and after the restart)
+    seen = wait_for("progress from the program", lambda: (kube.get("dlj", "survivor")["status"].get("progress") or "")
+                    .split(" ")[0] in ("planning", "writing", "committing", "done"))  # fmt: skip
+    assert seen
     operator.restart()  # the program runs on, in its own session
     status = ended(kube, "survivor", timeout=120)["status"]
     assert status["state"] == "Succeeded" and status["attempts"] == 1 and spark_pid({"status": status}) == pid

@@ -7,18 +7,18 @@ the server accepted and by driving their status with ``kubectl patch --subresour
 
 from __future__ import annotations
 
-import json
 import time
 
 from support import duck
 from support.manifests import manifest, table
 from support.operator_process import condition, is_ready, wait_for
-from support.runs import IN_PROCESS, data_files, ended, job, small_files_lake
+from support.runs import IN_PROCESS, commit_report, data_files, ended, job, small_files_lake
 
 
 def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, operator, tmp_path) -> None:
     location = small_files_lake(kube, tmp_path)
     before = duck.observe_table(location, "orders")
+    ended_before = operator.metric_or_zero("ducklake_jobs_total")
     kube.apply(job("compact-1", spark=IN_PROCESS))
     kube.kubectl("wait", "--for=condition=Complete", "ducklakejob/compact-1", "--timeout=90s")
     run = kube.get("dlj", "compact-1")
@@ -31,11 +31,8 @@ def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, op
     assert status["message"].startswith(f"committed snapshot {status['committedSnapshot']}")
     # the catalog's word: the snapshot names the run and carries the figures the status shows
     con = duck.attach(location, con=duck.connect())
-    info = con.execute(
-        "SELECT commit_extra_info FROM lk.snapshots() WHERE snapshot_id = ?", [status["committedSnapshot"]]
-    ).fetchone()[0]
+    extra = commit_report(con, status["committedSnapshot"])
     con.close()
-    extra = json.loads(info)
     assert extra["ducklakeJob"]["uid"] == run["metadata"]["uid"]
     assert {k: extra["report"][k] for k in ("filesRead", "filesWritten", "bytesWritten")} == {
         k: status[k] for k in ("filesRead", "filesWritten", "bytesWritten")
@@ -44,9 +41,10 @@ def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, op
     header, row = kube.kubectl("get", "ducklakejobs").splitlines()[:2]
     assert header.split() == ["NAME", "TABLE", "OPERATION", "STATE", "PROGRESS", "STARTED", "DURATION", "MESSAGE"]
     assert row.split()[:5] == ["compact-1", "main.orders", "compact", "Succeeded", "done"]
-    reasons = [e["reason"] for e in kube.events("compact-1")]
-    assert "Launched" in reasons and "Succeeded" in reasons
+    wait_for("its events", lambda: {"Launched", "Succeeded"} <= {e["reason"] for e in kube.events("compact-1")})
     assert run["metadata"].get("finalizers") in (None, [])  # an ended run holds nothing up
+    assert operator.metric("ducklake_jobs_total") == ended_before + 1  # counted once, by operation and state
+    assert operator.metric("ducklake_job_duration_seconds_count") >= 1
     assert kube.list("leases") == []  # its locks are given back
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 from ducklake_operator.catalog import CatalogLocation
@@ -15,7 +16,7 @@ IN_PROCESS = {"launcher": "Local", "inProcessBelow": "1GB"}  # no Spark session:
 ENDED = ("Succeeded", "Failed", "Cancelled")
 
 
-def small_files_lake(kube, tmp_path, inserts: int = 6) -> CatalogLocation:  # type: ignore[no-untyped-def]
+def small_files_lake(kube, tmp_path, inserts: int = 6) -> CatalogLocation:
     """A Ready SQLite catalog ``lake`` holding ``main.orders`` with ``inserts`` small files written by DuckDB."""
     kube.apply(sqlite_catalog("lake", str(tmp_path), options={"dataInliningRowLimit": 0}), table("orders", "lake"))
     wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=30)
@@ -41,13 +42,19 @@ def policy(name: str, **spec: Any) -> dict[str, Any]:
     return manifest("DuckLakeMaintenancePolicy", name, {"catalogRef": {"name": "lake"}, **spec})
 
 
-def state(kube, name: str) -> str | None:  # type: ignore[no-untyped-def]
+def state(kube, name: str) -> str | None:
     return ((kube.get("dlj", name) or {}).get("status") or {}).get("state")
 
 
-def ended(kube, name: str, timeout: float = 90) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def commit_report(con: Any, snapshot: int) -> dict[str, Any]:
+    """The report a run's snapshot carries in its ``commit_extra_info``, as DuckDB reads it."""
+    info = duck.scalar(con, f"SELECT commit_extra_info FROM lk.snapshots() WHERE snapshot_id = {int(snapshot)}")
+    return dict(json.loads(info))
+
+
+def ended(kube, name: str, timeout: float = 90) -> dict[str, Any]:
     wait_for(f"{name} ended", lambda: state(kube, name) in ENDED, timeout=timeout)
-    return kube.get("dlj", name)  # type: ignore[no-any-return]
+    return kube.get("dlj", name)
 
 
 def secret(name: str, **data: str) -> dict[str, Any]:
@@ -58,6 +65,6 @@ def secret(name: str, **data: str) -> dict[str, Any]:
 def data_files(location: CatalogLocation, table_name: str = "orders") -> int:
     con = duck.attach(location, con=duck.connect())
     try:
-        return int(con.execute(f"SELECT count(*) FROM ducklake_list_files('lk', '{table_name}')").fetchone()[0])
+        return int(duck.scalar(con, f"SELECT count(*) FROM ducklake_list_files('lk', '{table_name}')"))
     finally:
         con.close()

@@ -20,7 +20,16 @@ import kopf
 
 from ..api.load import parse_manifest
 from ..errors import SpecError
-from ..model.spec import GROUP, VERSION, CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
+from ..model.spec import (
+    GROUP,
+    VERSION,
+    CatalogSpec,
+    JobSpec,
+    MaintenancePolicySpec,
+    PostgresSpec,
+    SchemaSpec,
+    TableSpec,
+)
 from ..reconcile import lake_identity
 from . import metrics
 from .context import Controller, catalog_channel
@@ -159,9 +168,11 @@ def _manifest(body: kopf.Body) -> dict[str, Any]:
 _parsed_catalogs: dict[tuple[str | None, str], tuple[object, CatalogSpec | None]] = {}
 
 
-def _catalog_for(spec: SchemaSpec | TableSpec, index: ManifestIndex) -> CatalogSpec | None:
-    """The catalog manifest a schema or table names, parsed once per version of it (the
-    index holds the same document object until the catalog changes)."""
+def _catalog_for(
+    spec: SchemaSpec | TableSpec | JobSpec | MaintenancePolicySpec, index: ManifestIndex
+) -> CatalogSpec | None:
+    """The catalog manifest an object names, parsed once per version of it (the index
+    holds the same document object until the catalog changes)."""
     key = (spec.ref.namespace, spec.catalog)
     for doc in index.get(key) or []:
         cached = _parsed_catalogs.get(key)

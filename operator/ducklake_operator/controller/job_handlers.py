@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..errors import CatalogUnavailable, DuckLakeError, SpecError
 from ..model.spec import GROUP, VERSION, JobSpec, MaintenancePolicySpec
 from . import metrics
 from .context import Controller, catalog_channel
-from .handlers import _catalog_for, _core_api, _manifest
+from .handlers import CatalogKey, ManifestIndex, _catalog_for, _core_api, _manifest
 from .run_settings import SparkDefaults, effective_spark
 from .runs import ACTIVE, RETRY_BACKOFF, TERMINAL, OtherRun, RunContext, Runs, Tick, parse_stamp
 from .status import merge_conditions
@@ -61,9 +62,24 @@ def _active(status: kopf.Status, **_: Any) -> bool:
 
 # ------------------------------------------------------------------ indexes
 
+RunIndex = kopf.Index[CatalogKey, OtherRun]
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """The indexes a run reads (kopf passes them to every handler as keyword arguments)."""
+
+    catalog_manifests: ManifestIndex
+    policy_manifests: ManifestIndex
+    active_runs: RunIndex
+
+    @classmethod
+    def of(cls, kwargs: Mapping[str, Any]) -> Indexes:
+        return cls(kwargs["catalog_manifests"], kwargs["policy_manifests"], kwargs["active_runs"])
+
 
 @kopf.index(GROUP, VERSION, JOBS, when=_active)
-def active_runs(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], OtherRun]:
+def active_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, OtherRun]:
     """Runs that have not ended, by catalog: waiting runs read who holds what from here."""
     meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
     run = OtherRun(
@@ -79,7 +95,7 @@ def active_runs(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tu
 
 
 @kopf.index(GROUP, VERSION, POLICIES)
-def policy_manifests(namespace: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+def policy_manifests(namespace: str | None, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
     meta = body.get("metadata", {})
     doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "spec": dict(body.get("spec", {})),
            "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "creationTimestamp")}}  # fmt: skip
@@ -132,7 +148,7 @@ def _runs(memo: kopf.Memo) -> Runs:
             scrub=ctl.scrub,
             retry_backoff=float(os.environ.get("DUCKLAKE_RETRY_BACKOFF", RETRY_BACKOFF)),
         )
-    return memo.runs  # type: ignore[no-any-return]
+    return memo.runs
 
 
 @kopf.on.startup()
@@ -141,12 +157,10 @@ def spark_defaults(memo: kopf.Memo, **_: Any) -> None:
     memo.spark_defaults = SparkDefaults.from_env()
 
 
-def run_context(
-    spec: JobSpec, body: kopf.Body, catalog_manifests: kopf.Index, policy_manifests: kopf.Index,
-    active_runs: kopf.Index, defaults: SparkDefaults,
-) -> RunContext:  # fmt: skip
+def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: SparkDefaults) -> RunContext:
     namespace = spec.ref.namespace
-    catalog = _catalog_for(spec, catalog_manifests)  # type: ignore[arg-type]
+    catalog_manifests, policy_manifests = indexes.catalog_manifests, indexes.policy_manifests
+    catalog = _catalog_for(spec, catalog_manifests)
     doc = next(iter(catalog_manifests.get((namespace, spec.catalog)) or []), None)
     meta = body.get("metadata", {})
     owner_uid = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
@@ -160,7 +174,7 @@ def run_context(
         catalog_ready=bool(doc and doc.get("ready")),
         max_jobs=min(limits) if limits else None,  # the strictest of the catalog's policies
         spark=effective_spark(spec.spark, owner.spark if owner else None, defaults),
-        others=tuple(active_runs.get((namespace, spec.catalog)) or ()),
+        others=tuple(indexes.active_runs.get((namespace, spec.catalog)) or ()),
         created=str(meta.get("creationTimestamp") or ""),
     )
 
@@ -184,7 +198,7 @@ def write_status(body: kopf.Body, current: Mapping[str, Any], tick: Tick) -> dic
 
 
 async def tick_once(
-    body: kopf.Body, status: dict[str, Any], memo: kopf.Memo, cancel: str | None, indexes: Mapping[str, kopf.Index]
+    body: kopf.Body, status: dict[str, Any], memo: kopf.Memo, cancel: str | None, indexes: Indexes
 ) -> tuple[Tick, dict[str, Any]]:
     """One tick of the run and its publication: (the tick, the status afterwards)."""
     ctl: Controller = memo.controller
@@ -197,8 +211,7 @@ async def tick_once(
     except SpecError as exc:  # the CRD lets little through; what does fails the run at once
         tick = Tick().end("Failed", "; ".join(exc.problems) + "; nothing was launched", now, meta.get("generation"))
         return tick, await ctl.call(write_status, body, status, tick)
-    ctx = run_context(spec, body, indexes["catalog_manifests"], indexes["policy_manifests"], indexes["active_runs"],
-                      memo.spark_defaults)  # fmt: skip
+    ctx = run_context(spec, body, indexes, memo.spark_defaults)
     runs = _runs(memo)
     try:
         tick = await ctl.call(runs.tick, spec, uid, status, ctx, cancel or (CANCELLED if spec.cancel else None))
@@ -233,13 +246,10 @@ async def _sleep(
 
 
 @kopf.daemon(GROUP, VERSION, JOBS, when=_active, cancellation_timeout=60.0)
-async def run_job(
-    body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo, catalog_manifests: kopf.Index,
-    policy_manifests: kopf.Index, active_runs: kopf.Index, **_: Any,
-) -> None:  # fmt: skip
+async def run_job(body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo, **kwargs: Any) -> None:
     """A run's life until it ends (``Runs.tick`` after ``Runs.tick``)."""
     ctl: Controller = memo.controller
-    indexes = {"catalog_manifests": catalog_manifests, "policy_manifests": policy_manifests, "active_runs": active_runs}
+    indexes = Indexes.of(kwargs)
     meta, spec = body.get("metadata", {}), body.get("spec", {})
     uid, catalog = str(meta.get("uid")), str(spec.get("catalogRef", {}).get("name"))
     channels = [run_channel(uid), catalog_runs_channel(meta.get("namespace"), catalog),
@@ -256,14 +266,10 @@ async def run_job(
 
 
 @kopf.on.delete(GROUP, VERSION, JOBS, when=_active)
-async def run_deleted(
-    body: kopf.Body, status: kopf.Status, memo: kopf.Memo, catalog_manifests: kopf.Index,
-    policy_manifests: kopf.Index, active_runs: kopf.Index, **_: Any,
-) -> None:  # fmt: skip
+async def run_deleted(body: kopf.Body, status: kopf.Status, memo: kopf.Memo, **kwargs: Any) -> None:
     """Deleting a run that has not ended cancels it: what it launched is stopped, its files
     go unless its commit landed, its locks are released; then the deletion proceeds."""
-    indexes = {"catalog_manifests": catalog_manifests, "policy_manifests": policy_manifests, "active_runs": active_runs}
-    tick, written = await tick_once(body, dict(status), memo, DELETED, indexes)
+    tick, written = await tick_once(body, dict(status), memo, DELETED, Indexes.of(kwargs))
     if tick.again_in is not None and written.get("state") not in TERMINAL:
         raise kopf.TemporaryError(written.get("message") or "stopping the run", delay=1)
 

@@ -36,7 +36,7 @@ from ..maintenance.selection import catalog_wide_owner, selects
 from ..model.durations import parse_duration
 from ..model.spec import GROUP, VERSION, CatalogSpec, MaintenancePolicySpec
 from .context import Controller
-from .handlers import _catalog_for, _manifest
+from .handlers import CatalogKey, ManifestIndex, _catalog_for, _manifest
 from .job_handlers import JOBS, POLICIES, POLICY_KIND, custom_api, parsed_policy
 from .runs import ACTIVE, TERMINAL
 from .status import condition, merge_conditions
@@ -56,7 +56,7 @@ def min_trigger_interval(env: Mapping[str, str] = os.environ) -> timedelta:
 
 
 @kopf.index(GROUP, VERSION, JOBS)
-def policy_runs(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+def policy_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
     """Runs by the policy (uid) that created them: its history."""
     meta = body.get("metadata", {})
     owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
@@ -81,11 +81,15 @@ def _time(text: str | None) -> datetime | None:
 
 @kopf.timer(GROUP, VERSION, POLICIES, interval=POLICY_TICK)
 async def policy_tick(
-    body: kopf.Body, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, catalog_manifests: kopf.Index,
-    table_manifests: kopf.Index, policy_manifests: kopf.Index, policy_runs: kopf.Index, namespace: str, uid: str,
-    **_: Any,
+    body: kopf.Body, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, namespace: str | None, uid: str,
+    **kwargs: Any,
 ) -> None:  # fmt: skip
+    """Create the runs that are due, trim the history, publish the operations' status."""
     ctl: Controller = memo.controller
+    catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
+    table_manifests: ManifestIndex = kwargs["table_manifests"]
+    policy_manifests: ManifestIndex = kwargs["policy_manifests"]
+    policy_runs: ManifestIndex = kwargs["policy_runs"]
     generation = body.get("metadata", {}).get("generation")
 
     def ready(ok: bool, reason: str, message: str = "") -> list[dict[str, Any]]:
@@ -97,7 +101,7 @@ async def policy_tick(
     except SpecError as exc:
         _set_conditions(patch, status, ready(False, "InvalidSpec", "; ".join(exc.problems)))
         return
-    catalog = _catalog_for(policy, catalog_manifests)  # type: ignore[arg-type]
+    catalog = _catalog_for(policy, catalog_manifests)
     if catalog is None:
         _set_conditions(patch, status, ready(False, "CatalogNotFound", f"DuckLakeCatalog {policy.catalog!r} not found"))
         return

@@ -155,7 +155,7 @@ class Runs:
         if retry_at is not None and now < retry_at:
             tick.again_in = retry_at - now
             return tick
-        busy = self._busy(spec, uid, ctx)
+        busy = waits_for(spec, uid, ctx, now)
         if busy is not None:
             return self._waiting(tick, status, busy)
         assert ctx.catalog is not None
@@ -296,31 +296,6 @@ class Runs:
                 return f"table {spec.table} does not exist in catalog {spec.catalog}"
         return None
 
-    def _busy(self, spec: JobSpec, uid: str, ctx: RunContext) -> str | None:
-        """What the controller's own view of the catalog's runs says this run waits for, so
-        waiting runs cost no API calls; the Leases decide when this says go."""
-        others = [o for o in ctx.others if o.uid != uid]
-        held = {fold(o.table) if o.table else "*": o for o in others if o.holds}
-        holder = held.get(fold(spec.table) if spec.table else "*")
-        if holder is not None:
-            what = f"table {spec.table}" if spec.table else f"catalog-wide maintenance of {spec.catalog}"
-            return f"DuckLakeJob {holder.name}, which holds {what}"
-        if ctx.max_jobs:
-            now = self.clock()
-            running = sum(1 for o in others if o.holds)
-            ahead = sum(
-                1
-                for o in others
-                if not o.holds
-                and (o.created, o.name) < (ctx.created, spec.ref.name)
-                and (fold(o.table) if o.table else "*") not in held  # it waits for a lock, not for a slot
-                and (parse_stamp(o.retry_at) or 0) <= now
-            )
-            if running + ahead >= ctx.max_jobs:
-                return f"a slot in catalog {spec.catalog}: {running} of {ctx.max_jobs} runs (maxJobsPerCatalog) " \
-                       f"running, {ahead} waiting before this one"  # fmt: skip
-        return None
-
     def _waiting(self, tick: Tick, status: Mapping[str, Any], what: str) -> Tick:
         if status.get("waitingFor") != what:
             tick.status.update(state="Pending", waitingFor=what, message=f"waiting for {what}")
@@ -432,6 +407,35 @@ class Runs:
         if start is not None:
             tick.status["duration"] = duration(now - start)
         return tick.end("Succeeded", message, now, spec.ref.generation)
+
+
+def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float) -> str | None:
+    """What the controller's own view of the catalog's runs says a run waits for (None: try
+    the Leases), so waiting runs cost no API calls; the Leases decide when this says go.
+    A run waits for the run holding its table (a catalog-wide run: the catalog-wide one), and
+    for a slot when the runs holding slots and the runs waiting for one, created before it,
+    fill ``maxJobsPerCatalog``; a run waiting for a table or a retry does not count as ahead."""
+    others = [o for o in ctx.others if o.uid != uid]
+    held = {fold(o.table) if o.table else "*": o for o in others if o.holds}
+    holder = held.get(fold(spec.table) if spec.table else "*")
+    if holder is not None:
+        what = f"table {spec.table}" if spec.table else f"catalog-wide maintenance of {spec.catalog}"
+        return f"DuckLakeJob {holder.name}, which holds {what}"
+    if not ctx.max_jobs:
+        return None
+    running = sum(1 for o in others if o.holds)
+    ahead = sum(
+        1
+        for o in others
+        if not o.holds
+        and (o.created, o.name) < (ctx.created, spec.ref.name)
+        and (fold(o.table) if o.table else "*") not in held
+        and (parse_stamp(o.retry_at) or 0) <= now
+    )
+    if running + ahead < ctx.max_jobs:
+        return None
+    return (f"a slot in catalog {spec.catalog}: {running} of {ctx.max_jobs} runs (maxJobsPerCatalog) running, "
+            f"{ahead} waiting before this one")  # fmt: skip
 
 
 def _no_commit(report: Mapping[str, Any]) -> str:
