@@ -255,7 +255,7 @@ class OrderedOutput:
     embed_row_ids: bool
     keep_snapshot_ids: bool
     order_by: str = ""  # DuckDB ORDER BY items of the table's latest sort key
-    tiebreak: str = ""  # ORDER BY items after it (ties; source order)
+    tiebreak: str = ""  # ORDER BY items after it (ties; source order); none: rows in scan order
     # deleted rows: None drops them all; a snapshot id drops those deleted at or before it
     # and keeps the others, whose output positions are returned
     drop_deleted_until: int | None = None
@@ -292,8 +292,9 @@ def write_ordered(
     def write(order_by: str) -> tuple[WrittenFile, list[tuple[int, int]]]:
         order = ", ".join(x for x in (order_by, quote(ROW_ID) if order_by else how.tiebreak) if x)
         if how.with_deletes and how.drop_deleted_until is not None:  # the output positions of kept deleted rows
+            window = f"ORDER BY {order}" if order else ""  # none: any order, the positions say which
             con.execute(
-                f"CREATE OR REPLACE TEMP TABLE __out AS SELECT *, row_number() OVER (ORDER BY {order}) - 1 AS __pos "
+                f"CREATE OR REPLACE TEMP TABLE __out AS SELECT *, row_number() OVER ({window}) - 1 AS __pos "
                 f"FROM ({scan})",
                 params,
             )

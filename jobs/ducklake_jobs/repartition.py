@@ -30,10 +30,12 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-import pyarrow.parquet as pq
+import duckdb
 
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
@@ -44,7 +46,7 @@ from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, pl
 from ducklake_operator.model.file_changes import NewDataFile, NewDeleteFile, RepartitionFiles
 from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
 from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
-from ducklake_operator.model.state import ColumnState, TableState
+from ducklake_operator.model.state import ColumnState, DataFile, TableState
 
 from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
 from .inputs import planned_inputs, read_inputs
@@ -52,7 +54,6 @@ from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
 from .layout_projection import projection
 from .parquet_writer import (
-    ROW_ID,
     SNAPSHOT_ID,
     WrittenFile,
     copy_options,
@@ -63,9 +64,9 @@ from .parquet_writer import (
     write_delete_file,
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
-from .shuffle import Chunk, Routes, shuffle
+from .shuffle import Chunk, ChunkAccount, Routes, shuffle
 
-MAP_INPUT_BYTES = 128 * 1024 * 1024  # source bytes per map task (a run of files of one schema version)
+MAP_INPUT_BYTES = 64 * 1024 * 1024  # source bytes per map task (a run of files of one schema version)
 REPLANS = 2  # as run_operation's: a batch refused by a concurrent writer plans again this many times
 
 
@@ -79,7 +80,10 @@ class SplitTask:
     schema_version: int
     keys: tuple[tuple[ColumnState, str], ...]  # (key column as the current layout has it, transform)
     drop_deleted_until: int  # the oldest snapshot: rows deleted at or before it are dropped
+    input_bytes: int  # of the sources, for estimates
+    input_rows: int
     s3: storage.S3Config | None = None
+    chunk_compression: str = "uncompressed"  # cheapest to write and read on local disk; lz4 to ship
 
 
 @dataclass(frozen=True)
@@ -111,9 +115,11 @@ def _parts(n: int) -> tuple[str, ...]:
     return tuple(f"__p{i}" for i in range(n))
 
 
-def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
-    """Write the rows of ``task`` into ``out_dir/__key=<md5 of the values>/``, with their
-    lineage, ``__deleted_at`` and partition values ``__p<i>``; one chunk per partition."""
+@contextmanager
+def _keyed_rows(task: SplitTask) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, dict[str, Any], tuple[str, ...]]]:
+    """A connection and a query of the task's rows (deleted ones too unless dropped) with
+    their lineage, ``__deleted_at``, partition values ``__p<i>`` (DuckDB's own expressions on
+    the key columns as the current layout reads them) and ``__key``, a hash of the values."""
     if task.s3 is not None:
         storage.configure(task.s3)
     bucketed = any(t.startswith("bucket(") for _, t in task.keys)
@@ -129,36 +135,71 @@ def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
                 f", {transform_sql(transform, f'__k{i}')} AS {p}"
                 for i, ((_, transform), p) in enumerate(zip(task.keys, parts, strict=True))
             )
-            key = f"md5(to_json([{', '.join(parts)}]::VARCHAR[]))" if parts else "'all'"
+            key = f"hash({', '.join(parts)})" if parts else "0"  # checked: one partition per key
             internal = ", ".join(["__file", "__row", *(f"__k{i}" for i in range(len(keyed)))])
-            con.execute(
-                f"COPY (SELECT * EXCLUDE ({internal}), {key} AS __key FROM (SELECT *{values} FROM ({scan.sql}) "
-                f"WHERE __deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})) "
-                f"TO {literal(out_dir)} (FORMAT parquet, PARTITION_BY (__key))",
+            yield (
+                con,
+                f"SELECT * EXCLUDE ({internal}), {key}::VARCHAR AS __key FROM (SELECT *{values} FROM ({scan.sql}) "
+                f"WHERE __deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})",
                 scan.params,
+                parts,
             )
-            chunks = []
-            for entry in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:  # none: every row dropped
-                directory = os.path.join(out_dir, entry)
-                files = tuple(sorted(os.path.join(directory, f) for f in os.listdir(directory)))
-                first = con.execute(
-                    f"SELECT {', '.join(parts) or 'NULL'} FROM read_parquet(?, hive_partitioning = false) LIMIT 1",
-                    [files[0]],
-                ).fetchone()
-                assert first is not None
-                chunks.append(
-                    Chunk(
-                        index,
-                        entry.split("=", 1)[1],
-                        files,
-                        sum(pq.ParquetFile(f).metadata.num_rows for f in files),
-                        sum(os.path.getsize(f) for f in files),
-                        (task.schema_version, tuple(first) if parts else ()),
-                    )
-                )
-            return chunks
         finally:
             con.close()
+
+
+def _one_partition(found: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    if len(found) != 1:  # two partitions' values with one 64-bit hash: never seen, never mixed either
+        raise DuckLakeError(f"partition values {sorted(r[:-1] for r in found)} share a hash")
+    return found[0]
+
+
+def account_files(task: SplitTask, index: int) -> list[ChunkAccount]:
+    """The chunks ``split_files`` will write, from the key columns alone (bytes estimated
+    from the sources' bytes per row)."""
+    with _keyed_rows(task) as (con, rows, params, parts):
+        found = con.execute(
+            f"SELECT __key, {''.join(p + ', ' for p in parts)}count(*) FROM ({rows}) GROUP BY ALL", params
+        ).fetchall()
+    by_key: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for key, *rest in found:
+        by_key[key].append(tuple(rest))
+    per_row = task.input_bytes / max(1, task.input_rows)
+    accounts = []
+    for key, rows in sorted(by_key.items()):
+        *values, count = _one_partition(rows)
+        accounts.append(ChunkAccount(index, key, count, int(count * per_row), (task.schema_version, tuple(values))))
+    return accounts
+
+
+def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
+    """Write the task's rows into ``out_dir/__key=<key>/``, one chunk per partition."""
+    with _keyed_rows(task) as (con, rows, params, parts):
+        con.execute(
+            f"COPY ({rows}) TO {literal(out_dir)} "
+            f"(FORMAT parquet, PARTITION_BY (__key), COMPRESSION {task.chunk_compression})",
+            params,
+        )
+        chunks = []
+        for entry in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:  # none: every row dropped
+            directory = os.path.join(out_dir, entry)
+            files = tuple(sorted(os.path.join(directory, f) for f in os.listdir(directory)))
+            *values, count = _one_partition(
+                con.execute(
+                    f"SELECT {''.join(p + ', ' for p in parts)}count(*) "
+                    "FROM read_parquet(?, hive_partitioning = false) GROUP BY ALL",
+                    [list(files)],
+                ).fetchall()
+            )
+            account = ChunkAccount(
+                index,
+                entry.split("=", 1)[1],
+                count,
+                sum(os.path.getsize(f) for f in files),
+                (task.schema_version, tuple(values)),
+            )
+            chunks.append(Chunk(account, files))
+        return chunks
 
 
 def merge_chunks(task: MergeTask, files: list[str]) -> Merged:
@@ -184,7 +225,7 @@ def merge_chunks(task: MergeTask, files: list[str]) -> Merged:
                     embed_row_ids=True,  # rows of many files: never contiguous
                     keep_snapshot_ids=True,
                     order_by=task.order_by,
-                    tiebreak=quote(ROW_ID),
+                    tiebreak="",  # rows of many files: row-id order is no better than chunk order
                     drop_deleted_until=task.drop_deleted_until,
                     with_deletes=deleted > 0,
                     options=task.options,
@@ -307,31 +348,45 @@ def _run_batch(
     s3 = storage.s3_config(paths.directory)
     splits = []
     for g in batch.groups:
-        run_of: list[SourceFile] = []
-        size = 0
+        run_of: list[DataFile] = []
         for i in g.files:
-            run_of.append(source_file(paths, files[i], delete_files.get(i), tuple(inputs.inlined_deletions.get(i, ()))))
-            size += files[i].file_size_bytes
-            if size >= MAP_INPUT_BYTES or i == g.files[-1]:
+            run_of.append(files[i])
+            if sum(f.file_size_bytes for f in run_of) >= MAP_INPUT_BYTES or i == g.files[-1]:
                 splits.append(
                     SplitTask(
-                        tuple(run_of), layouts[g.schema_version], g.schema_version, keys, inputs.oldest_snapshot, s3
+                        tuple(
+                            source_file(
+                                paths,
+                                f,
+                                delete_files.get(f.data_file_id),
+                                tuple(inputs.inlined_deletions.get(f.data_file_id, ())),
+                            )
+                            for f in run_of
+                        ),
+                        layouts[g.schema_version],
+                        g.schema_version,
+                        keys,
+                        inputs.oldest_snapshot,
+                        sum(f.file_size_bytes for f in run_of),
+                        sum(f.record_count for f in run_of),
+                        s3,
+                        "uncompressed" if runner is run_in_process else "lz4_raw",  # Spark ships the chunks
                     )
                 )
-                run_of, size = [], 0
+                run_of = []
     planned: list[str] = []  # every output path, known once the chunks are routed
     hive = (option(state, t, "hive_file_pattern") or "true").lower() != "false"
     names = key_names(t.partition, t.columns) if fields and t.partition is not None and hive else []
     parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
 
-    def route(chunks: list[Chunk]) -> Routes[MergeTask]:
-        by_partition: dict[Any, list[Chunk]] = defaultdict(list)
+    def route(chunks: list[ChunkAccount]) -> Routes[MergeTask]:
+        by_partition: dict[Any, list[ChunkAccount]] = defaultdict(list)
         for c in chunks:
             by_partition[c.info].append(c)
         tasks: list[MergeTask] = []
         of_chunk: dict[tuple[int, str], int] = {}
         for version, values in sorted(by_partition, key=repr):
-            outputs: list[list[Chunk]] = []
+            outputs: list[list[ChunkAccount]] = []
             size = 0
             for c in sorted(by_partition[(version, values)], key=lambda c: c.map_index):
                 if not outputs or size + c.bytes > target:
@@ -363,7 +418,13 @@ def _run_batch(
     outputs, commit = produce_and_commit(
         lambda: planned,
         lambda: shuffle(
-            runner, split_files, splits, route, merge_chunks, lambda done, total: run.phase("writing", done, total)
+            runner,
+            account_files,
+            split_files,
+            splits,
+            route,
+            merge_chunks,
+            lambda done, total: run.phase("writing", done, total),
         )[1],
         lambda outs: catalog.commit(
             [_change(t, plan, batch, outs, paths, inputs)],

@@ -3,13 +3,14 @@ input into keyed chunks, the driver routes each chunk to one reduce task, and ev
 task gets all the chunks routed to it.
 
 A chunk is one or more Parquet files an in-process DuckDB wrote (its own types read back
-exactly). In-process, chunks stay in a scratch directory. On Spark, map tasks emit each
-chunk file's bytes as a record keyed by its reduce task; Spark's shuffle (an RDD
-partitioned by that index) carries the records across executors, and each reduce task
-(one RDD partition) writes them to its scratch directory before reading them. The mapped
-records are persisted (memory, then the executors' disks) between the two stages, so the
-map tasks run once: a first Spark job collects what the chunks are (keys, rows, bytes) for
-the driver to route, the second shuffles and reduces them.
+exactly). In-process, map tasks run one after the other and their chunks stay in a scratch
+directory; the driver routes them, and reduce tasks (many and small: a partition each) run
+on a thread per core. On Spark, a first job asks every map task what its chunks will be
+(``account_fn``: keys, rows and estimated bytes, from the key columns only) for the driver
+to route; the second runs the map tasks, which emit each chunk file's bytes keyed by its
+reduce task, and Spark's shuffle (an RDD partitioned by that index) carries them across
+executors to the reduce tasks, one RDD partition each. The bytes cross between Python and
+the JVM once each way, and nothing is kept between the jobs.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from . import task_resources
@@ -31,18 +33,24 @@ Progress = Callable[[int, int], None]  # tasks done, tasks in the stage
 
 
 @dataclass(frozen=True)
-class Chunk:
-    """Rows one map task keyed alike."""
+class ChunkAccount:
+    """What one map task keyed alike: enough for the driver to route it."""
 
     map_index: int
     key: str
-    files: tuple[str, ...]  # local paths where the map task wrote them
     rows: int
-    bytes: int
+    bytes: int  # written, or estimated before it is
     info: Any = None  # what the map task says of the key (e.g. partition values)
 
 
+@dataclass(frozen=True)
+class Chunk:
+    account: ChunkAccount
+    files: tuple[str, ...]  # local paths where the map task wrote it
+
+
 ChunkId = tuple[int, str]  # (map index, key)
+Accountant = Callable[[M, int], list[ChunkAccount]]  # (task, its index): its chunks, before writing them
 Mapper = Callable[[M, int, str], list[Chunk]]  # (task, its index, a fresh directory for its chunk files)
 Reducer = Callable[[T, list[str]], R]  # (task, the local paths of every chunk file routed to it)
 
@@ -55,11 +63,12 @@ class Routes(Generic[T]):
     of_chunk: dict[ChunkId, int]
 
 
-Router = Callable[[list[Chunk]], Routes[T]]
+Router = Callable[[list[ChunkAccount]], Routes[T]]
 
 
 def shuffle(
     runner: Runner,
+    account_fn: Accountant[M],
     map_fn: Mapper[M],
     items: Sequence[M],
     route: Router[T],
@@ -71,29 +80,39 @@ def shuffle(
     the reduce tasks' results, in the routes' order."""
     if not items:
         return route([]), []
+    tell = progress or (lambda done, total: None)
     if runner is run_in_process:
-        return _in_process(map_fn, items, route, reduce_fn, progress)
-    return _on_spark(_spark_context(runner), map_fn, items, route, reduce_fn, progress)
+        return _in_process(map_fn, items, route, reduce_fn, tell)
+    return _on_spark(_spark_context(runner), account_fn, map_fn, items, route, reduce_fn, tell)
 
 
 def _in_process(
-    map_fn: Mapper[M], items: Sequence[M], route: Router[T], reduce_fn: Reducer[T, R], progress: Progress | None
+    map_fn: Mapper[M], items: Sequence[M], route: Router[T], reduce_fn: Reducer[T, R], tell: Progress
 ) -> tuple[Routes[T], list[R]]:
-    tell = progress or (lambda done, total: None)
     with tempfile.TemporaryDirectory(prefix="ducklake-shuffle-") as scratch:
         chunks: list[Chunk] = []
         for i, item in enumerate(items):
             chunks += map_fn(item, i, os.path.join(scratch, str(i)))
             tell(i + 1, len(items))
-        routes = route(chunks)
+        routes = route([c.account for c in chunks])
         files: dict[int, list[str]] = defaultdict(list)
         for c in chunks:
-            files[routes.of_chunk[(c.map_index, c.key)]] += c.files
-        results = []
-        for i, task in enumerate(routes.tasks):
-            results.append(reduce_fn(task, files[i]))
-            tell(i + 1, len(routes.tasks))
-        return routes, results
+            files[routes.of_chunk[(c.account.map_index, c.account.key)]] += c.files
+        # one reduce task per core at a time, as an executor runs them, each DuckDB on its share
+        cores = os.cpu_count() or 1
+        workers = max(1, min(cores, len(routes.tasks)))
+        share = task_resources.TaskResources(threads=max(1, cores // workers))
+
+        def reduce_one(i: int) -> R:
+            with task_resources.using(share):
+                return reduce_fn(routes.tasks[i], files[i])
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="ducklake-reduce") as pool:
+            futures = [pool.submit(reduce_one, i) for i in range(len(routes.tasks))]
+            for done, future in enumerate(as_completed(futures), 1):
+                future.result()  # the first failure, at once
+                tell(done, len(routes.tasks))
+        return routes, [f.result() for f in futures]
 
 
 def _spark_context(runner: Runner) -> Any:
@@ -120,58 +139,56 @@ def _threads(context: Any, tasks: int) -> int:
 
 def _on_spark(
     context: Any,
+    account_fn: Accountant[M],
     map_fn: Mapper[M],
     items: Sequence[M],
     route: Router[T],
     reduce_fn: Reducer[T, R],
-    progress: Progress | None,
+    tell: Progress,
 ) -> tuple[Routes[T], list[R]]:
-    from pyspark import StorageLevel
-
+    indexed = list(enumerate(items))
     map_threads = _threads(context, len(items))
 
-    def split(indexed: tuple[int, M]) -> list[tuple[ChunkId, tuple[Chunk | None, bytes]]]:
-        """Records of (chunk id, (the chunk's account with its first file, one file's bytes))."""
-        index, item = indexed
-        records: list[tuple[ChunkId, tuple[Chunk | None, bytes]]] = []
+    def account(pair: tuple[int, M]) -> list[ChunkAccount]:
+        with task_resources.using(task_resources.in_spark_task(map_threads)):
+            return account_fn(pair[1], pair[0])
+
+    accounts = context.parallelize(indexed, len(indexed)).flatMap(account)
+    routes = route(collect_counting(context, accounts, len(items), lambda done: tell(done, len(items))))
+    of_chunk, tasks = routes.of_chunk, routes.tasks
+    if not tasks:  # every row was dropped
+        return routes, []
+    reduce_threads = _threads(context, len(tasks))
+
+    def split(pair: tuple[int, M]) -> Iterator[tuple[int, bytes]]:
+        """(reduce task, one chunk file's bytes)."""
+        index, item = pair
         with task_resources.using(task_resources.in_spark_task(map_threads)):
             with tempfile.TemporaryDirectory(prefix="ducklake-map-") as scratch:
                 for chunk in map_fn(item, index, os.path.join(scratch, "chunks")):
-                    for n, path in enumerate(chunk.files):
+                    a = chunk.account
+                    if (a.map_index, a.key) not in of_chunk:
+                        raise RuntimeError(f"map task {index} wrote a chunk it did not account for ({a.info})")
+                    for path in chunk.files:
                         with open(path, "rb") as fh:
-                            account = replace(chunk, files=()) if n == 0 else None
-                            records.append(((chunk.map_index, chunk.key), (account, fh.read())))
-        return records
+                            yield of_chunk[(a.map_index, a.key)], fh.read()
 
-    mapped = context.parallelize(list(enumerate(items)), len(items)).flatMap(split)
-    mapped.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        accounts = mapped.map(lambda r: r[1][0]).filter(lambda c: c is not None)
-        chunks: list[Chunk] = collect_counting(context, accounts, len(items), _told(progress, len(items)))
-        routes = route(chunks)
-        of_chunk, tasks = routes.of_chunk, routes.tasks
-        reduce_threads = _threads(context, len(tasks))
+    def merge(index: int, records: Iterator[tuple[int, bytes]]) -> list[R]:
+        with task_resources.using(task_resources.in_spark_task(reduce_threads)):
+            with tempfile.TemporaryDirectory(prefix="ducklake-reduce-") as scratch:
+                paths = []
+                for n, (_, data) in enumerate(records):
+                    paths.append(os.path.join(scratch, f"chunk-{n}.parquet"))
+                    with open(paths[-1], "wb") as fh:
+                        fh.write(data)
+                return [reduce_fn(tasks[index], paths)]
 
-        def merge(index: int, records: Any) -> list[R]:
-            with task_resources.using(task_resources.in_spark_task(reduce_threads)):
-                with tempfile.TemporaryDirectory(prefix="ducklake-reduce-") as scratch:
-                    paths = []
-                    for n, (_, data) in enumerate(records):
-                        paths.append(os.path.join(scratch, f"chunk-{n}.parquet"))
-                        with open(paths[-1], "wb") as fh:
-                            fh.write(data)
-                    return [reduce_fn(tasks[index], paths)]
-
-        reduced = (
-            mapped.map(lambda r: (of_chunk[r[0]], r[1][1]))
-            .partitionBy(len(tasks), lambda index: index)
-            .mapPartitionsWithIndex(merge)
-        )
-        results: list[R] = collect_counting(context, reduced, len(tasks), _told(progress, len(tasks)))
-        return routes, results
-    finally:
-        mapped.unpersist()
-
-
-def _told(progress: Progress | None, total: int) -> Callable[[int], None]:
-    return (lambda done: progress(done, total)) if progress is not None else (lambda done: None)
+    reduced = (
+        context.parallelize(indexed, len(indexed))
+        .flatMap(split)
+        .partitionBy(len(tasks), lambda reduce_index: reduce_index)
+        .mapPartitionsWithIndex(merge)
+    )
+    total = len(items) + len(tasks)  # the map tasks run again, then the reduce tasks
+    results: list[R] = collect_counting(context, reduced, total, lambda done: tell(done, total))
+    return routes, results
