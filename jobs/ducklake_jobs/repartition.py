@@ -157,26 +157,26 @@ def _one_partition(found: list[tuple[Any, ...]]) -> tuple[Any, ...]:
 def account_files(task: SplitTask, index: int) -> list[ChunkAccount]:
     """The chunks ``split_files`` will write, from the key columns alone (bytes estimated
     from the sources' bytes per row)."""
-    with _keyed_rows(task) as (con, rows, params, parts):
+    with _keyed_rows(task) as (con, query, params, parts):
         found = con.execute(
-            f"SELECT __key, {''.join(p + ', ' for p in parts)}count(*) FROM ({rows}) GROUP BY ALL", params
+            f"SELECT __key, {''.join(p + ', ' for p in parts)}count(*) FROM ({query}) GROUP BY ALL", params
         ).fetchall()
     by_key: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for key, *rest in found:
         by_key[key].append(tuple(rest))
     per_row = task.input_bytes / max(1, task.input_rows)
     accounts = []
-    for key, rows in sorted(by_key.items()):
-        *values, count = _one_partition(rows)
+    for key, partitions in sorted(by_key.items()):
+        *values, count = _one_partition(partitions)
         accounts.append(ChunkAccount(index, key, count, int(count * per_row), (task.schema_version, tuple(values))))
     return accounts
 
 
 def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
     """Write the task's rows into ``out_dir/__key=<key>/``, one chunk per partition."""
-    with _keyed_rows(task) as (con, rows, params, parts):
+    with _keyed_rows(task) as (con, query, params, parts):
         con.execute(
-            f"COPY ({rows}) TO {literal(out_dir)} "
+            f"COPY ({query}) TO {literal(out_dir)} "
             f"(FORMAT parquet, PARTITION_BY (__key), COMPRESSION {task.chunk_compression})",
             params,
         )

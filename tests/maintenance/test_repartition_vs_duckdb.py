@@ -162,7 +162,7 @@ def partition_rows(con: Any) -> list[tuple[str, tuple[str | None, ...], int | No
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_repartition_through_duckdb(make_location, tmp_path, kind: str, scenario: str) -> None:  # type: ignore[no-untyped-def]
+def test_repartition_through_duckdb(make_location, tmp_path, kind: str, scenario: str) -> None:
     s = SCENARIOS[scenario]
     location = make_location(kind)
     oldest = build(location, str(tmp_path / "data") + "/", s)
@@ -220,7 +220,7 @@ def test_repartition_through_duckdb(make_location, tmp_path, kind: str, scenario
         assert after_merge["history"][v] == rows, v
 
 
-def test_repartition_on_spark_in_batches(make_location, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_repartition_on_spark_in_batches(make_location, tmp_path) -> None:
     """Spark local mode, several batches: each commits a snapshot of its own, and every one
     of them reads the same rows."""
     s = SCENARIOS["none-to-month"]
@@ -241,7 +241,7 @@ def test_repartition_on_spark_in_batches(make_location, tmp_path) -> None:  # ty
     assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []
 
 
-def test_inlined_rows_stay_until_flushed(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_inlined_rows_stay_until_flushed(catalog: Catalog, location) -> None:
     """Inlined rows have no partition: they stay inlined, and are repartitioned once a flush
     wrote them under the spec of their layout."""
     con = duck.attach(location)
@@ -260,7 +260,7 @@ def test_inlined_rows_stay_until_flushed(catalog: Catalog, location) -> None:  #
     assert {os.path.dirname(p) for p, _, _ in partition_rows(con)} == {"b=b0", "b=b1", "b=b2"}
 
 
-def test_nothing_to_do(catalog: Catalog, location) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_to_do(catalog: Catalog, location) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
     con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(100) t(i)")
@@ -315,7 +315,7 @@ DURING = {
 
 
 @pytest.mark.parametrize("what", list(DURING))
-def test_duckdb_writes_during_the_job(catalog: Catalog, location, monkeypatch, what: str) -> None:  # type: ignore[no-untyped-def]
+def test_duckdb_writes_during_the_job(catalog: Catalog, location, monkeypatch, what: str) -> None:
     sql, replanned, deleted = DURING[what]
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR, g INTEGER)")
@@ -324,7 +324,7 @@ def test_duckdb_writes_during_the_job(catalog: Catalog, location, monkeypatch, w
     con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
     original, calls = repartition_job.merge_chunks, []
 
-    def merge_then_write(task, files):  # type: ignore[no-untyped-def]
+    def merge_then_write(task, files):
         calls.append(task)
         if len(calls) == 1:
             con.execute(sql)  # lands while the job writes
@@ -348,7 +348,7 @@ def test_duckdb_writes_during_the_job(catalog: Catalog, location, monkeypatch, w
     assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []  # the refused attempt's files went
 
 
-def test_a_batch_refused_every_time_commits_nothing(catalog: Catalog, location, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_batch_refused_every_time_commits_nothing(catalog: Catalog, location, monkeypatch) -> None:
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
     con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(300) t(i)")
@@ -356,7 +356,7 @@ def test_a_batch_refused_every_time_commits_nothing(catalog: Catalog, location, 
     original = repartition_job.merge_chunks
     deletes = iter(range(300))
 
-    def merge_then_delete(task, files):  # type: ignore[no-untyped-def]
+    def merge_then_delete(task, files):
         con.execute(f"DELETE FROM lk.t WHERE id = {next(deletes)}")
         return original(task, files)
 

@@ -1,0 +1,140 @@
+"""Heavy-weight rewrites: our jobs vs DuckDB doing the same with CREATE TABLE AS SELECT.
+
+Builds one table of about --mb MB in --files Parquet files (SQLite catalog, local data path;
+timestamps spread over one year in every file, so each file holds every month), copies it
+once per contender, and measures MB/s of input:
+
+* repartition from none to month(ts): DuckDB inserting the table into a table partitioned by
+  month(ts) (what a DuckDB user does today), ours in-process, ours on Spark local[2] (with and
+  without session start-up);
+* the varchar -> int64 column type rewrite of ``v``: DuckDB's CREATE TABLE AS SELECT ... CAST
+  vs the ``rewriteColumnType`` job (``column_type_rewrite``; bench/rewrite_column_type.py measures
+  it alone, on a table of its own).
+
+    python bench/rewrite.py [--mb 1000 --files 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bench.compaction import copy, disk_rate  # noqa: E402
+
+from ducklake_jobs.operations import run_operation  # noqa: E402
+from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark  # noqa: E402
+from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
+from support import duck  # noqa: E402
+
+COLUMNS = "id BIGINT, ts TIMESTAMP, v VARCHAR, payload VARCHAR, f DOUBLE"
+
+
+def build(root: str, mb: int, files: int) -> tuple[CatalogLocation, int]:
+    """``lk.t``: ``files`` inserts of random-order timestamps over 2024, digits as text (``v``,
+    for the type rewrite), a payload and a double; returns its location and Parquet bytes."""
+    location = CatalogLocation(kind="sqlite", path=os.path.join(root, "c.sqlite"))
+    Catalog.create(location, os.path.join(root, "data") + "/")
+    con = duck.attach(location)
+    con.execute("CALL lk.set_option('data_inlining_row_limit', 0)")
+    con.execute(f"CREATE TABLE lk.t({COLUMNS})")
+    rows = max(20, int(mb * 1_000_000 / files / 62))  # ~62 bytes per row in Parquet
+    for k in range(files):
+        con.execute(
+            "INSERT INTO lk.t SELECT i, TIMESTAMP '2024-01-01' + INTERVAL (hash(i) % 31622400) SECOND, "
+            "((i * 7919) % 1000000007)::VARCHAR, md5(i::VARCHAR), random() "
+            f"FROM range({k * rows}, {(k + 1) * rows}) t(i)"
+        )
+    table = Catalog(location).state().table("main", "t")
+    assert table is not None
+    con.close()
+    return location, sum(f.file_size_bytes for f in table.data_files)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def line(what: str, seconds: float, mb: float, duckdb_s: float | None = None) -> None:
+    ratio = f"  ratio to DuckDB {duckdb_s / seconds:.2f}" if duckdb_s else ""
+    print(f"{what:<52} {seconds:7.2f} s  {mb / seconds:8.1f} MB/s{ratio}", flush=True)
+
+
+def repartition(base: str, mb: float, spark_start_s: float) -> None:
+    """none -> month(ts)."""
+    theirs = copy(base, "duckdb-repartition")
+    con = duck.attach(theirs)
+
+    def duckdb_ctas() -> None:
+        con.execute(f"CREATE TABLE lk.t2({COLUMNS})")
+        con.execute("ALTER TABLE lk.t2 SET PARTITIONED BY (month(ts))")
+        con.execute("INSERT INTO lk.t2 SELECT * FROM lk.t")
+
+    duck_s = timed(duckdb_ctas)
+    con.close()
+    line("repartition, DuckDB INSERT INTO month(ts) table", duck_s, mb)
+
+    def ours(name: str, runner: Runner) -> float:
+        location = copy(base, name)
+        duck.run_workload(location, ["ALTER TABLE lk.t SET PARTITIONED BY (month(ts))"])
+        catalog = Catalog.open(location)
+        seconds = timed(lambda: run_operation(catalog, "repartition", "main.t", {}, runner=runner))
+        catalog.close()
+        return seconds
+
+    line("repartition, ours in-process", ours("ours-repartition", run_in_process), mb, duck_s)
+    spark_s = ours("spark-repartition", run_on_spark)
+    line("repartition, ours Spark local[2] incl. start", spark_start_s + spark_s, mb, duck_s)
+    line("repartition, ours Spark local[2] excl. start", spark_s, mb, duck_s)
+
+
+def column_type_rewrite(base: str, mb: float, spark_start_s: float) -> None:
+    """varchar -> int64 of ``v``."""
+    from bench.rewrite_column_type import ours  # the rewriteColumnType job, timed
+
+    theirs = copy(base, "duckdb-retype")
+    con = duck.attach(theirs)
+    duck_s = timed(
+        lambda: con.execute("CREATE TABLE lk.t2 AS SELECT id, ts, CAST(v AS BIGINT) AS v, payload, f FROM lk.t")
+    )
+    con.close()
+    line("varchar -> int64, DuckDB CREATE TABLE AS SELECT CAST", duck_s, mb)
+    line("varchar -> int64, ours in-process", ours(copy(base, "ours-retype"), run_in_process), mb, duck_s)
+    spark_s = ours(copy(base, "spark-retype"), run_on_spark)
+    line("varchar -> int64, ours Spark local[2] incl. start", spark_start_s + spark_s, mb, duck_s)
+    line("varchar -> int64, ours Spark local[2] excl. start", spark_s, mb, duck_s)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=int, default=1000)
+    parser.add_argument("--files", type=int, default=100)
+    args = parser.parse_args()
+    os.environ["DUCKLAKE_SPARK_MASTER"] = "local[2]"
+    work = tempfile.mkdtemp(prefix="bench-rewrite-")
+    base = os.path.join(work, "base")
+    os.makedirs(base)
+    t0 = time.perf_counter()
+    _, size = build(base, args.mb, args.files)
+    mb = size / 1e6
+    print(f"table: {args.files} files, {mb:.0f} MB of Parquet (built in {time.perf_counter() - t0:.0f} s)")
+    from ducklake_jobs.session import spark_session
+
+    spark_start_s = timed(spark_session)  # once per process: both jobs' "incl. start" figures add it
+    repartition(base, mb, spark_start_s)
+    column_type_rewrite(base, mb, spark_start_s)
+    print(f"{'disk sequential write+read':<52} {disk_rate(work):18.1f} MB/s (physical limit)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
