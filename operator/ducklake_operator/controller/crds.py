@@ -475,6 +475,15 @@ def table_schema() -> Schema:
             ),
             **plan_status(),
             "drift": array("Where the catalog differs from the manifest.", string("A difference.")),
+            "heavyJob": obj(
+                "The DuckLakeJob doing the plan's heavy change (typeChanges: rewrite), while there is one.",
+                {
+                    "name": string("The DuckLakeJob."),
+                    "operation": string("Its operation."),
+                    "params": {**any_value("Its params."), "type": "object"},
+                    "state": string("Its state when last seen."),
+                },
+            ),
             "stats": obj(
                 "Table health from the catalog.",
                 {

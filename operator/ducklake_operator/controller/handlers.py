@@ -34,6 +34,7 @@ from ..reconcile import lake_identity
 from . import metrics
 from .context import Controller, catalog_channel
 from .credentials import SecretStore, kubernetes_core_api
+from .heavy_runs import with_heavy_runs
 from .reconcilers import (
     CatalogPool,
     Outcome,
@@ -455,9 +456,16 @@ async def table_reconcile(
 ) -> None:
     ctl: Controller = memo.controller
     catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
+    meta = body.get("metadata", {})
+    owner = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "name": meta.get("name"),
+             "uid": meta.get("uid")}  # fmt: skip
+
+    def reconcile(spec: TableSpec) -> Outcome:
+        outcome = reconcile_table(spec, _catalog_for(spec, catalog_manifests), ctl.pool)
+        return with_heavy_runs(outcome, spec, owner, _custom_objects_api)  # its heavy changes run as DuckLakeJobs
+
     await _handle(
-        "DuckLakeTable", body, patch, status, memo, retry,
-        lambda spec: reconcile_table(spec, _catalog_for(spec, catalog_manifests), ctl.pool),
+        "DuckLakeTable", body, patch, status, memo, retry, reconcile,
         catalog=lambda spec: _catalog_for(spec, catalog_manifests), after=_committed(ctl),
     )  # fmt: skip
 

@@ -230,6 +230,8 @@ async def tick_once(
     metrics.run_seen(uid, spec.operation, state, parse_stamp(written.get("startTime")), now)
     if tick.released:
         ctl.signals.notify(catalog_runs_channel(spec.ref.namespace, spec.catalog))
+    if state in TERMINAL:  # a table waiting for its heavy change's run looks again
+        ctl.signals.notify(catalog_channel(spec.ref.namespace, spec.catalog))
     return tick, written
 
 

@@ -16,6 +16,7 @@ from ..catalog.batch import CommitBatcher
 from ..catalog.state_cache import StateCache
 from ..errors import CatalogNotFound, CommitConflict, DuckLakeError
 from ..evolution.drift import drift_lines
+from ..evolution.heavy import HeavyJob
 from ..model.changes import DropSchema, DropTable
 from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ..model.state import CatalogState
@@ -40,6 +41,7 @@ class Outcome:
     conditions: list[dict[str, Any]] = field(default_factory=list)
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (Normal|Warning, reason, message)
     failure: Failure | None = None  # temporary: retry after failure.delay
+    heavy: tuple[HeavyJob, ...] = ()  # jobs the applied plan's heavy changes need (``heavy_runs`` starts them)
 
 
 class CatalogPool:
@@ -303,6 +305,7 @@ def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: Cat
         if not result.plan.is_refused:
             outcome.status["drift"] = []
             outcome.conditions.append(condition("Drifted", False, "InSync", "", spec.ref.generation))
+    outcome.heavy = result.heavy
     return outcome
 
 

@@ -1,0 +1,66 @@
+"""Heavy-weight type changes through the operator on the real API server: a manifest change
+that is not a lossless promotion, under ``typeChanges: rewrite``, runs as a DuckLakeJob owned
+by the table (the test operator's runs default to the Local launcher); the table shows it
+while it runs, and DuckDB 1.5.5 reads the new type once it has landed. A value that does not
+convert fails the job, changes nothing, and the table says why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ducklake_operator.catalog import CatalogLocation
+from support import duck
+from support.manifests import sqlite_catalog, table
+from support.operator_process import condition, is_ready, wait_for
+from support.runs import ended
+
+
+def coded(name: str, code_type: str) -> dict[str, Any]:
+    return table(name, "lake", columns=[{"name": "id", "type": "int64"}, {"name": "code", "type": code_type}],
+                 evolution={"typeChanges": "rewrite"})  # fmt: skip
+
+
+def code_type(location: CatalogLocation, name: str) -> str:
+    con = duck.attach(location, con=duck.connect())
+    try:
+        return str(duck.scalar(con, f"SELECT data_type FROM duckdb_columns() WHERE table_name = '{name}' "
+                                    "AND column_name = 'code' AND database_name = 'lk'"))  # fmt: skip
+    finally:
+        con.close()
+
+
+def test_a_type_change_that_needs_a_rewrite_runs_as_a_job_of_the_table(kube, operator, tmp_path) -> None:
+    kube.apply(sqlite_catalog("lake", str(tmp_path)), coded("orders", "varchar"), coded("bad", "varchar"))
+    wait_for("tables Ready", lambda: all(is_ready(kube.get("dlt", t)) for t in ("orders", "bad")), timeout=30)
+    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite"))
+    duck.run_workload(location, ["INSERT INTO lk.orders SELECT i, (i * 7)::VARCHAR FROM range(100) t(i)",
+                                 "INSERT INTO lk.bad VALUES (1, '12'), (2, 'twelve')"])  # fmt: skip
+
+    kube.apply(coded("orders", "int64"), coded("bad", "int64"))
+    rewriting = wait_for("Rewriting", lambda: condition(kube.get("dlt", "orders"), "Progressing").get("reason")
+                         == "Rewriting" and kube.get("dlt", "orders"))  # fmt: skip
+    job_name = rewriting["status"]["heavyJob"]["name"]
+    assert condition(rewriting, "Ready")["status"] == "False" and job_name in condition(rewriting, "Ready")["message"]
+    run = kube.get("dlj", job_name)
+    assert run["spec"]["operation"] == "rewriteColumnType" and run["spec"]["table"] == "main.orders"
+    assert run["spec"]["params"] == {"column": "code", "type": "int64", "onCastError": "fail"}
+    assert [o["uid"] for o in run["metadata"]["ownerReferences"]] == [rewriting["metadata"]["uid"]]
+
+    wait_for("Ready with the new type", lambda: is_ready(kube.get("dlt", "orders")), timeout=120)
+    done = kube.get("dlt", "orders")
+    assert {c["name"]: c["type"] for c in done["status"]["columns"]}["code"] == "int64"
+    assert not done["status"].get("heavyJob")
+    assert ended(kube, job_name)["status"]["state"] == "Succeeded"
+    assert code_type(location, "orders") == "BIGINT"
+    con = duck.attach(location, con=duck.connect())
+    assert duck.scalar(con, "SELECT sum(code) FROM lk.orders") == sum(i * 7 for i in range(100))
+    con.close()
+
+    # 'twelve' is no int64: the job fails with the value and its row id, the table says so, nothing changed
+    failed = wait_for("RewriteFailed", lambda: condition(kube.get("dlt", "bad"), "Ready").get("reason")
+                      == "RewriteFailed" and kube.get("dlt", "bad"))  # fmt: skip
+    message = condition(failed, "Ready")["message"]
+    assert "twelve" in message and "onCastError: null" in message
+    assert condition(failed, "Progressing")["status"] == "False"
+    assert code_type(location, "bad") == "VARCHAR"
+    assert any(e["reason"] == "RewriteFailed" for e in kube.events("bad"))
