@@ -158,7 +158,9 @@ class Runs:
         busy = waits_for(spec, uid, ctx, now)
         if busy is not None:
             return self._waiting(tick, status, busy)
-        assert ctx.catalog is not None
+        if ctx.catalog is None:  # deleted since the run was accepted
+            return tick.end("Failed", f"DuckLakeCatalog {spec.catalog!r} no longer exists; nothing was launched", now,
+                            generation)  # fmt: skip
         waiting = self._lock(spec, uid, status, ctx, tick)
         if waiting is not None:
             return self._waiting(tick, status, waiting)
@@ -215,7 +217,13 @@ class Runs:
             return tick
         if not launcher.stopped(launched):  # e.g. a deleted Job whose pod is still terminating
             return Tick(status={"message": f"{observed.message}; waiting for it to stop"})
-        assert ctx.catalog is not None
+        if ctx.catalog is None:  # the catalog's manifest was deleted meanwhile: the catalog cannot be asked
+            tick = Tick()
+            self._unlock(spec, uid, tick, status)
+            state = "Succeeded" if observed.state == "Succeeded" else "Failed"
+            why = f"{self.scrub(observed.message)}; DuckLakeCatalog {spec.catalog!r} no longer exists, so whether it " \
+                  "committed was not checked and its files were kept"  # fmt: skip
+            return tick.end(state, why, now, spec.ref.generation)
         catalog, _ = self.pool.catalog(ctx.catalog)
         tick = Tick()
         settled = self._settle(catalog, uid)
@@ -260,8 +268,11 @@ class Runs:
                 tick.status["message"] = f"{why}: stopping {launched.kind} {launched.name}"
                 return tick
         self._unlock(spec, uid, tick, status)
-        if ctx.catalog is None or launched is None:
+        if launched is None:
             return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
+        if ctx.catalog is None:
+            return tick.end(state, f"{why}; DuckLakeCatalog {spec.catalog!r} no longer exists, so whether it "
+                            "committed was not checked and its files were kept", now, spec.ref.generation)  # fmt: skip
         catalog, _ = self.pool.catalog(ctx.catalog)
         settled = self._settle(catalog, uid)
         landed = self._landed(catalog, uid)
