@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,6 +71,7 @@ from .parquet_writer import (
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
 
 FIRST_FAILURES = 5  # offending values named in a failed job's message
+CAST_FAILED = "ducklake: a value does not convert"  # the error() a failed value raises while writing
 CATCH_UP_ROUNDS = 5  # commits refused for rows inserted meanwhile, each followed by rewriting those
 
 
@@ -117,15 +119,15 @@ def _leaf(chain: list[ColumnState], ref: str) -> str:
     return ref
 
 
-def _converted(chain: list[ColumnState], ref: str, task: RetypeTask) -> str:
-    """The top-level column ``ref`` with the value at the chain's end converted (structs
-    rebuilt around it; a NULL struct stays NULL)."""
+def _converted(chain: list[ColumnState], ref: str, leaf: Callable[[str], str]) -> str:
+    """The top-level column ``ref`` with the value at the chain's end replaced by
+    ``leaf(value)`` (structs rebuilt around it; a NULL struct stays NULL)."""
     if len(chain) == 1:
-        return f"CAST({conversion_sql(task.old_type, task.new_type, ref)} AS {to_duckdb_sql(task.new_type)})"
+        return leaf(ref)
     parts = ", ".join(
         f"{quote(c.name)} := "
         + (
-            _converted(chain[1:], _field(ref, c.name), task)
+            _converted(chain[1:], _field(ref, c.name), leaf)
             if c.column_id == chain[1].column_id
             else _field(ref, c.name)
         )
@@ -146,35 +148,61 @@ def retype_files(task: RetypeTask) -> RetypeOutput:
 
 
 def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> RetypeOutput:
+    """One pass: read, convert, write. A value that does not convert stops the write when the
+    job fails on them (DuckDB's ``error()``); a second look at the sources then names the first
+    of them, or, when they become NULL, counts them."""
     scan = scan_sources(con, task.sources, task.columns, scratch)
     chain = _chain(task.columns, task.chain)
     top = quote(chain[0].name)
-    con.execute(
-        f"CREATE TEMP TABLE __conv AS SELECT * REPLACE ({_converted(chain, top, task)} AS {top}), "
-        f"{_leaf(chain, top)} AS __old FROM ({scan.sql}) WHERE __deleted_at IS NULL",
-        scan.params,
+    target = to_duckdb_sql(task.new_type)
+
+    def convert(value: str) -> str:
+        return f"CAST({conversion_sql(task.old_type, task.new_type, value)} AS {target})"
+
+    def guarded(value: str) -> str:
+        return f"CASE WHEN {value} IS NOT NULL AND {convert(value)} IS NULL THEN error('{CAST_FAILED}') ELSE {convert(value)} END"
+
+    leaf = guarded if task.on_cast_error == "fail" else convert
+    how = OrderedOutput(
+        columns=task.new_columns,
+        embed_row_ids=True,
+        keep_snapshot_ids=False,
+        # the scan's order is the files' unless deletes are joined or layouts unioned
+        tiebreak="__file, __row" if scan.with_deletes or scan.layouts > 1 else "",
     )
-    failed = f"__old IS NOT NULL AND {_leaf(chain, top)} IS NULL"
-    counted = con.execute(f"SELECT count(*), count(*) FILTER (WHERE {failed}) FROM __conv").fetchone()
-    rows, failures = counted if counted is not None else (0, 0)
-    first = tuple(
-        (int(r), str(v))
-        for r, v in con.execute(
-            f"SELECT {quote(ROW_ID)}, CAST(__old AS VARCHAR) FROM __conv WHERE {failed} "
-            f"ORDER BY {quote(ROW_ID)} LIMIT {FIRST_FAILURES}"
-        ).fetchall()
+    try:
+        out = write_ordered(
+            con,
+            f"SELECT * REPLACE ({_converted(chain, top, leaf)} AS {top}) FROM ({scan.sql}) WHERE __deleted_at IS NULL",
+            scan.params,
+            how,
+            scratch,
+        )
+    except duckdb.Error as exc:
+        if CAST_FAILED not in str(exc):
+            raise
+        out = None
+    value = _leaf(chain, top)
+    failed = (
+        f"SELECT {quote(ROW_ID)} AS row_id, CAST({value} AS VARCHAR) AS value FROM ({scan.sql}) "
+        f"WHERE __deleted_at IS NULL AND {value} IS NOT NULL AND {convert(value)} IS NULL"
     )
-    if (failures and task.on_cast_error == "fail") or not rows:
-        return RetypeOutput(task, None, rows, failures, first)
-    out = write_ordered(
-        con,
-        "SELECT * EXCLUDE (__old) FROM __conv",
-        {},
-        OrderedOutput(columns=task.new_columns, embed_row_ids=True, keep_snapshot_ids=False, tiebreak=quote(ROW_ID)),
-        scratch,
-    )
-    storage.store(out.written.local_path, task.output)
-    return RetypeOutput(task, out.written, rows, failures, first)
+    if out is not None and task.on_cast_error == "fail":
+        return _stored(task, out.written, 0, ())
+    counted = con.execute(f"SELECT count(*) FROM ({failed})", scan.params).fetchone()
+    first = con.execute(f"SELECT row_id, value FROM ({failed}) ORDER BY row_id LIMIT {FIRST_FAILURES}", scan.params)
+    failures = tuple((int(r), str(v)) for r, v in first.fetchall())
+    return _stored(task, out.written if out else None, counted[0] if counted else 0, failures)
+
+
+def _stored(
+    task: RetypeTask, written: WrittenFile | None, failed: int, first: tuple[tuple[int, str], ...]
+) -> RetypeOutput:
+    """The task's result, its file stored at the output path unless empty (or not written)."""
+    if written is None or written.record_count == 0:
+        return RetypeOutput(task, None, 0, failed, first)
+    storage.store(written.local_path, task.output)
+    return RetypeOutput(task, written, written.record_count, failed, first)
 
 
 @dataclass
