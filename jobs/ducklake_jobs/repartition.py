@@ -11,9 +11,9 @@ current spec's, in batches of up to ``maxBytesPerCommit``) -> per batch, a ``shu
 * the driver routes each partition's chunks into output files of up to ``targetFileSize``,
   named in the partition's hive directory (unless ``hive_file_pattern`` is false);
 * reduce tasks write each output file in the schema version's layout, in the table's sort
-  order (else row-id order), with both lineage columns (row ids and each row's begin
-  snapshot kept) and DuckDB's exact statistics, and a delete file for the rows deleted
-  later, with their snapshots;
+  order (else as read: the row ids are embedded, their order buys nothing), with both
+  lineage columns (row ids and each row's begin snapshot kept) and DuckDB's exact
+  statistics, and a delete file for the rows deleted later, with their snapshots;
 
 -> one snapshot per batch (``RepartitionFiles``): the outputs replace the sources as DuckDB's
 merge does (token ``merge_adjacent``), so every snapshot still readable reads the same rows,
@@ -53,6 +53,7 @@ from .inputs import planned_inputs, read_inputs
 from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
 from .layout_projection import projection
+from .operations import REPLANS  # a batch refused by a concurrent writer plans again as often
 from .parquet_writer import (
     SNAPSHOT_ID,
     WrittenFile,
@@ -67,7 +68,6 @@ from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, ru
 from .shuffle import Chunk, ChunkAccount, Routes, shuffle
 
 MAP_INPUT_BYTES = 64 * 1024 * 1024  # source bytes per map task (a run of files of one schema version)
-REPLANS = 2  # as run_operation's: a batch refused by a concurrent writer plans again this many times
 
 
 @dataclass(frozen=True)
