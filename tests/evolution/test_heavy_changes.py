@@ -88,8 +88,10 @@ def test_plan_says_what_the_rewrite_costs_and_which_job_does_it(lake: Catalog) -
     (job,) = heavy_jobs(plan, spec.evolution)
     assert job == HeavyJob("rewriteColumnType", "main.t", {"column": "code", "type": "int64", "onCastError": "null"})
     assert job_keywords(job.operation, job.params)["column"] == ("code",)  # what a DuckLakeJob's params check says
+    assert job.key == heavy_jobs(plan_for(spec, read_for_plan(lake, spec)), spec.evolution)[0].key  # stable
     nested = plan_for(table_spec(retyped("s", "date", "day"), typeChanges="rewrite"), state)
-    assert [j.params["column"] for j in heavy_jobs(nested, spec.evolution)] == ["s.day"]
+    (nested_job,) = heavy_jobs(nested, spec.evolution)
+    assert nested_job.params["column"] == "s.day" and nested_job.key != job.key
 
 
 @pytest.mark.parametrize(

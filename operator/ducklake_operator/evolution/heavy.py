@@ -8,6 +8,8 @@ each (operation and params as below, checked by ``model.job_params`` like any jo
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,13 @@ class HeavyJob:
     def describe(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())
         return f"{self.operation} {self.table} ({params})"
+
+    @property
+    def key(self) -> str:
+        """Stable over plans and processes (12 hex): the same job for the same change, so a
+        controller can name its DuckLakeJob by it and create it once."""
+        text = json.dumps([self.operation, self.table, self.params], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def heavy_jobs(plan: TablePlan, evolution: EvolutionPolicy) -> tuple[HeavyJob, ...]:
