@@ -30,6 +30,7 @@ from ducklake_jobs import rewrite_column_type as job
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
+from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
 from support import duck
@@ -236,8 +237,21 @@ def test_what_no_rewrite_can_do_is_refused(lake: Lake, params: dict[str, str], m
     assert lake.snapshot() == snapshot and lake.files() == files
 
 
-def test_values_that_do_not_convert_fail_the_job_and_change_nothing(lake: Lake) -> None:
+def test_values_that_do_not_convert_fail_the_job_and_change_nothing(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One output file per input file: the first file converts and is written, the second and
+    the inlined rows do not; the written file is deleted with the rest."""
+    duck.run_workload(lake.location, ["CALL lk.set_option('target_file_size', '1KB', table_name => 't')"])
     snapshot, files, rows = lake.snapshot(), lake.files(), lake.rows()
+    stored: list[str] = []
+    store = storage.store
+
+    def spy(local: str, path: str) -> None:
+        stored.append(path)
+        store(local, path)
+
+    monkeypatch.setattr(storage, "store", spy)
     with closing(Catalog.open(lake.location)) as catalog:
         with pytest.raises(JobFailed) as failed:
             run_operation(catalog, "rewriteColumnType", "main.t", {"column": "v", "type": "int32"})
@@ -245,6 +259,7 @@ def test_values_that_do_not_convert_fail_the_job_and_change_nothing(lake: Lake) 
     assert "2 value(s) of v do not convert from varchar to int32: 'abc' (row id 50), '6.5' (row id 60)" in message
     assert "nothing was committed and the job's files were deleted" in message and "\n" not in message
     assert lake.snapshot() == snapshot and lake.files() == files and lake.rows() == rows
+    assert len(stored) == 1 and not os.path.exists(stored[0])
 
 
 def test_on_cast_error_null_writes_null_and_counts(lake: Lake) -> None:
