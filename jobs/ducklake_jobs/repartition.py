@@ -314,9 +314,15 @@ def _describe(t: TableState) -> str:
     """The current partitioning as DuckDB's SET PARTITIONED BY says it ('' when none)."""
     fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
     names = [c.name for f in fields if (c := t.column_by_id(f.column_id)) is not None]
-    return ", ".join(
-        n if f.transform == "identity" else f"{f.transform}({n})" for f, n in zip(fields, names, strict=True)
-    )
+    return ", ".join(_key_sql(f.transform, n) for f, n in zip(fields, names, strict=True))
+
+
+def _key_sql(transform: str, name: str) -> str:
+    if transform == "identity":
+        return name
+    if transform.startswith("bucket("):  # stored as bucket(N), written bucket(N, column)
+        return f"bucket({transform[len('bucket(') : -1]}, {name})"
+    return f"{transform}({name})"
 
 
 def _nothing_to_do(inputs: TableInputs, plan: RepartitionPlan) -> str:

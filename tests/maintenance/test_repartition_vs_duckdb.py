@@ -21,8 +21,11 @@ from ducklake_jobs.runtime import run_on_spark
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CommitConflict, SpecError, TableNotFound
+from ducklake_operator.model.job_marker import file_marker
 from ducklake_operator.model.partitioning import hive_directory
 from support import duck
+from support.job_lakes import Lake
+from support.job_program import NO_SPARK, run_document, run_program
 from support.manifests import manifest
 
 
@@ -239,6 +242,59 @@ def test_repartition_on_spark_in_batches(make_location, tmp_path) -> None:
     for v in result["committedSnapshots"]:
         assert after["history"][v] == before["now"], v
     assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []
+
+
+def test_bucket_and_timestamptz_keys(make_location, tmp_path) -> None:
+    """bucket(N) takes DuckDB's murmur3_32 (the ducklake extension); hour of a TIMESTAMPTZ is
+    computed in UTC, as DuckDB computes it in a UTC session."""
+    location = make_location("sqlite")
+    Catalog.create(location, str(tmp_path / "data") + "/").close()
+    con = duck.attach(location)
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE TABLE lk.t(id INTEGER, s VARCHAR, tz TIMESTAMPTZ)")
+    con.execute(
+        "INSERT INTO lk.t SELECT i, 's' || i, TIMESTAMPTZ '2024-03-01 00:00:00+00' + INTERVAL (i * 7) HOUR "
+        "FROM range(60) t(i)"
+    )
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (bucket(4, s), hour(tz))")
+    rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    result = run_operation(Catalog.open(location), "repartition", "main.t", {})
+    assert result["partitionedBy"] == "bucket(4, s), hour(tz)" and result["filesRead"] == 1
+    assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
+    con.execute("CREATE TABLE lk.u AS SELECT * FROM lk.t LIMIT 0")
+    con.execute("ALTER TABLE lk.u SET PARTITIONED BY (bucket(4, s), hour(tz))")
+    con.execute("INSERT INTO lk.u SELECT * FROM lk.t")
+
+    def directories(table: str) -> dict[int, str]:
+        found = con.execute(f"SELECT id, filename FROM lk.{table}").fetchall()
+        return {i: "/".join(f.split("/")[-3:-1]) for i, f in found}  # bucket=<b>/hour=<h>
+
+    assert directories("t") == directories("u") and len(set(directories("t").values())) > 4
+
+
+def test_through_the_job_program_in_batches(tmp_path) -> None:
+    """What a DuckLakeJob runs: the program reports each batch's progress and the last batch's
+    snapshot; every file it wrote carries the job's marker; run again, it runs nothing."""
+    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
+    lake = Lake(location, str(tmp_path / "data") + "/")
+    Catalog.create(location, lake.data_path).close()
+    duck.run_workload(
+        location,
+        ["CREATE TABLE lk.t(id INTEGER, b VARCHAR)"]
+        + [f"INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)]
+        + ["ALTER TABLE lk.t SET PARTITIONED BY (b)"],
+    )
+    rows, before = lake.rows(), lake.snapshot()
+    doc = run_document(lake.manifest(), "repartition", "main.t", {"maxBytesPerCommit": 1}, **NO_SPARK)
+    run = run_program(doc, str(tmp_path))
+    assert run.exit_code == 0, run.stderr
+    assert run.result["committedSnapshot"] == before + 3 == lake.snapshot() and lake.rows() == rows
+    assert run.result["report"]["committedSnapshots"] == [before + 1, before + 2, before + 3]
+    assert [p for p in run.progress if p[0] == "committing"] == [("committing", 3, 3)] * 3
+    marker = file_marker(doc["job"]["uid"])
+    assert all(marker in path for path, _, _ in partition_rows(duck.attach(location)))
+    again = run_program(doc, str(tmp_path))
+    assert again.exit_code == 0 and "not run again" in again.result["message"] and lake.snapshot() == before + 3
 
 
 def test_inlined_rows_stay_until_flushed(catalog: Catalog, location) -> None:
