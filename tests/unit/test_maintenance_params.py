@@ -16,6 +16,7 @@ import pytest
 from ducklake_jobs import housekeeping
 from ducklake_jobs.compact import compact
 from ducklake_jobs.flush import flush_inlined_data
+from ducklake_jobs.repartition import repartition
 from ducklake_jobs.rewrite_column_type import rewrite_column_type
 from ducklake_jobs.rewrite_deletes import rewrite_deletes
 from ducklake_operator import cli
@@ -156,6 +157,7 @@ JOB_FUNCTIONS: dict[str, list[Callable[..., Any]]] = {
     "cleanupFiles": [housekeeping.cleanup_files],
     "deleteOrphanFiles": [housekeeping.delete_orphan_files],
     "rewriteColumnType": [rewrite_column_type],
+    "repartition": [repartition],
 }
 
 
