@@ -88,6 +88,7 @@ POLICY_VALUES: dict[tuple[str, str], Callable[[MaintenancePolicySpec], Any]] = {
     ("spec", "suspend"): lambda p: p.suspend,
     ("spec", "historyLimit"): lambda p: p.history_limit,
     ("spec", "dryRun"): lambda p: p.dry_run,
+    ("partitionRewrite", "maxBytesPerCommit"): lambda p: p.partition_rewrite.max_bytes_per_commit,
 }
 
 

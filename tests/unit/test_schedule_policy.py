@@ -170,7 +170,7 @@ def test_catalog_wide_params_default_grace_and_dry_run() -> None:
 
 
 def test_a_dry_run_policy_makes_every_run_a_dry_run() -> None:
-    sections = {"compaction": {"schedule": "0 3 * * *"}, "deleteRewrite": {"schedule": "0 3 * * *"},
+    sections: dict[str, Any] = {"compaction": {"schedule": "0 3 * * *"}, "deleteRewrite": {"schedule": "0 3 * * *"},
                 "inlinedDataFlush": {"schedule": "0 3 * * *"}, "snapshotExpiry": {"schedule": "0 4 * * 0",
                 "olderThan": "7d"}, "fileCleanup": {"schedule": "0 5 * * 0", "orphanFiles": True}}  # fmt: skip
     trial = policy(dryRun=True, **sections)
@@ -255,6 +255,10 @@ def test_partition_rewrite_runs_repartition_per_table_on_its_schedule() -> None:
     status = policy_status(p, created=CREATED, tables=tables, history={}, now=at(2, 4, 5), catalog_owner=None)
     assert status["repartition"]["schedule"] == "0 4 * * *" and "available" not in status["repartition"]
     assert status["repartition"]["tables"]["sales.orders"]["params"] == {}
+    batched = policy(partitionRewrite={"schedule": "0 4 * * *", "maxBytesPerCommit": "1GB"})
+    (run, _) = plan(batched, tables, at(2, 4, 5)).runs
+    assert run.params == {"maxBytesPerCommit": 1_000_000_000}
+    assert job_keywords(run.operation, run.params)["max_bytes_per_commit"] == 1_000_000_000
 
 
 # ------------------------------------------------------------------ triggers

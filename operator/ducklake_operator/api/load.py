@@ -56,6 +56,7 @@ from ..model.spec import (
     ObjectRef,
     PartitionKey,
     PostgresSpec,
+    RepartitionSettings,
     S3Spec,
     Schedule,
     SchemaSpec,
@@ -447,7 +448,9 @@ def _policy(ref: ObjectRef, spec: Mapping[str, Any], p: _Problems, base_dir: str
     if (found := section("deleteRewrite")) is not None:
         delete_rewrite = DeleteRewriteSettings(found[1], found[0]["deleteRatioThreshold"])
     flush = found[1] if (found := section("inlinedDataFlush")) is not None else None
-    repartition = found[1] if (found := section("partitionRewrite")) is not None else None
+    repartition = None
+    if (found := section("partitionRewrite")) is not None:
+        repartition = RepartitionSettings(found[1], found[0]["maxBytesPerCommit"])
     if (found := section("snapshotExpiry")) is not None:
         e, schedule = found
         if not any(spec["snapshotExpiry"].get(k) is not None for k in ("olderThan", "retainLast")):

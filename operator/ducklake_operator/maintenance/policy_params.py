@@ -46,7 +46,7 @@ def table_schedules(policy: MaintenancePolicySpec) -> dict[str, Schedule]:
         "compact": policy.compaction.schedule if policy.compaction else None,
         "rewriteDeletes": policy.delete_rewrite.schedule if policy.delete_rewrite else None,
         "flushInlinedData": policy.inlined_data_flush,
-        "repartition": policy.partition_rewrite,
+        "repartition": policy.partition_rewrite.schedule if policy.partition_rewrite else None,
     }
     return {op: s for op, s in sections.items() if s is not None}
 
@@ -84,6 +84,8 @@ def table_params(policy: MaintenancePolicySpec, table: MaintainedTable) -> dict[
         }
     if (d := policy.delete_rewrite) is not None:
         out["rewriteDeletes"] = {"deleteThreshold": DELETE_THRESHOLD.resolve(d.delete_ratio_threshold, table.option)}
+    if (r := policy.partition_rewrite) is not None and r.max_bytes_per_commit is not None:
+        out["repartition"] = {"maxBytesPerCommit": r.max_bytes_per_commit}
     return _dry_run(policy, out)
 
 

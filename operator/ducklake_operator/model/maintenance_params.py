@@ -286,7 +286,7 @@ POLICY_SETTINGS: dict[str, dict[str, Param]] = {
     },
     "deleteRewrite": {"deleteRatioThreshold": DELETE_THRESHOLD},
     "inlinedDataFlush": {},
-    "partitionRewrite": {},
+    "partitionRewrite": {"maxBytesPerCommit": MAX_BYTES_PER_COMMIT},
     "snapshotExpiry": {"olderThan": EXPIRE_OLDER_THAN, "retainLast": RETAIN_LAST},
     "fileCleanup": {"olderThan": FILE_CLEANUP_OLDER_THAN, "orphanFiles": ORPHAN_FILES, "dryRun": DRY_RUN},
     "concurrency": {"maxJobsPerCatalog": MAX_JOBS_PER_CATALOG},

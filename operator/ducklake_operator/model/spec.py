@@ -189,6 +189,12 @@ class CompactionSettings:
 
 
 @dataclass(frozen=True)
+class RepartitionSettings:
+    schedule: Schedule
+    max_bytes_per_commit: int | None = None  # None: everything in one snapshot
+
+
+@dataclass(frozen=True)
 class DeleteRewriteSettings:
     schedule: Schedule
     delete_ratio_threshold: float | None = None  # None: the table's rewrite_delete_threshold option, else DuckDB's
@@ -249,7 +255,7 @@ class MaintenancePolicySpec:
     compaction: CompactionSettings | None = None
     delete_rewrite: DeleteRewriteSettings | None = None
     inlined_data_flush: Schedule | None = None
-    partition_rewrite: Schedule | None = None
+    partition_rewrite: RepartitionSettings | None = None
     snapshot_expiry: ExpirySettings | None = None  # catalog-wide
     file_cleanup: CleanupSettings | None = None  # catalog-wide
     window: Window | None = None
