@@ -159,8 +159,8 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     def convert(value: str) -> str:
         return f"CAST({conversion_sql(task.old_type, task.new_type, value)} AS {target})"
 
-    def guarded(value: str) -> str:
-        return f"CASE WHEN {value} IS NOT NULL AND {convert(value)} IS NULL THEN error('{CAST_FAILED}') ELSE {convert(value)} END"
+    def guarded(value: str) -> str:  # coalesce evaluates its second argument only where the first is NULL
+        return f"coalesce({convert(value)}, CASE WHEN {value} IS NULL THEN NULL ELSE error('{CAST_FAILED}') END)"
 
     leaf = guarded if task.on_cast_error == "fail" else convert
     how = OrderedOutput(

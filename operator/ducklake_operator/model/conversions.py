@@ -123,8 +123,9 @@ def conversion_sql(old: DuckLakeType, new: DuckLakeType, value: str) -> str:
                 for fmt, shape in DATE_FORMATS
             )
             return f"CAST(CASE {cases} END AS DATE)"
-        shapes = [_INTEGER_TEXT] if dst == "integer" else [_NUMBER_TEXT] + ([_FLOAT_WORDS] if dst == "float" else [])
-        matches = " OR ".join(f"regexp_full_match(lower({text}), '{s}')" for s in shapes)
+        matches = f"regexp_full_match({text}, '{_INTEGER_TEXT if dst == 'integer' else _NUMBER_TEXT}')"
+        if dst == "float":
+            matches += f" OR regexp_full_match(lower({text}), '{_FLOAT_WORDS}')"
         return f"CASE WHEN {matches} THEN TRY_CAST({text} AS {target}) END"
     if src == "integer" and dst == "date":
         low, high = _YYYYMMDD
