@@ -29,7 +29,7 @@ from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
-from ducklake_operator.catalog.job_inputs import read_inlined_data
+from ducklake_operator.catalog.job_inputs import InlinedData, read_inlined_data
 from ducklake_operator.errors import TableNotFound
 from ducklake_operator.model.file_changes import (
     FileChange,
@@ -127,13 +127,11 @@ def flush_inlined_data(
     report = Report(
         "flushInlinedData", baseSnapshot=state.snapshot.snapshot_id, dryRun=dry_run, ranOn=ran_on(run_in_process)
     )
+    pending = [p for t in sorted(targets, key=lambda t: t.table_id) if (p := _pending(catalog, state, t, run))]
+    # one commit per table: each but the last says the run goes on (a rerun does the rest)
     results = [
-        r
-        for r in (
-            _flush_table(catalog, state, t, author, dry_run, run, report)
-            for t in sorted(targets, key=lambda t: t.table_id)
-        )
-        if r
+        _flush_table(catalog, state, t, work, inlined, author, dry_run, run, report, final=i == len(pending) - 1)
+        for i, (t, work, inlined) in enumerate(pending)
     ]
     return report.done(
         tables=results,
@@ -145,9 +143,10 @@ def flush_inlined_data(
     )
 
 
-def _flush_table(
-    catalog: Catalog, state: CatalogState, t: TableState, author: str, dry_run: bool, run: JobRun, report: Report
-) -> dict[str, Any] | None:
+def _pending(
+    catalog: Catalog, state: CatalogState, t: TableState, run: JobRun
+) -> tuple[TableState, FlushWork, InlinedData] | None:
+    """A table's inlined rows and deletions at the base snapshot; None when it has none."""
     base = state.snapshot.snapshot_id
     work = FlushWork(t, base, marker=run.file_marker)
     inlined = read_inlined_data(catalog, t, base)
@@ -155,6 +154,14 @@ def _flush_table(
     work.deletions = inlined.deletions
     if not inlined.batches and not work.deletions:
         return None
+    return t, work, inlined
+
+
+def _flush_table(
+    catalog: Catalog, state: CatalogState, t: TableState, work: FlushWork, inlined: InlinedData, author: str,
+    dry_run: bool, run: JobRun, report: Report, *, final: bool,
+) -> dict[str, Any]:  # fmt: skip
+    base = state.snapshot.snapshot_id
     summary = {
         "table": t.qualified_name,
         "rowsFlushed": sum(n for n, _ in work.inlined.values()),
@@ -187,7 +194,9 @@ def _flush_table(
             author=author,
             base_snapshot=base,
             message=f"flushInlinedData {t.qualified_name}",
-            extra_info=run.extra_info(report.done(**summary, **_written(w))),  # this table's part of the report
+            extra_info=run.extra_info(  # this table's part of the report
+                report.done(**summary, **_written(w), **({} if final else {"final": False}))
+            ),
             before_commit=lambda: fault_point("in_commit"),
         ),
         committing=run.committing,

@@ -437,7 +437,10 @@ def _run_batch(
             author=author,
             base_snapshot=plan.base_snapshot,
             message=f"repartition {t.qualified_name}: {len(batch.files)} files into {len(outs)} ({_describe(t)})",
-            extra_info=run.extra_info(report.done(**_plus(totals, _written(batch, outs)), batch=batch.index)),
+            # the plan's last batch ends the run (a rerun of a run killed before it does the rest)
+            extra_info=run.extra_info(
+                report.done(**_plus(totals, _written(batch, outs)), batch=batch.index, final=len(plan.batches) == 1)
+            ),  # fmt: skip
             before_commit=lambda: fault_point("in_commit"),
         ),
         committing=lambda: run.committing(len(planned) // 2),

@@ -297,6 +297,55 @@ def test_through_the_job_program_in_batches(tmp_path) -> None:
     assert again.exit_code == 0 and "not run again" in again.result["message"] and lake.snapshot() == before + 3
 
 
+def test_a_run_killed_between_batches_is_finished_by_its_rerun(tmp_path) -> None:
+    """Killed after its first batch committed, the run has not landed: the catalog says so
+    (``find_job_commit`` finds no last commit, ``job_commits`` the first), and running the
+    same job again does the rest, once."""
+    import signal
+    import subprocess
+    import time
+
+    from ducklake_operator.catalog.job_commits import find_job_commit, job_commits
+    from support.job_program import command, program_env, write_document
+
+    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
+    lake = Lake(location, str(tmp_path / "data") + "/")
+    Catalog.create(location, lake.data_path).close()
+    duck.run_workload(
+        location,
+        ["CREATE TABLE lk.t(id INTEGER, b VARCHAR)"]
+        + [f"INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)]
+        + ["ALTER TABLE lk.t SET PARTITIONED BY (b)"],
+    )
+    rows, before = lake.rows(), lake.snapshot()
+    doc = run_document(lake.manifest(), "repartition", "main.t", {"maxBytesPerCommit": 1}, **NO_SPARK)
+    uid, marker = doc["job"]["uid"], tmp_path / "paused"
+    proc = subprocess.Popen(
+        command(write_document(doc, str(tmp_path))),
+        env=program_env(DUCKLAKE_FAULT_PAUSE="after_commit", DUCKLAKE_FAULT_MARKER=str(marker)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert lake.snapshot() == before + 1 and lake.rows() == rows
+    with closing(Catalog.open(location)) as catalog:
+        assert find_job_commit(catalog, uid) is None
+        assert [s.snapshot_id for s in job_commits(catalog, uid)] == [before + 1]
+    rerun = run_program(doc, str(tmp_path))
+    assert rerun.exit_code == 0, rerun.stderr
+    assert rerun.result["committedSnapshot"] == lake.snapshot() == before + 3 and lake.rows() == rows
+    with closing(Catalog.open(location)) as catalog:
+        landed = find_job_commit(catalog, uid)
+        assert landed is not None and landed.snapshot_id == before + 3
+    again = run_program(doc, str(tmp_path))
+    assert "not run again" in again.result["message"] and lake.snapshot() == before + 3
+
+
 def test_inlined_rows_stay_until_flushed(catalog: Catalog, location) -> None:
     """Inlined rows have no partition: they stay inlined, and are repartitioned once a flush
     wrote them under the spec of their layout."""

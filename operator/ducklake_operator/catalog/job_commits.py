@@ -5,12 +5,13 @@ catalog row refers to."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import sqlalchemy as sa
 
 from .. import storage
 from ..errors import SpecError, TableNotFound
-from ..model.job_marker import file_marker, is_marked, job_commit_report, session_name
+from ..model.job_marker import ends_run, file_marker, is_marked, job_commit_report, session_name
 from ..model.state import SnapshotRecord
 from ..storage import S3Config
 from .catalog import Catalog
@@ -19,12 +20,25 @@ from .tables import T
 
 
 def find_job_commit(catalog: Catalog, uid: str, after_snapshot: int | None = None) -> SnapshotRecord | None:
-    """The snapshot the job with ``uid`` committed (after ``after_snapshot``), or None.
-    ``commit_extra_info`` is free text to DuckDB: rows containing the uid are read, and
-    only one whose JSON names the job counts."""
+    """The snapshot that ended the run of the job with ``uid`` (after ``after_snapshot``): its
+    only commit, or the last of a run that commits several (``model.job_marker.ends_run``; the
+    first such, should there be more);
+    None while it has not landed, or landed only in part (``job_commits`` lists those)."""
+    ending = [s for s in job_commits(catalog, uid, after_snapshot) if ends_run(_report(s, uid))]
+    return ending[0] if ending else None
+
+
+def job_commits(catalog: Catalog, uid: str, after_snapshot: int | None = None) -> list[SnapshotRecord]:
+    """Every snapshot the job with ``uid`` committed, oldest first. ``commit_extra_info`` is
+    free text to DuckDB: rows containing the uid are read, and only those whose JSON names
+    the job count."""
     with catalog.reading() as conn:
         found = load_snapshots(conn, after_snapshot, extra_info_containing=uid)
-    return next((s for s in found if job_commit_report(s.commit_extra_info, uid) is not None), None)
+    return [s for s in found if job_commit_report(s.commit_extra_info, uid) is not None]
+
+
+def _report(snapshot: SnapshotRecord, uid: str) -> dict[str, Any]:
+    return job_commit_report(snapshot.commit_extra_info, uid) or {}
 
 
 def job_sessions_ended(catalog: Catalog, uid: str, *, timeout: float = 10.0, poll: float = 0.2) -> bool:

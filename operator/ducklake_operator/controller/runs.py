@@ -239,6 +239,7 @@ class Runs:
         files = "its files were kept (deleteOrphanFiles removes them)" if unknown else (
             f"{self._clean(catalog, spec, uid)} uncommitted files deleted")  # fmt: skip
         self._unlock(spec, uid, tick, status)
+        committed = self._committed_part(catalog, uid)
         attempts = int(status.get("attempts") or 1)
         if attempts <= spec.retries:
             wait = min(self.retry_backoff * 2 ** (attempts - 1), RETRY_BACKOFF_CAP)
@@ -246,13 +247,12 @@ class Runs:
                 state="Pending",
                 nextAttemptAt=stamp(now + wait),
                 progress=None,
-                message=f"attempt {attempts} failed ({reason}); nothing was committed, {files}; "
-                f"retrying in {wait:.0f} s",
+                message=f"attempt {attempts} failed ({reason}); {committed}, {files}; retrying in {wait:.0f} s",
             )
             tick.events.append(("Warning", "AttemptFailed", tick.status["message"]))
             tick.again_in = wait
             return tick
-        return tick.end("Failed", f"{reason}; nothing was committed, {files}", now, spec.ref.generation)
+        return tick.end("Failed", f"{reason}; {committed}, {files}", now, spec.ref.generation)
 
     def _stop(
         self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float, state: str, why: str
@@ -280,7 +280,7 @@ class Runs:
             return self._succeeded(tick, spec, uid, status, ctx, landed, now, note=f"{why}, but it had committed")
         files = (f"{self._clean(catalog, spec, uid)} uncommitted files deleted" if settled
                  else "its files were kept (deleteOrphanFiles removes them)")  # fmt: skip
-        return tick.end(state, f"{why}; nothing was committed, {files}", now, spec.ref.generation)
+        return tick.end(state, f"{why}; {self._committed_part(catalog, uid)}, {files}", now, spec.ref.generation)
 
     # ------------------------------------------------------------------ pieces
 
@@ -328,6 +328,16 @@ class Runs:
         from ..catalog.job_commits import find_job_commit
 
         return find_job_commit(catalog, uid)
+
+    def _committed_part(self, catalog: Any, uid: str) -> str:
+        """What a run that did not land committed: nothing, or the first snapshots of a run
+        that commits several (a rerun does the rest)."""
+        from ..catalog.job_commits import job_commits
+
+        parts = [s.snapshot_id for s in job_commits(catalog, uid)]
+        if not parts:
+            return "nothing was committed"
+        return f"{len(parts)} of its commits landed (snapshots {', '.join(map(str, parts))}; run it again to finish)"
 
     def _settle(self, catalog: Any, uid: str) -> bool:
         """Wait until the catalog database has no session of the job left (a COMMIT sent

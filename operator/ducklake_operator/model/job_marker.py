@@ -18,6 +18,10 @@ from typing import Any
 
 JOB_KEY = "ducklakeJob"
 REPORT_KEY = "report"
+# A run that commits several snapshots (repartition's batches, a catalog-wide flush's tables)
+# marks each but its last with "final": false in the report; a run has landed once a commit
+# without that mark is there, and a rerun of one that landed only in part does the rest.
+FINAL_KEY = "final"
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,11 @@ def is_marked(path: str, marker: str) -> bool:
 def commit_extra_info(job: JobIdentity, report: Mapping[str, Any]) -> str:
     """The ``commit_extra_info`` of a run's snapshot."""
     return json.dumps({JOB_KEY: job.to_json(), REPORT_KEY: dict(report)}, sort_keys=True, default=str)
+
+
+def ends_run(report: Mapping[str, Any]) -> bool:
+    """Whether a commit with this report is a run's last (every commit of a one-commit run is)."""
+    return report.get(FINAL_KEY) is not False
 
 
 def job_commit_report(extra_info: str | None, uid: str) -> dict[str, Any] | None:
