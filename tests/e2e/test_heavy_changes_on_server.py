@@ -64,3 +64,13 @@ def test_a_type_change_that_needs_a_rewrite_runs_as_a_job_of_the_table(kube, ope
     assert condition(failed, "Progressing")["status"] == "False"
     assert code_type(location, "bad") == "VARCHAR"
     assert any(e["reason"] == "RewriteFailed" for e in kube.events("bad"))
+
+    # the way out the message names: onCastError "null" (quoted: kubectl apply reads a bare null as "unset")
+    fixed = coded("bad", "int64")
+    fixed["spec"]["evolution"]["onCastError"] = "null"
+    kube.apply(fixed)
+    wait_for("Ready after NULLs", lambda: is_ready(kube.get("dlt", "bad")), timeout=120)
+    assert code_type(location, "bad") == "BIGINT"
+    con = duck.attach(location, con=duck.connect())
+    assert con.execute("SELECT id, code FROM lk.bad ORDER BY id").fetchall() == [(1, 12), (2, None)]
+    con.close()
