@@ -97,6 +97,10 @@ def _run_once(
         from .rewrite_column_type import rewrite_column_type
 
         return rewrite_column_type(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
+    if operation == "ingest":
+        from .ingest import ingest
+
+        return ingest(catalog, schema, name, author=author, runner=runner, run=run, **keywords)  # type: ignore[arg-type]
     if operation == "flushInlinedData":
         from .flush import flush_inlined_data
 

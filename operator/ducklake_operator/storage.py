@@ -149,6 +149,23 @@ def size(path: str) -> int:
     return int(fs.get_file_info(inner).size)
 
 
+def stat(path: str) -> StoredFile | None:
+    """The regular file at ``path`` (its size and modification time, as ``list_files`` gives
+    them); None when there is none."""
+    if not is_remote(path):
+        if not os.path.isfile(path):
+            return None
+        st = os.stat(path)
+        return StoredFile(path, st.st_size, st.st_mtime)
+    import pyarrow.fs as pafs
+
+    fs, inner = filesystem(path)
+    info = fs.get_file_info(inner)
+    if info.type != pafs.FileType.File:
+        return None
+    return StoredFile(path, int(info.size or 0), info.mtime.timestamp() if info.mtime else 0.0)
+
+
 def list_files(root: str) -> Iterator[StoredFile]:
     """Every regular file under ``root`` (a directory path ending in ``/``). Local symlinks
     are neither followed nor listed, so nothing outside ``root`` is ever reached."""

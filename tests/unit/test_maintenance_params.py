@@ -16,6 +16,7 @@ import pytest
 from ducklake_jobs import housekeeping
 from ducklake_jobs.compact import compact
 from ducklake_jobs.flush import flush_inlined_data
+from ducklake_jobs.ingest import ingest
 from ducklake_jobs.repartition import repartition
 from ducklake_jobs.rewrite_column_type import rewrite_column_type
 from ducklake_jobs.rewrite_deletes import rewrite_deletes
@@ -65,6 +66,7 @@ def invalid_values(param: Param) -> list[object]:
         "column_path": ["a..b", 7],
         "type": ["int65", 64],
         "choice": ["maybe"],
+        "text": ["", 7],
     }
     return refused[param.kind]
 
@@ -159,6 +161,7 @@ JOB_FUNCTIONS: dict[str, list[Callable[..., Any]]] = {
     "deleteOrphanFiles": [housekeeping.delete_orphan_files],
     "rewriteColumnType": [rewrite_column_type],
     "repartition": [repartition],
+    "ingest": [ingest],
 }
 
 

@@ -36,7 +36,7 @@ from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted,
 from ..model.changes import Change, SetOption
 from ..model.file_changes import FileChange
 from ..model.state import SnapshotInfo
-from . import write_columns, write_files, write_retype  # noqa: F401  (register the column and file writers)
+from . import write_append, write_columns, write_files, write_retype  # noqa: F401  (register the column and file writers)
 from .changes_made import Change as Token
 from .changes_made import parse_changes, render_changes
 from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_committed

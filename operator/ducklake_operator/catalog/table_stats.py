@@ -195,3 +195,51 @@ def stats_after_full_rewrite(
             )
     finally:
         con.close()
+
+
+def add_inserted_files(
+    ctx: CommitContext, table_id: int, type_names: dict[int, str], outputs: Sequence[NewDataFile]
+) -> int:
+    """The table's statistics after an insert of ``outputs`` (docs/ducklake-format.md §4.5), as
+    DuckDB keeps them: counters grow (created with the table's first data, with a column row
+    per leaf column the files have statistics for), column statistics widen (columns added
+    after the first data have none). Returns the first row id of the inserted rows."""
+    ts, tcs = T["ducklake_table_stats"], T["ducklake_table_column_stats"]
+    rows, size = sum(f.record_count for f in outputs), sum(f.file_size_bytes for f in outputs)
+    current = ctx.conn.execute(sa.select(ts.c.next_row_id).where(ts.c.table_id == table_id)).one_or_none()
+    if current is not None:
+        ctx.emit(
+            ts.update()
+            .where(ts.c.table_id == table_id)
+            .values(
+                record_count=ts.c.record_count + rows,
+                next_row_id=ts.c.next_row_id + rows,
+                file_size_bytes=ts.c.file_size_bytes + size,
+            )
+        )
+        widen_table_stats(ctx, table_id, type_names, [f.column_stats for f in outputs])
+        return int(current.next_row_id or 0)
+    ctx.emit(ts.insert().values(table_id=table_id, record_count=rows, next_row_id=rows, file_size_bytes=size))
+    leaves = sorted({s.column_id for f in outputs for s in f.column_stats if s.column_id in type_names})
+    if leaves:
+        import duckdb  # lazily, as in widen_table_stats
+
+        con = duckdb.connect()
+        try:
+            values = [
+                dict(
+                    table_id=table_id,
+                    column_id=column_id,
+                    extra_stats=None,
+                    **_over_files(
+                        con,
+                        type_names[column_id],
+                        [s for f in outputs for s in f.column_stats if s.column_id == column_id],
+                    ),
+                )
+                for column_id in leaves
+            ]
+        finally:
+            con.close()
+        ctx.emit(tcs.insert().values(values))
+    return 0

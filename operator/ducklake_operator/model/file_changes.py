@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .ingested_files import SourceFile
+
 
 @dataclass(frozen=True)
 class FileColumnStats:
@@ -154,4 +156,27 @@ class RetypeColumn:
     defaults: tuple[str | None, str]  # the converted (initial_default, default_value)
 
 
-FileChange = MergeFiles | RewriteFiles | RepartitionFiles | FlushInlinedRows | FlushInlinedDeletions | RetypeColumn
+@dataclass(frozen=True)
+class AppendFiles:
+    """An ingest's files, written as DuckDB's INSERT writes them (no lineage columns): they
+    begin at the commit with row ids from the table's ``next_row_id`` in order, and the
+    table's statistics grow with them (created with its first data). Committed after the
+    ``AddColumn`` changes of the same snapshot, so the columns and the rows appear together.
+    Refused (``CommitConflict``) unless the table's columns are then ``layout`` (what the
+    files' field ids were written for) and its partition spec ``partition_id``; refused
+    too when a snapshot since ``base_snapshot`` ingested one of ``sources`` into it, unless
+    ``reingest``."""
+
+    table_id: int
+    table_name: str
+    base_snapshot: int
+    outputs: tuple[NewDataFile, ...]
+    layout: tuple[tuple[int, int | None, str, str], ...]  # (column id, parent id, name, type) of every column
+    partition_id: int | None
+    sources: tuple[SourceFile, ...] = ()
+    reingest: bool = False
+
+
+FileChange = (
+    MergeFiles | RewriteFiles | RepartitionFiles | FlushInlinedRows | FlushInlinedDeletions | RetypeColumn | AppendFiles
+)

@@ -18,12 +18,16 @@ from .maintenance_params import (
     DELETE_THRESHOLD,
     DRY_RUN,
     EXPIRE_OLDER_THAN,
+    INGEST_FORMAT,
+    INGEST_PATH,
     MAX_BYTES_PER_COMMIT,
     MAX_FILES_PER_RUN,
     MIN_INPUT_FILES,
     NEW_TYPE,
+    ON_BAD_RECORD,
     ON_CAST_ERROR,
     ORPHAN_OLDER_THAN,
+    REINGEST,
     RETAIN_LAST,
     SMALL_FILE_THRESHOLD,
     SORT,
@@ -76,7 +80,17 @@ OPERATIONS: dict[str, Operation] = {
             "required",
             {"column": COLUMN, "type": NEW_TYPE, "onCastError": ON_CAST_ERROR, "dryRun": DRY_RUN},
         ),
-        Operation("ingest", "required", {}, available=False),
+        Operation(
+            "ingest",
+            "required",
+            {
+                "path": INGEST_PATH,
+                "format": INGEST_FORMAT,
+                "onBadRecord": ON_BAD_RECORD,
+                "reingest": REINGEST,
+                "dryRun": DRY_RUN,
+            },
+        ),
     )
 }
 

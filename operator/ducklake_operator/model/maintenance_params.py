@@ -20,13 +20,16 @@ from .durations import parse_duration
 from .options import DEFAULT_REWRITE_DELETE_THRESHOLD, DEFAULT_TARGET_FILE_SIZE, parse_size, render_size
 from .types import parse_type
 
-Kind = Literal["integer", "size", "fraction", "duration", "boolean", "snapshot_ids", "column_path", "type", "choice"]
+Kind = Literal[
+    "integer", "size", "fraction", "duration", "boolean", "snapshot_ids", "column_path", "type", "choice", "text"
+]
 
 FORMATS: dict[str, str] = {
     "size": "a size such as 128MB or 1GiB, where KB = 1000 bytes and KiB = 1024 as in DuckDB",
     "duration": "a duration such as 30m, 12h, 3d or '2 weeks'",
     "column_path": "a column name, or parent.field for a struct field (a name holding a dot in double quotes)",
     "type": "a DuckLake type name or its DuckDB spelling",
+    "text": "a path or s3:// URI",
 }
 
 
@@ -59,6 +62,10 @@ class Param:
             return value
         if self.kind == "column_path":
             return parse_column_path(value)
+        if self.kind == "text":
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{value!r} is not {FORMATS['text']}")
+            return value.strip()
         if self.kind == "type":
             if not isinstance(value, str):
                 raise ValueError(f"{value!r} is not {FORMATS['type']}")
@@ -252,6 +259,36 @@ ON_CAST_ERROR = Param(
     keyword="on_cast_error",
     default="fail",
     choices=("fail", "null"),
+)
+
+INGEST_PATH = Param(
+    "text",
+    "the files to append: one file, a directory (every file under it), or a pattern of file names (*.json)",
+    keyword="path",
+    required=True,
+)
+INGEST_FORMAT = Param(
+    "choice",
+    "the files' format; auto: by extension (.json, .jsonl and .ndjson are JSON lines, .csv, .parquet; "
+    ".gz after json and csv ones), files of other extensions in a directory left alone",
+    keyword="file_format",
+    default="auto",
+    choices=("auto", "json", "csv", "parquet"),
+)
+ON_BAD_RECORD = Param(
+    "choice",
+    "a record that cannot be read (a line that is not a JSON object, a CSV row that does not parse) fails the job, "
+    "naming its file and line, or is skipped and counted",
+    keyword="on_bad_record",
+    default="fail",
+    choices=("fail", "skip"),
+)
+REINGEST = Param(
+    "boolean",
+    "ingest files an earlier ingest of the table took in (same path, size and modification time) again; "
+    "false refuses them",
+    keyword="reingest",
+    default=False,
 )
 
 # Policy settings that are not job parameters.

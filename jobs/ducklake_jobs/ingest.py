@@ -1,0 +1,552 @@
+"""ingest: append files (JSON lines, CSV, Parquet; local or ``s3://``) to a table, evolving its
+schema from what the records hold (``evolution.mode: auto``; the rules: ``evolution.auto_schema``).
+
+list the files (``ingest_sources``; files an earlier ingest of the table took in are refused
+unless ``reingest``) -> in groups of about ``GROUP_BYTES``, one task each, in-process or as
+Spark tasks:
+
+1. read every record and note each field's shapes (``evolution.observed``); bad records fail
+   the job naming file and line, or are skipped and counted (``onBadRecord``);
+2. the driver merges the notes and plans the columns to add and where each value goes
+   (``evolution.auto_schema.plan_ingest``, pure), with the ids the commit will give them;
+3. read every record again, convert it into a row of the evolved table
+   (``evolution.routing``) and write Parquet with the other jobs' writer (field ids of the
+   evolved layout, DuckDB's statistics), as DuckDB's INSERT writes it: no lineage columns
+   (row ids are positional from the ``row_id_start`` the commit gives), sorted by the
+   table's sort key (unless ``sort_on_insert`` is false), one file per partition of the
+   current spec in its hive directory;
+
+-> one snapshot: the new columns (``AddColumn``, with their ``evolved_from`` tags) and the
+files (``AppendFiles``) together, so no reader sees one without the other; its
+``commit_extra_info`` remembers the files ingested (``model.ingested_files``). A commit
+refused because of a concurrent commit that left the table's columns and partitioning alone
+(DuckDB refuses an insert after a concurrent delete) is tried again on the new snapshot;
+otherwise the files are deleted and the job plans again (``run_operation``). Any failure
+before the commit deletes every file the job wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ducklake_operator import storage
+from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog.commit import DEFAULT_AUTHOR, CommitResult
+from ducklake_operator.catalog.ingested import ingested_files
+from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
+from ducklake_operator.evolution.auto_schema import IngestPlan, Level, plan_ingest
+from ducklake_operator.evolution.observed import BadRecord, Fields, MissingValue, merged, observe_record, observe_typed
+from ducklake_operator.evolution.routing import convert_record
+from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
+from ducklake_operator.model.ingested_files import ingest_extra_info
+from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
+from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
+from ducklake_operator.model.state import ColumnState, TableState
+from ducklake_operator.model.types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, to_duckdb_sql
+
+from .ingest_sources import Skipped, Source, SourceReader, list_sources, read_local
+from .inputs import read_inputs
+from .job_run import PLAIN_RUN, JobRun
+from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .parquet_writer import (
+    WrittenFile,
+    copy_options,
+    field_ids_from_columns,
+    literal,
+    load_ducklake_functions,
+    quote,
+    scratch_connection,
+    write_parquet,
+)
+from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, reason, run_in_process
+
+GROUP_BYTES = 64 * 1024 * 1024  # input per task (files are never split)
+BATCH = 8192  # converted rows handed to DuckDB at a time
+REBASES = 5  # commits refused by a concurrent commit that left the layout alone, tried again
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    sources: tuple[Source, ...]
+    on_bad_record: str
+    s3: storage.S3Config | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    fields: Fields
+    records: int
+    skipped: Skipped
+
+
+def observe_files(task: ReadTask) -> Observation:
+    """Pass 1: what the fields of the task's records hold."""
+    if task.s3 is not None:
+        storage.configure(task.s3)
+    fields: Fields = {}
+    records, skipped = 0, Skipped()
+    with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch:
+        for source in task.sources:
+            reader = SourceReader(source, read_local(source, scratch), task.on_bad_record, skipped)
+            try:
+                if reader.typed is not None:
+                    rows = reader.count()
+                    if rows:
+                        observe_typed(fields, reader.columns, reader.ranges)
+                    records += rows
+                    continue
+                for record in reader.records():
+                    try:
+                        observe_record(fields, record.values)
+                    except BadRecord as exc:
+                        reader.bad(record.where, str(exc))
+                        continue
+                    records += 1
+            finally:
+                reader.close()
+    return Observation(fields, records, skipped)
+
+
+@dataclass(frozen=True)
+class WriteTask:
+    sources: tuple[Source, ...]
+    on_bad_record: str
+    level: Level
+    layout: tuple[ColumnState, ...]  # the table's columns once the plan is committed
+    partition: tuple[tuple[str, str], ...]  # (column, transform) of the current spec's keys, in order
+    hive_names: tuple[str, ...]  # their hive directory names (none: no hive directories)
+    order_by: str
+    options: tuple[tuple[str, str], ...]
+    paths: TablePaths
+    marker: str
+    s3: storage.S3Config | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    path: str  # relative to the table's directory
+    written: WrittenFile
+    values: tuple[str | None, ...]  # partition values, in key order
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    outputs: tuple[Output, ...] = ()
+    rows: int = 0
+    skipped: Skipped = field(default_factory=Skipped)
+    stored: tuple[str, ...] = ()  # full paths of every file written, to delete on failure
+    error: str | None = None
+
+
+def write_files(task: WriteTask) -> WriteResult:
+    """Pass 2: the task's records as rows of the evolved table, in Parquet. Never raises: a
+    failure is returned with the files already stored, for the driver to delete."""
+    if task.s3 is not None:
+        storage.configure(task.s3)
+    stored: list[str] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch:
+            bucketed = any(t.startswith("bucket(") for _, t in task.partition)
+            con = scratch_connection(extensions=bucketed, spill=os.path.join(scratch, "spill"))
+            try:
+                if bucketed:
+                    load_ducklake_functions(con)
+                rows, skipped = _load_rows(con, task, scratch)
+                outputs = _write_partitions(con, task, scratch, stored) if rows else ()
+            finally:
+                con.close()
+        return WriteResult(outputs, rows, skipped, tuple(stored))
+    except Exception as exc:  # noqa: BLE001  (reported to the driver, which deletes what was stored)
+        message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
+        return WriteResult(stored=tuple(stored), error=message)
+
+
+def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> tuple[int, Skipped]:
+    """Convert every record into ``__rows`` (a DuckDB temp table in the layout's types)."""
+    columns = task.layout
+    con.execute(
+        "CREATE TEMP TABLE __rows (" + ", ".join(f"{quote(c.name)} {to_duckdb_sql(c.type)}" for c in columns) + ")"
+    )
+    types = [arrow_type(c.type) for c in columns]
+    adapt = [_needs_adapting(c.type) for c in columns]
+    insert = (
+        "INSERT INTO __rows SELECT "
+        + ", ".join(f"CAST(c{i} AS {to_duckdb_sql(c.type)})" for i, c in enumerate(columns))
+        + " FROM __batch"
+    )
+    batch: list[list[Any]] = []
+    rows, skipped = 0, Skipped()
+
+    def flush() -> None:
+        arrays = [
+            pa.array([_adapted(v, c.type) for v in values] if adapt[i] else list(values), type=types[i])
+            for i, (c, values) in enumerate(zip(columns, zip(*batch, strict=True), strict=True))
+        ]
+        con.register("__batch", pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(columns))]))
+        try:
+            con.execute(insert)
+        finally:
+            con.unregister("__batch")
+        batch.clear()
+
+    for source in task.sources:
+        reader = SourceReader(source, read_local(source, scratch), task.on_bad_record, None)
+        try:
+            typed = reader.typed
+            for record in reader.records():
+                try:
+                    batch.append(convert_record(record.values, task.level, typed))
+                except MissingValue as exc:
+                    reader.bad(record.where, str(exc))
+                    skipped.add(record.where, str(exc))
+                    continue
+                except BadRecord:
+                    continue  # skipped, and counted, when observed
+                rows += 1
+                if len(batch) >= BATCH:
+                    flush()
+        finally:
+            reader.close()
+    if batch:
+        flush()
+    return rows, skipped
+
+
+def _write_partitions(
+    con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str, stored: list[str]
+) -> tuple[Output, ...]:
+    """One file per partition of ``__rows`` (one file when the table has no partitioning)."""
+    fields = field_ids_from_columns(task.layout)
+    order = f" ORDER BY {task.order_by}" if task.order_by else ""
+    keys = [f"__p{i}" for i in range(len(task.partition))]
+    groups: list[tuple[str | None, ...]] = [()]
+    source = "__rows"
+    if keys:
+        items = ", ".join(
+            f"{transform_sql(t, quote(c))} AS {k}" for (c, t), k in zip(task.partition, keys, strict=True)
+        )
+        con.execute(f"CREATE TEMP TABLE __keyed AS SELECT *, {items} FROM __rows")
+        source = "__keyed"
+        groups = [tuple(r) for r in con.execute(f"SELECT DISTINCT {', '.join(keys)} FROM __keyed").fetchall()]
+        groups.sort(key=lambda g: tuple((v is None, v or "") for v in g))
+    outputs: list[Output] = []
+    for values in groups:
+        where = " AND ".join(f"{k} IS NOT DISTINCT FROM ${k}" for k in keys)
+        select = (
+            f"SELECT * EXCLUDE ({', '.join(keys)}) FROM {source} WHERE {where}{order}"
+            if keys
+            else f"SELECT * FROM {source}{order}"
+        )
+        written = write_parquet(
+            con,
+            select,
+            fields,
+            os.path.join(scratch, f"out-{len(outputs)}.parquet"),
+            task.options,
+            dict(zip(keys, values, strict=True)),
+        )
+        relative = new_file_name(
+            hive_directory(list(task.hive_names), values) if task.hive_names else "", marker=task.marker
+        )
+        full = task.paths.full(relative, True)
+        stored.append(full)
+        storage.store(written.local_path, full)
+        outputs.append(Output(relative, written, values))
+    return tuple(outputs)
+
+
+# --------------------------------------------------------------------------- Arrow
+
+
+_ARROW: dict[str, pa.DataType] = {
+    "boolean": pa.bool_(),
+    **{f"int{b}": getattr(pa, f"int{b}")() for b in (8, 16, 32, 64)},
+    **{f"uint{b}": getattr(pa, f"uint{b}")() for b in (8, 16, 32, 64)},
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "varchar": pa.string(),
+    "blob": pa.binary(),
+    "date": pa.date32(),
+    "time": pa.time64("us"),
+    "timestamp": pa.timestamp("us"),
+    "timestamp_s": pa.timestamp("s"),
+    "timestamp_ms": pa.timestamp("ms"),
+    "timestamptz": pa.timestamp("us", tz="UTC"),
+}
+_AS_TEXT = ("uuid", "int128", "uint128")  # handed to DuckDB as text, cast there
+
+
+def arrow_type(t: DuckLakeType) -> pa.DataType:
+    """The Arrow type a converted value of ``t`` is handed over in (DuckDB casts it to ``t``;
+    types no ingested value has, NULL only, as text)."""
+    if isinstance(t, Decimal):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, ListOf):
+        return pa.list_(arrow_type(t.element))
+    if isinstance(t, Struct):
+        return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
+    if isinstance(t, MapOf):
+        return pa.map_(arrow_type(t.key), arrow_type(t.value))
+    return _ARROW.get(t.name, pa.string())
+
+
+def _needs_adapting(t: DuckLakeType) -> bool:
+    if isinstance(t, ListOf):
+        return _needs_adapting(t.element)
+    if isinstance(t, Struct):
+        return any(_needs_adapting(f.type) for f in t.fields)
+    return isinstance(t, Primitive) and t.name in _AS_TEXT
+
+
+def _adapted(value: Any, t: DuckLakeType) -> Any:
+    if value is None:
+        return None
+    if isinstance(t, ListOf):
+        return [_adapted(v, t.element) for v in value]
+    if isinstance(t, Struct):
+        return {f.name: _adapted(value.get(f.name), f.type) for f in t.fields}
+    return str(value) if isinstance(t, Primitive) and t.name in _AS_TEXT else value
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def ingest(
+    catalog: Catalog,
+    schema: str,
+    table: str,
+    *,
+    path: str,
+    file_format: str = INGEST_FORMAT.default,
+    on_bad_record: str = ON_BAD_RECORD.default,
+    reingest: bool = REINGEST.default,
+    dry_run: bool = DRY_RUN.default,
+    author: str = DEFAULT_AUTHOR,
+    runner: Runner = run_in_process,
+    run: JobRun = PLAIN_RUN,
+) -> dict[str, Any]:
+    inputs = read_inputs(catalog, schema, table)
+    state, t = inputs.state, inputs.table
+    sources, ignored = list_sources(path, file_format)
+    report = Report(
+        "ingest",
+        table=t.qualified_name,
+        path=path,
+        format=file_format,
+        onBadRecord=on_bad_record,
+        baseSnapshot=inputs.base,
+        filesRead=len(sources),
+        bytesRead=sum(s.file.size for s in sources),
+        filesIgnored=ignored,
+        dryRun=dry_run,
+    )
+    if not reingest:
+        _refuse_ingested(catalog, t, sources)
+    groups = _groups(sources)
+    runner = run.runner_for(runner, report.fields["bytesRead"])
+    report.fields["ranOn"] = ran_on(runner)
+    s3 = storage.s3_config(path)
+    run.phase("reading", 0, len(groups))
+    observations = runner(
+        observe_files,
+        [ReadTask(g, on_bad_record, s3) for g in groups],
+        on_done=lambda done: run.phase("reading", done, len(groups)),
+    )
+    skipped = Skipped()
+    for o in observations:
+        skipped.merge(o.skipped)
+    plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
+    records = sum(o.records for o in observations)
+    report.fields.update(
+        records=records,
+        recordsSkipped=skipped.count,
+        **({"firstSkipped": skipped.first} if skipped.first else {}),
+        columnsAdded=plan.describe(),
+    )
+    if dry_run or not records:
+        return report.done(filesWritten=0, rowsWritten=0, committedSnapshot=None)
+    paths = table_paths(state, t)
+    tasks = [_write_task(state, t, plan, g, on_bad_record, paths, run.file_marker, s3) for g in groups]
+    stored: list[str] = []
+
+    def produce() -> list[WriteResult]:
+        results = run.run_file_groups(runner, write_files, tasks)
+        for r in results:
+            stored.extend(r.stored)
+        failed = next((r.error for r in results if r.error), None)
+        if failed is not None:
+            raise JobFailed(f"{failed}; nothing was committed and the job's files were deleted")
+        return results
+
+    def commit(results: list[WriteResult]) -> CommitResult:
+        for r in results:
+            skipped.merge(r.skipped)
+        done = _written(results, skipped)
+        change = AppendFiles(
+            t.table_id,
+            t.qualified_name,
+            inputs.base,
+            _new_files(t, results),
+            tuple((c.column_id, c.parent_id, c.name, c.type_name) for top in plan.layout for c in top.walk()),
+            t.partition.partition_id if t.partition else None,
+            tuple(s.file for s in sources),
+            reingest,
+        )
+        extra = ingest_extra_info(t.table_id, change.sources, run.extra_info(report.done(**done)))
+        message = f"ingest {t.qualified_name}: {len(sources)} files, {done['rowsWritten']} rows" + (
+            f", {len(plan.changes)} columns added" if plan.changes else ""
+        )
+        return _commit(catalog, t, plan, change, author, message, extra)
+
+    results, committed = produce_and_commit(lambda: stored, produce, commit, committing=run.committing)
+    return report.done(**_written(results, skipped), committedSnapshot=committed.snapshot_id)
+
+
+def _groups(sources: list[Source]) -> list[tuple[Source, ...]]:
+    """Consecutive files of up to ``GROUP_BYTES`` together (a larger file alone)."""
+    groups: list[list[Source]] = []
+    size = 0
+    for s in sources:
+        if not groups or size + s.file.size > GROUP_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(s)
+        size += s.file.size
+    return [tuple(g) for g in groups]
+
+
+def _refuse_ingested(catalog: Catalog, t: TableState, sources: list[Source]) -> None:
+    done = ingested_files(catalog, t.table_id)
+    again = [(s.file.path, done[s.file]) for s in sources if s.file in done]
+    if again:
+        listed = ", ".join(f"{p} (snapshot {snap})" for p, snap in again[:3]) + (
+            f" and {len(again) - 3} more" if len(again) > 3 else ""
+        )
+        raise DuckLakeError(
+            f"ingest into {t.qualified_name}: already ingested: {listed}; nothing was committed "
+            "(reingest: true ingests them again)"
+        )
+
+
+def column_defaults(t: TableState) -> dict[int, Any]:
+    """The value of each top-level column's default (by column id), evaluated as DuckDB's
+    INSERT evaluates it for a column it is not given."""
+    out: dict[int, Any] = {}
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        for c in t.columns:
+            if not c.has_default or c.children:
+                continue
+            sql_type = to_duckdb_sql(c.type)
+            text = c.default_value or ""
+            value_sql = literal(text) if c.default_value_type != "expression" else f"({text})"
+            try:
+                row = con.execute(f"SELECT CAST({value_sql} AS {sql_type})").fetchone()
+            except duckdb.Error as exc:
+                raise DuckLakeError(
+                    f"ingest into {t.qualified_name}: the default of {c.name} ({text}) cannot be evaluated: "
+                    f"{reason(exc)}"
+                ) from None
+            out[c.column_id] = row[0] if row else None
+    finally:
+        con.close()
+    return out
+
+
+def _write_task(
+    state: Any,
+    t: TableState,
+    plan: IngestPlan,
+    group: tuple[Source, ...],
+    on_bad_record: str,
+    paths: TablePaths,
+    marker: str,
+    s3: storage.S3Config | None,
+) -> WriteTask:
+    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    by_id = {c.column_id: c.name for c in plan.layout}
+    hive = (option(state, t, "hive_file_pattern") or "true").lower() != "false"
+    sort_on_insert = (option(state, t, "sort_on_insert") or "true").lower() != "false"
+    return WriteTask(
+        sources=group,
+        on_bad_record=on_bad_record,
+        level=plan.level,
+        layout=plan.layout,
+        partition=tuple((by_id[f.column_id], f.transform) for f in fields),
+        hive_names=tuple(key_names(t.partition, plan.layout)) if fields and hive and t.partition else (),
+        order_by=sort_sql(t) if sort_on_insert else "",
+        options=copy_options(options_in_force(state, t)),
+        paths=paths,
+        marker=marker,
+        s3=s3 or storage.s3_config(paths.directory),
+    )
+
+
+def _new_files(t: TableState, results: list[WriteResult]) -> tuple[NewDataFile, ...]:
+    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    return tuple(
+        NewDataFile(
+            path=o.path,
+            record_count=o.written.record_count,
+            file_size_bytes=o.written.file_size_bytes,
+            footer_size=o.written.footer_size,
+            begin_snapshot=None,
+            row_id_start=None,  # the commit's, from next_row_id
+            partial_max=None,
+            partition_id=t.partition.partition_id if fields and t.partition else None,
+            partition_values=tuple((f.key_index, v) for f, v in zip(fields, o.values, strict=True)),
+            column_stats=o.written.column_stats,
+        )
+        for r in results
+        for o in r.outputs
+    )
+
+
+def _written(results: list[WriteResult], skipped: Skipped) -> dict[str, Any]:
+    files = [o.written for r in results for o in r.outputs]
+    return {
+        "filesWritten": len(files),
+        "bytesWritten": sum(w.file_size_bytes for w in files),
+        "rowsWritten": sum(w.record_count for w in files),
+        "recordsSkipped": skipped.count,
+        **({"firstSkipped": skipped.first} if skipped.first else {}),
+    }
+
+
+def _commit(
+    catalog: Catalog, t: TableState, plan: IngestPlan, change: AppendFiles, author: str, message: str, extra: str
+) -> CommitResult:
+    """Commit the plan's columns and the files; a refusal by a concurrent commit that left the
+    table's columns and partitioning as planned is tried again on the latest snapshot (the
+    files are still right for it)."""
+    base = change.base_snapshot
+    for attempt in range(REBASES + 1):
+        try:
+            return catalog.commit(
+                [*plan.changes, change],
+                author=author,
+                base_snapshot=base,
+                message=message,
+                extra_info=extra,
+                before_commit=lambda: fault_point("in_commit"),  # the transaction is open, nothing is visible yet
+            )
+        except CommitConflict:
+            if attempt == REBASES:
+                raise
+            now = read_inputs(catalog, t.schema_name, t.name).table
+            if (now.table_id, now.columns, now.next_column_id, now.partition) != (
+                t.table_id,
+                t.columns,
+                t.next_column_id,
+                t.partition,
+            ):
+                raise
+            base = catalog.snapshot().snapshot_id
+    raise AssertionError("unreachable")

@@ -1,0 +1,277 @@
+"""The files an ingest reads: which they are (a file, a directory, a pattern; local or
+``s3://``), their format, and their records, one at a time, with the file and line each came
+from. JSON lines are parsed here (each value keeps its own type); CSV (DuckDB's sniffer over
+the whole file) and Parquet are read by an in-process DuckDB, whose column types are the
+values' types. A record that cannot be read is a ``BadRecord``; a file that is not what its
+format says is a ``DuckLakeError`` whatever ``onBadRecord`` says.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gzip
+import json
+import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any, cast
+
+import duckdb
+
+from ducklake_operator import storage
+from ducklake_operator.errors import DuckLakeError, SpecError
+from ducklake_operator.evolution.observed import TypedField, typed_field
+from ducklake_operator.model.ingested_files import SourceFile
+from ducklake_operator.model.names import fold
+from ducklake_operator.model.types import parse_type
+from ducklake_operator.model.value_kinds import LONG, UnreadableType
+
+from .parquet_writer import literal, quote, scratch_connection
+
+EXTENSIONS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet"}
+FIRST_SKIPPED = 5  # skipped records the report names
+BATCH_ROWS = 4096  # rows fetched from DuckDB at a time
+
+
+@dataclass(frozen=True)
+class Source:
+    file: SourceFile
+    format: str  # json, csv or parquet
+
+
+def format_of(path: str) -> str | None:
+    name = posixpath.basename(path).lower()
+    if name.endswith(".gz") and not name.endswith(".parquet.gz"):
+        name = name[: -len(".gz")]
+        return next((f for ext, f in EXTENSIONS.items() if name.endswith(ext) and f != "parquet"), None)
+    return next((f for ext, f in EXTENSIONS.items() if name.endswith(ext)), None)
+
+
+def _hidden(path: str, root: str) -> bool:
+    """Files (and directories) named ``.x`` or ``_x`` under ``root`` (``_SUCCESS``, ``.crc``)."""
+    return any(part.startswith((".", "_")) for part in path[len(root) :].split("/") if part)
+
+
+def list_sources(path: str, file_format: str) -> tuple[list[Source], int]:
+    """The files at ``path`` with their formats, in path order, and how many were left alone
+    (hidden, or of an unknown extension when the format is auto)."""
+    if not path:
+        raise SpecError("ingest: path is empty")
+    one = None if any(c in posixpath.basename(path) for c in "*?[") else storage.stat(path)
+    if one is not None:
+        fmt = format_of(path) if file_format == "auto" else file_format
+        if fmt is None:
+            raise DuckLakeError(
+                f"ingest: cannot tell the format of {path} from its extension "
+                f"({', '.join(EXTENSIONS)}, .gz after json and csv ones); set format: json, csv or parquet"
+            )
+        return [Source(SourceFile(one.path, one.size, one.mtime), fmt)], 0
+    pattern = None
+    root = path
+    if any(c in posixpath.basename(path) for c in "*?["):
+        root, pattern = posixpath.dirname(path), posixpath.basename(path)
+    root = root.rstrip("/") + "/"
+    try:
+        found = sorted(storage.list_files(root), key=lambda f: f.path)
+    except OSError as exc:
+        raise DuckLakeError(f"ingest: cannot list {root}: {exc}") from None
+    sources, ignored = [], 0
+    for f in found:
+        if pattern is not None and not fnmatch.fnmatchcase(f.path[len(root) :], pattern):
+            continue
+        fmt = format_of(f.path) if file_format == "auto" else file_format
+        if _hidden(f.path, root) or fmt is None:
+            ignored += 1
+            continue
+        sources.append(Source(SourceFile(f.path, f.size, f.mtime), fmt))
+    if not sources:
+        what = "no file" if not ignored else f"no file to ingest ({ignored} hidden or of an unknown extension)"
+        raise DuckLakeError(
+            f"ingest: {what} at {path}" + ("" if file_format != "auto" or not ignored else "; set format to read them")
+        )
+    return sources, ignored
+
+
+@dataclass
+class Skipped:
+    """Records skipped (``onBadRecord: skip``) and the first few, named."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+
+    def add(self, where: str, why: str) -> None:
+        self.count += 1
+        if len(self.first) < FIRST_SKIPPED:
+            self.first.append(f"{where}: {why}")
+
+    def merge(self, other: Skipped) -> None:
+        self.count += other.count
+        self.first = (self.first + other.first)[:FIRST_SKIPPED]
+
+
+@dataclass(frozen=True)
+class Record:
+    where: str  # file:line (JSON, CSV) or file:row (Parquet)
+    values: dict[str, Any]
+
+
+class SourceReader:
+    """The records of one local copy of a source: ``typed`` is None for JSON (each value its own
+    type), else the columns' types by folded name (for ``routing``) and in order (to observe)."""
+
+    def __init__(self, source: Source, local: str, on_bad_record: str, skipped: Skipped | None) -> None:
+        """``skipped``: where skipped records are counted (None: they were counted already)."""
+        self.source, self.local, self.on_bad_record, self.skipped = source, local, on_bad_record, skipped
+        self.columns: tuple[TypedField, ...] = ()
+        self.ranges: dict[str, tuple[int | None, int | None]] = {}
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._rejected: set[int] = set()
+        if source.format != "json":
+            self._con = scratch_connection()
+            self._describe()
+
+    @property
+    def typed(self) -> dict[str, TypedField] | None:
+        return None if self.source.format == "json" else {fold(c.name): c for c in self.columns}
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+
+    def bad(self, where: str, why: str) -> None:
+        if self.on_bad_record == "fail":
+            raise DuckLakeError(f"ingest: {where}: {why} (onBadRecord: skip skips such records)")
+        if self.skipped is not None:
+            self.skipped.add(where, why)
+
+    def records(self) -> Iterator[Record]:
+        return self._json() if self.source.format == "json" else self._typed()
+
+    # ------------------------------------------------------------------ JSON lines
+
+    @contextmanager
+    def _open(self) -> Iterator[IO[bytes]]:
+        gz = self.source.file.path.lower().endswith(".gz")
+        try:
+            with cast(IO[bytes], gzip.open(self.local, "rb") if gz else open(self.local, "rb")) as fh:
+                head = fh.read(4096)
+                fh.seek(0)
+                if head.startswith(b"PAR1") or b"\x00" in head:
+                    raise DuckLakeError(
+                        f"ingest: {self.source.file.path} is not JSON lines: it holds binary data"
+                        + (" (a Parquet file?)" if head.startswith(b"PAR1") else "")
+                    )
+                yield fh
+        except (OSError, EOFError) as exc:  # gzip's "Not a gzipped file", a truncated one
+            raise DuckLakeError(f"ingest: cannot read {self.source.file.path}: {exc}") from None
+
+    def _json(self) -> Iterator[Record]:
+        path = self.source.file.path
+        with self._open() as fh:
+            for number, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                where = f"{path}:{number}"
+                try:
+                    value = json.loads(raw)
+                except (ValueError, UnicodeDecodeError) as exc:
+                    self.bad(where, f"not JSON ({_first_line(str(exc))})")
+                    continue
+                if not isinstance(value, dict):
+                    self.bad(where, f"a JSON {_json_type(value)} is not a record (an object)")
+                    continue
+                yield Record(where, value)
+
+    # ------------------------------------------------------------------ CSV, Parquet
+
+    def _scan(self) -> str:
+        path = literal(self.local)
+        if self.source.format == "parquet":
+            return f"read_parquet({path})"
+        # every row sniffed (the types hold for the whole file); rows that do not parse are
+        # rejected rather than making the sniffer give up on the dialect
+        return f"read_csv({path}, sample_size = -1, ignore_errors = true, store_rejects = true)"
+
+    def _describe(self) -> None:
+        assert self._con is not None
+        path = self.source.file.path
+        try:
+            described = self._con.execute(f"DESCRIBE SELECT * FROM {self._scan()}").fetchall()
+        except duckdb.Error as exc:
+            raise DuckLakeError(
+                f"ingest: {path} is not a {self.source.format.upper()} file DuckDB can read ({_first_line(str(exc))})"
+            ) from None
+        columns = []
+        for name, type_text, *_ in described:
+            try:
+                columns.append(typed_field(name, parse_type(type_text)))
+            except (UnreadableType, SpecError):
+                raise DuckLakeError(
+                    f"ingest: column {name} of {path} is {type_text}, which ingest does not read; "
+                    "convert it (to text, or a supported type) first"
+                ) from None
+        self.columns = tuple(columns)
+        names: dict[str, str] = {}
+        for c in columns:
+            other = names.setdefault(fold(c.name), c.name)
+            if other != c.name:
+                raise DuckLakeError(
+                    f"ingest: columns {other} and {c.name} of {path} name the same column (names are case-insensitive)"
+                )
+        longs = [c.name for c in columns if c.shape.dims == 0 and c.shape.kind == LONG]
+        if longs:
+            items = ", ".join(f"min({quote(n)}), max({quote(n)})" for n in longs)
+            row = self._con.execute(f"SELECT {items} FROM {self._scan()}").fetchone() or ()
+            self.ranges = {n: (row[2 * i], row[2 * i + 1]) for i, n in enumerate(longs)}
+        if self.source.format == "csv":
+            self._check_rejects()
+
+    def _check_rejects(self) -> None:
+        """Rows of a CSV file that did not parse: fail on the first, or count them skipped."""
+        assert self._con is not None
+        self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchone()
+        rejected = self._con.execute(
+            "SELECT line, min(error_message) FROM reject_errors GROUP BY line ORDER BY line"
+        ).fetchall()
+        self._rejected = {int(line) for line, _ in rejected}
+        for line, message in rejected:
+            self.bad(f"{self.source.file.path}:{line}", f"not a CSV row of this file ({message})")
+
+    def count(self) -> int:
+        """The rows of a CSV or Parquet file (those that parse)."""
+        assert self._con is not None
+        row = self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchone()
+        return int(row[0]) if row else 0
+
+    def _typed(self) -> Iterator[Record]:
+        assert self._con is not None
+        path = self.source.file.path
+        try:
+            cursor = self._con.execute(f"SELECT * FROM {self._scan()}")
+            names = [d[0] for d in cursor.description or ()]
+            row_number = 0
+            while batch := cursor.fetchmany(BATCH_ROWS):
+                for row in batch:
+                    row_number += 1
+                    yield Record(f"{path}:row {row_number}", dict(zip(names, row, strict=True)))
+        except duckdb.Error as exc:
+            raise DuckLakeError(f"ingest: cannot read {path}: {_first_line(str(exc))}") from None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _json_type(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(
+        type(value), "null" if value is None else type(value).__name__
+    )
+
+
+def read_local(source: Source, scratch: str) -> str:
+    """A local copy of the source (the file itself when it is local)."""
+    try:
+        return storage.fetch(source.file.path, scratch)
+    except OSError as exc:
+        raise DuckLakeError(f"ingest: cannot read {source.file.path}: {exc}") from None

@@ -1,0 +1,366 @@
+"""Automatic schema evolution for ingestion (``evolution.mode: auto``): what the records'
+fields were seen holding (``observed``) against a table's columns -> the columns to add and
+where each value goes (pure). The seed's rules (``upsolver-iceberg-schema-evolution.md``):
+
+1. A field met for the first time gets a column of its widest type and largest array
+   dimension, under its own name; every other shape seen gets a column named with a type
+   suffix (``a_string``, ``a_array2_long``), except ``long`` next to ``double`` (edge case
+   1). Records take the name before arrays, arrays before primitives (rule 4); the record
+   column of the largest dimension receives every nested field, the others only those seen
+   at their dimension.
+2. A value that fits a field's existing column (a narrower type, a smaller dimension) goes
+   into it, converted.
+3. A wider or unconvertible value gets a column for the wider type of the two (``string``
+   when neither is wider) and one for its own type: existing columns never change (the
+   declared columns, the manifest's, always win).
+4. Columns added with a type suffix carry the comment ``evolved_from:<field>`` (rule 7's field
+   documentation; a DuckLake column tag, the only key DuckDB 1.5.5 reads: any other column tag
+   makes it refuse the table); a column of that name without it is a column of its own,
+   never reused.
+5. Values go to every column of their field they fit into (rule 8): a long also into a
+   timestamp column (edge case 2), a record into the field's own record column when it is
+   as deep or deeper, and into the suffixed record column of exactly its dimension.
+
+Nested fields evolve by the same rules inside each record column they go to (new fields are
+added to the struct). Fields with an empty name were dropped when observed (rule 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import DuckLakeError
+from ..model.changes import AddColumn
+from ..model.names import fold, identifier_problem
+from ..model.state import ColumnState, TableState
+from ..model.types import Field, ListOf, MapOf, Struct
+from ..model.value_kinds import (
+    BOOLEAN,
+    DOUBLE,
+    LONG,
+    NOTHING,
+    RECORD,
+    STRING,
+    Shape,
+    column_kind,
+    evolved_name,
+    fits,
+    leaf_type,
+    ranged,
+    routes,
+    widest,
+    widest_of,
+    with_dims,
+)
+from .observed import Fields, FieldSeen, ShapeSeen, merge_fields
+
+EVOLVED_FROM = "evolved_from:"  # a suffixed column's comment starts so, then names its field (rule 7)
+
+
+def evolved_from(column: ColumnState) -> str | None:
+    """The field a column was added for with a type suffix (its comment says so), else None."""
+    comment = column.comment or ""
+    return comment[len(EVOLVED_FROM) :] if comment.startswith(EVOLVED_FROM) else None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A column (or struct field) that values of a field may go to."""
+
+    index: int  # its position among its level's columns
+    dims: int
+    kind: str
+    primary: bool  # the column named as the field (records of any smaller dimension go in)
+    level: Level | None = None  # of a record column: its fields
+
+    def takes(self, shape: Shape) -> bool:
+        """Whether values of ``shape`` go here (a declared narrower integer or decimal column
+        takes the longs within its range: ``routing`` checks each value)."""
+        if shape.dims > self.dims:
+            return False
+        if shape.kind == NOTHING:
+            return True
+        if RECORD in (shape.kind, self.kind):
+            return shape.kind == self.kind and (shape.dims == self.dims or self.primary)
+        return routes(shape.kind, self.kind) or (shape.kind in (LONG, BOOLEAN) and ranged(self.kind))
+
+
+@dataclass(frozen=True)
+class Level:
+    """The columns of a table (or the fields of a struct) and which field goes where."""
+
+    names: tuple[str, ...]  # every column at this level, in order
+    routes: Mapping[str, tuple[Target, ...]]  # folded field name -> its columns, its own first
+    required: tuple[tuple[int, str], ...] = ()  # (index, name) of NOT NULL columns
+    defaults: tuple[tuple[int, str, Any], ...] = ()  # (index, folded field, value) for absent fields
+
+
+@dataclass(frozen=True)
+class IngestPlan:
+    changes: tuple[AddColumn, ...]  # in commit order
+    layout: tuple[ColumnState, ...]  # the table's columns after them, with the ids the commit gives
+    level: Level  # where each field's values go
+
+    def describe(self) -> list[str]:
+        return [c.describe() for c in self.changes]
+
+
+class EvolutionError(DuckLakeError):
+    """The records need a column that cannot be added (a name taken by a column of its own)."""
+
+
+def plan_ingest(table: TableState, observed: Fields, defaults: Mapping[int, Any] | None = None) -> IngestPlan:
+    """``defaults``: the value of each top-level column's literal default by column id, for
+    records that lack its field (as DuckDB's INSERT fills them)."""
+    planner = _Planner(table)
+    level = planner.level(table.columns, observed, (), top=True, defaults=defaults or {})
+    changes = tuple(planner.changes)
+    return IngestPlan(changes, layout_after(table.columns, changes, table.next_column_id), level)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+@dataclass
+class _Column:
+    """A column of a level as planned: an existing one, or one to add."""
+
+    name: str
+    shape: Shape
+    primary: bool
+    existing: ColumnState | None = None
+    seen: Fields = field(default_factory=dict)  # of a record column: what goes into its fields
+    leaf_fields: tuple[Field, ...] = ()  # of a new record column: its fields, once planned
+    comment: str | None = None
+
+
+@dataclass
+class _Planner:
+    table: TableState
+    changes: list[AddColumn] = field(default_factory=list)  # fields added to existing structs (and the table)
+    new_fields: list[Field] = field(default_factory=list)  # fields of a new struct
+
+    def level(
+        self,
+        current: tuple[ColumnState, ...],
+        observed: Mapping[str, FieldSeen],
+        path: tuple[str, ...] | None,
+        *,
+        top: bool = False,
+        defaults: Mapping[int, Any] | None = None,
+    ) -> Level:
+        """Plan one level: ``current`` columns (none for a new struct), the fields seen there;
+        ``path``: the struct's path to add new fields to (None: the struct is new itself,
+        its fields go into its type). Returns the level's routes; new columns become
+        ``AddColumn`` changes, or the ``_Column.leaf_fields`` of the caller's new struct."""
+        columns = [_existing(c) for c in current]
+        by_field: dict[str, list[_Column]] = {}
+        for key, seen in observed.items():
+            by_field[key] = self.field(columns, key, seen, path)
+        for key, cols in by_field.items():
+            for col in cols:
+                col.seen = _routed_fields(col, observed[key])
+        targets: dict[int, Target] = {}  # id of a record column -> its target, fields planned
+        for col in columns:
+            if col.shape.kind != RECORD:
+                continue
+            if col.existing is not None:
+                inner = _struct_of(col.existing)
+                sub_path = None if path is None else path + (col.existing.name,) + ("element",) * col.shape.dims
+                targets[id(col)] = Target(
+                    0, col.shape.dims, RECORD, col.primary, self.level(inner.children, col.seen, sub_path)
+                )
+            elif col.seen:
+                sub = _Planner(self.table)
+                sub_level = sub.level((), col.seen, None)
+                col.leaf_fields = tuple(sub.new_fields)
+                targets[id(col)] = Target(0, col.shape.dims, RECORD, col.primary, sub_level)
+        new = [c for c in columns if c.existing is None and (c.shape.kind != RECORD or c.leaf_fields)]
+        kept = [c for c in columns if c.existing is not None] + new
+        index = {id(c): i for i, c in enumerate(kept)}
+        for col in new:
+            f = Field(col.name, _type_of(col), comment=col.comment)
+            problem = identifier_problem(col.name, "column")
+            if problem:
+                raise EvolutionError(f"{self.table.qualified_name}: {problem}; the records' field cannot be a column")
+            if path is None:
+                self.new_fields.append(f)
+            else:
+                self.changes.append(AddColumn(self.table.table_id, self.table.qualified_name, path, f))
+        routes: dict[str, tuple[Target, ...]] = {}
+        for key, cols in by_field.items():
+            found = []
+            for col in cols:
+                if id(col) not in index:
+                    continue  # a record column that would have no field: nothing to write
+                i = index[id(col)]
+                planned = targets.get(id(col))
+                found.append(
+                    replace(planned, index=i) if planned else Target(i, col.shape.dims, col.shape.kind, col.primary)
+                )
+            routes[key] = tuple(found)
+        required = tuple((i, c.name) for i, c in enumerate(kept) if top and c.existing and not c.existing.nullable)
+        found_defaults = tuple(
+            (i, fold(c.name), (defaults or {})[c.existing.column_id])
+            for i, c in enumerate(kept)
+            if c.existing is not None and c.existing.column_id in (defaults or {})
+        )
+        return Level(tuple(c.name for c in kept), routes, required, found_defaults)
+
+    def field(self, columns: list[_Column], key: str, seen: FieldSeen, path: tuple[str, ...] | None) -> list[_Column]:
+        """The columns of one field at this level (its own first), adding what its shapes need."""
+        own = next((c for c in columns if fold(c.name) == key), None)
+        origin = evolved_from(own.existing) if own is not None and own.existing is not None else None
+        if own is not None and origin is not None and fold(origin) != key:
+            raise EvolutionError(
+                f"{self.table.qualified_name}: the records have a field {seen.name}, but column {own.name} holds "
+                f"values of {origin} (its comment: {EVOLVED_FROM}{origin}); rename the field or the column"
+            )
+        evolved = [c for c in columns if c.existing is not None and fold(evolved_from(c.existing) or "\0") == key]
+        shapes = dict(seen.shapes)
+        needed: list[Shape] = []
+        if own is None:
+            if any(Shape(s.dims, DOUBLE) in shapes for s in shapes if s.kind == LONG):  # edge case 1
+                shapes = {s: v for s, v in shapes.items() if not (s.kind == LONG and Shape(s.dims, DOUBLE) in shapes)}
+            primary = _widest_shape(list(shapes))
+            own = _Column(seen.name, primary, True)
+            columns.append(own)
+            needed = [s for s in shapes if s != primary and s.kind != NOTHING]
+        else:
+            for s, v in shapes.items():
+                if _fits_column(s, v, own.shape):
+                    continue
+                wider = _wider(s, own.shape)
+                for w in (wider, s):
+                    if w is not None and w.kind != NOTHING and w not in needed:
+                        needed.append(w)
+        out = [own] + evolved
+        for shape in needed:
+            name = evolved_name(seen.name, shape)
+            taken = next((c for c in columns if fold(c.name) == fold(name)), None)
+            if taken is None:
+                added = _Column(name, shape, False, comment=EVOLVED_FROM + seen.name)
+                columns.append(added)
+                out.append(added)
+            elif taken not in evolved or taken.shape != shape:
+                where = ".".join((path or ()) + (seen.name,))
+                raise EvolutionError(
+                    f"{self.table.qualified_name}: {where} needs a column {name} of type "
+                    f"{_type_of(_Column(name, shape, False))} for its {shape} values, but {taken.name} is "
+                    f"a column of its own (its comment is not {EVOLVED_FROM}{seen.name}); rename it, or declare the column "
+                    "these values should go to"
+                )
+        return out
+
+
+def _existing(c: ColumnState) -> _Column:
+    return _Column(c.name, column_kind(c.type), False, existing=c)
+
+
+def _struct_of(c: ColumnState) -> ColumnState:
+    while c.type_name == "list":
+        c = c.children[0]
+    return c
+
+
+def _widest_shape(shapes: list[Shape]) -> Shape:
+    """A new field's own column: records first, then the largest dimension and widest type."""
+    records = [s for s in shapes if s.kind == RECORD]
+    if records:
+        return Shape(max(s.dims for s in records), RECORD)
+    kinds = [s.kind for s in shapes]
+    kind = widest_of(kinds) or next(k for k in kinds if k != NOTHING)  # none is wider: the first seen
+    return Shape(max(s.dims for s in shapes), STRING if kind == NOTHING else kind)
+
+
+def _fits_column(s: Shape, seen: ShapeSeen, column: Shape) -> bool:
+    if s.dims > column.dims:
+        return False
+    if RECORD in (s.kind, column.kind) and s.kind != NOTHING:
+        return s.kind == column.kind
+    return fits(s.kind, column.kind, seen.low, seen.high)
+
+
+def _wider(s: Shape, column: Shape) -> Shape | None:
+    kind = widest(s.kind, column.kind)
+    return None if kind is None else Shape(max(s.dims, column.dims), kind)
+
+
+def _routed_fields(col: _Column, seen: FieldSeen) -> Fields:
+    """The nested fields of the records that go into a record column."""
+    out: Fields = {}
+    if col.shape.kind != RECORD:
+        return out
+    for s, v in seen.shapes.items():
+        if s.kind == RECORD and (s.dims == col.shape.dims or (col.primary and s.dims < col.shape.dims)):
+            merge_fields(out, v.fields)
+    return out
+
+
+def _type_of(col: _Column) -> Any:
+    leaf = Struct(col.leaf_fields) if col.shape.kind == RECORD else leaf_type(col.shape.kind)
+    return with_dims(leaf, col.shape.dims)
+
+
+# --------------------------------------------------------------------------- the layout after
+
+
+def layout_after(
+    columns: tuple[ColumnState, ...], adds: tuple[AddColumn, ...], next_id: int
+) -> tuple[ColumnState, ...]:
+    """The table's columns once ``adds`` are committed, with the ids the commit allocates
+    (each column and its children depth-first from the next free id, in change order)."""
+    out = columns
+    for change in adds:
+        new, next_id = _states(change.field, next_id, None)
+        out = _insert(out, change.parent_path, new)
+    return out
+
+
+def _states(f: Field, next_id: int, parent: int | None) -> tuple[ColumnState, int]:
+    cid, next_id = next_id, next_id + 1
+    children: list[ColumnState] = []
+    t = f.type
+    subs = (
+        list(t.fields)
+        if isinstance(t, Struct)
+        else [Field("element", t.element)]
+        if isinstance(t, ListOf)
+        else [Field("key", t.key), Field("value", t.value)]
+        if isinstance(t, MapOf)
+        else []
+    )
+    for sub in subs:
+        child, next_id = _states(sub, next_id, cid)
+        children.append(child)
+    state = ColumnState(
+        column_id=cid,
+        name=f.name,
+        type_name=t.name,
+        nullable=f.nullable,
+        initial_default=None,
+        default_value=None,
+        default_value_type=None,
+        parent_id=parent,
+        order=cid,
+        begin_snapshot=0,
+        children=tuple(children),
+        tags=dict(f.tags) | ({"comment": f.comment} if f.comment is not None else {}),
+    )
+    return state, next_id
+
+
+def _insert(columns: tuple[ColumnState, ...], path: tuple[str, ...], new: ColumnState) -> tuple[ColumnState, ...]:
+    if not path:
+        return columns + (new,)
+    out = []
+    for c in columns:
+        if fold(c.name) == fold(path[0]):
+            if len(path) == 1:
+                c = replace(c, children=c.children + (replace(new, parent_id=c.column_id),))
+            else:
+                c = replace(c, children=_insert(c.children, path[1:], new))
+        out.append(c)
+    return tuple(out)

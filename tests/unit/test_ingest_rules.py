@@ -1,0 +1,349 @@
+"""The seed's schema evolution rules (upsolver-iceberg-schema-evolution.md), pure: what records'
+fields are seen holding -> the columns ingestion adds and the row each record becomes. The
+four examples, the widest-type table, the edge cases, precedence, naming, empty names, declared
+columns. (tests/maintenance/test_ingest_vs_duckdb.py runs the same through DuckDB.)"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from ducklake_operator.evolution.auto_schema import EvolutionError, IngestPlan, layout_after, plan_ingest
+from ducklake_operator.evolution.observed import (
+    BadRecord,
+    Fields,
+    FieldSeen,
+    MissingValue,
+    json_shape,
+    observe_record,
+)
+from ducklake_operator.evolution.routing import convert_record, convert_value, text_of
+from ducklake_operator.model.changes import AddColumn
+from ducklake_operator.model.state import ColumnState, TableState
+from ducklake_operator.model.types import Field, parse_type
+from ducklake_operator.model.value_kinds import Shape, evolved_name, widest
+
+EMPTY = TableState(1, "uuid", 0, "main", "t", "t/", True, 0, (), 1)
+
+
+def table(*columns: tuple[str, str] | Field) -> TableState:
+    fields = tuple(c if isinstance(c, Field) else Field(c[0], parse_type(c[1])) for c in columns)
+    layout = layout_after((), tuple(AddColumn(1, "main.t", (), f) for f in fields), 1)
+    return replace(EMPTY, columns=layout, next_column_id=_next_id(layout))
+
+
+def _next_id(columns: tuple[ColumnState, ...]) -> int:
+    return max((c.column_id for top in columns for c in top.walk()), default=0) + 1
+
+
+def plan(t: TableState, records: list[dict[str, Any]]) -> IngestPlan:
+    fields: Fields = {}
+    for r in records:
+        observe_record(fields, r)
+    return plan_ingest(t, fields)
+
+
+def after(t: TableState, p: IngestPlan) -> TableState:
+    return replace(t, columns=p.layout, next_column_id=_next_id(p.layout))
+
+
+def columns(t: TableState) -> dict[str, tuple[str, str | None]]:
+    """Top-level name -> (type, evolved_from comment)."""
+    return {c.name: (str(c.type), c.comment) for c in t.columns}
+
+
+def rows(p: IngestPlan, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(zip(p.level.names, convert_record(r, p.level), strict=True)) for r in records]
+
+
+def test_example_1_a_primitive_after_an_array() -> None:
+    """a[]::long first; a::string later: a_string and a_array_string, a stays and takes longs."""
+    first = plan(EMPTY, [{"a": [1, 2]}])
+    t = after(EMPTY, first)
+    assert columns(t) == {"a": ("list<int64>", None)}
+    second = plan(t, [{"a": "x"}])
+    t = after(t, second)
+    assert columns(t) == {
+        "a": ("list<int64>", None),
+        "a_array_string": ("list<varchar>", "evolved_from:a"),
+        "a_string": ("varchar", "evolved_from:a"),
+    }
+    later = plan(t, [{"a": "y"}, {"a": 5}, {"a": [6, 7]}, {"a": True}])
+    assert later.changes == ()  # every shape has its columns now
+    assert rows(later, [{"a": "y"}, {"a": 5}, {"a": [6, 7]}, {"a": True}]) == [
+        {"a": None, "a_array_string": ["y"], "a_string": "y"},
+        {"a": [5], "a_array_string": ["5"], "a_string": "5"},  # convertible to long: into a, wrapped
+        {"a": [6, 7], "a_array_string": ["6", "7"], "a_string": None},
+        {"a": [1], "a_array_string": ["true"], "a_string": "true"},
+    ]
+
+
+def test_example_2_the_largest_dimension_takes_the_name() -> None:
+    records: list[dict[str, Any]] = [{"a": {"b": v}} for v in ("s", ["s"], [["s"]], [[["s"]]])]
+    p = plan(EMPTY, records)
+    (a,) = after(EMPTY, p).columns
+    assert [(c.name, str(c.type), c.comment) for c in a.children] == [
+        ("b", "list<list<list<varchar>>>", None),
+        ("b_string", "varchar", "evolved_from:b"),
+        ("b_array_string", "list<varchar>", "evolved_from:b"),
+        ("b_array2_string", "list<list<varchar>>", "evolved_from:b"),
+    ]
+    assert [r["a"] for r in rows(p, records[:2])] == [
+        {"b": [[["s"]]], "b_string": "s", "b_array_string": ["s"], "b_array2_string": [["s"]]},
+        {"b": [[["s"]]], "b_string": None, "b_array_string": ["s"], "b_array2_string": [["s"]]},
+    ]
+
+
+def test_example_3_long_and_double_make_one_double() -> None:
+    records: list[dict[str, Any]] = [{"a": {"b": True}}, {"a": {"b": 1}}, {"a": {"b": 1.5}}]
+    p = plan(EMPTY, records)
+    (a,) = after(EMPTY, p).columns
+    assert [(c.name, str(c.type)) for c in a.children] == [("b", "float64"), ("b_boolean", "boolean")]
+    assert [r["a"] for r in rows(p, records)] == [
+        {"b": 1.0, "b_boolean": True},
+        {"b": 1.0, "b_boolean": None},
+        {"b": 1.5, "b_boolean": None},
+    ]
+
+
+def test_example_4_records_of_every_dimension() -> None:
+    records: list[dict[str, Any]] = [
+        {"a": {"b": {"c": "s"}}},
+        {"a": {"b": [{"x": "s"}]}},
+        {"a": {"b": [[{"y": "s"}]]}},
+        {"a": {"b": [[[{"z": "s"}]]]}},
+    ]
+    p = plan(EMPTY, records)
+    (a,) = after(EMPTY, p).columns
+    record = "struct<c: varchar, x: varchar, y: varchar, z: varchar>"
+    assert [(c.name, str(c.type)) for c in a.children] == [
+        ("b", f"list<list<list<{record}>>>"),
+        ("b_record", "struct<c: varchar>"),
+        ("b_array_record", "list<struct<x: varchar>>"),
+        ("b_array2_record", "list<list<struct<y: varchar>>>"),
+    ]
+    got = [r["a"] for r in rows(p, records[:2])]
+    assert got[0] == {
+        "b": [[[{"c": "s", "x": None, "y": None, "z": None}]]],
+        "b_record": {"c": "s"},
+        "b_array_record": None,
+        "b_array2_record": None,
+    }
+    assert got[1]["b_array_record"] == [{"x": "s"}] and got[1]["b_record"] is None
+
+
+# The seed's widest-type table, read by hand: for a column of the row's type, the columns a
+# value of each other type adds (by suffix); "" fits the column (converted into it).
+WIDEST_TABLE: dict[str, dict[str, tuple[str, ...]]] = {
+    "boolean": {
+        "long": ("long",),
+        "double": ("double",),
+        "date": ("string", "date"),
+        "timestamp": ("string", "timestamp"),
+        "string": ("string",),
+    },
+    "long": {"boolean": (), "double": ("double",), "date": (), "timestamp": (), "string": ("string",)},
+    "double": {"boolean": (), "long": (), "date": (), "timestamp": (), "string": ("string",)},
+    "date": {
+        "boolean": ("string", "boolean"),
+        "long": ("long",),
+        "double": ("double",),
+        "timestamp": ("timestamp",),
+        "string": ("string",),
+    },
+    "timestamp": {
+        "boolean": ("string", "boolean"),
+        "long": ("long",),  # edge case 2: started_long, and started still takes the longs
+        "double": ("double",),
+        "date": (),
+        "string": ("string",),
+    },
+    "string": {"boolean": (), "long": (), "double": (), "date": (), "timestamp": ()},
+}
+DUCKLAKE = {"boolean": "boolean", "long": "int64", "double": "float64", "date": "date", "timestamp": "timestamp"}
+DUCKLAKE["string"] = "varchar"
+SAMPLE: dict[str, Any] = {
+    "boolean": True,
+    "long": 1_700_000_000_000,
+    "double": 2.5,
+    "date": datetime.date(2024, 1, 15),
+    "timestamp": datetime.datetime(2024, 1, 15, 10, 30),
+    "string": "text",
+}
+
+
+def typed_plan(t: TableState, name: str, kind: str) -> IngestPlan:
+    fields: Fields = {}
+    fields[name] = FieldSeen(name)
+    fields[name].shape(Shape(0, kind)).values = 1
+    return plan_ingest(t, fields)
+
+
+@pytest.mark.parametrize("column, value", [(c, v) for c, row in WIDEST_TABLE.items() for v in row])
+def test_widest_type_table(column: str, value: str) -> None:
+    t = table(("f", DUCKLAKE[column]))
+    p = typed_plan(t, "f", value)
+    assert [c.field.name for c in p.changes] == [f"f_{k}" for k in WIDEST_TABLE[column][value]]
+    assert all(c.field.comment == "evolved_from:f" for c in p.changes)
+    assert [str(c.field.type) for c in p.changes] == [DUCKLAKE[k] for k in WIDEST_TABLE[column][value]]
+    # the value goes into every column of the field it fits; into the original column when
+    # no column was added for it, and a long into a timestamp column too
+    routed = {t.index for t in p.level.routes["f"] if t.takes(Shape(0, value))}
+    into_original = not WIDEST_TABLE[column][value] or (column, value) == ("timestamp", "long")
+    assert (0 in routed) == into_original
+    assert routed >= set(range(1, len(p.level.names)))
+
+
+def test_widest_is_symmetric_and_string_is_the_common_denominator() -> None:
+    kinds = list(DUCKLAKE)
+    for a in kinds:
+        for b in kinds:
+            assert widest(a, b) == widest(b, a)
+    assert widest("boolean", "date") == "string" and widest("record", "long") is None
+    assert widest("decimal(10,2)", "long") == "string" and widest("blob", "long") is None
+
+
+def test_edge_case_2_timestamp_and_long_together_make_two_columns() -> None:
+    p = plan(EMPTY, [{"started": 1}])
+    assert [str(c.field.type) for c in p.changes] == ["int64"]
+    ts = table(("started", "timestamp"))
+    p = typed_plan(ts, "started", "long")
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [("started_long", "int64")]
+    assert convert_record({"started": 1_700_000_000_123}, p.level) == [
+        datetime.datetime(2023, 11, 14, 22, 13, 20, 123000),
+        1_700_000_000_123,
+    ]
+    # first seen together: a field for each, the long (wider: timestamps convert to it) named as the field
+    fields: Fields = {}
+    fields["started"] = seen = FieldSeen("started")
+    seen.shape(Shape(0, "timestamp"))
+    seen.shape(Shape(0, "long"))
+    p = plan_ingest(EMPTY, fields)
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [
+        ("started", "int64"),
+        ("started_timestamp", "timestamp"),
+    ]
+
+
+def test_records_take_the_name_before_arrays_before_primitives() -> None:
+    p = plan(EMPTY, [{"a": 1}, {"a": [[2]]}, {"a": {"x": 1}}])
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [
+        ("a", "struct<x: int64>"),
+        ("a_long", "int64"),
+        ("a_array2_long", "list<list<int64>>"),
+    ]
+    p = plan(EMPTY, [{"a": 1}, {"a": [[2]]}, {"a": ["x"]}])
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [
+        ("a", "list<list<varchar>>"),
+        ("a_long", "int64"),
+        ("a_array2_long", "list<list<int64>>"),
+        ("a_array_string", "list<varchar>"),
+    ]
+
+
+def test_names_with_type_suffixes() -> None:
+    assert evolved_name("coordinates", Shape(3, "long")) == "coordinates_array3_long"
+    assert evolved_name("a", Shape(1, "record")) == "a_array_record"
+    assert evolved_name("p", Shape(0, "decimal(10,2)")) == "p_decimal_10_2"
+
+
+def test_empty_names_are_dropped_and_names_fold_as_duckdbs() -> None:
+    p = plan(EMPTY, [{"": 1, "Id": 1, "s": {"": 2, "k": 3}}, {"ID": 2}])
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [("Id", "int64"), ("s", "struct<k: int64>")]
+    assert rows(p, [{"ID": 2, "": 9}]) == [{"Id": 2, "s": None}]
+    with pytest.raises(BadRecord, match="two fields named"):
+        observe_record({}, {"a": 1, "A": 2})
+
+
+def test_declared_columns_always_win() -> None:
+    """Existing columns keep their names and types: narrower values go in (a declared int32
+    takes longs within its range), wider ones get columns of their own, and a column that is
+    not an evolved one is never taken for one."""
+    t = table(("n", "int32"), ("s", "varchar"), ("d", "decimal(10,2)"))
+    p = plan(t, [{"n": 5, "s": 1, "d": 7}])
+    assert p.changes == ()
+    assert rows(p, [{"n": 5, "s": 1, "d": 7}]) == [{"n": 5, "s": "1", "d": 7}]
+    p = plan(t, [{"n": 5}, {"n": 2**40}])
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [("n_long", "int64")]
+    assert rows(p, [{"n": 5}, {"n": 2**40}]) == [
+        {"n": 5, "s": None, "d": None, "n_long": 5},
+        {"n": None, "s": None, "d": None, "n_long": 2**40},
+    ]
+    taken = table(("a", "int64"), ("a_string", "varchar"))
+    with pytest.raises(EvolutionError, match="a_string is a column of its own"):
+        plan(taken, [{"a": "x"}])
+
+
+def test_new_fields_of_an_existing_struct_and_list_of_structs() -> None:
+    t = table(("s", "struct<x: int64>"), ("l", "struct<y: varchar>[]"))
+    p = plan(t, [{"s": {"x": 1, "z": True}, "l": [{"y": "a", "w": 2.5}]}])
+    assert [(c.parent_path, c.field.name, str(c.field.type)) for c in p.changes] == [
+        (("s",), "z", "boolean"),
+        (("l", "element"), "w", "float64"),
+    ]
+    layout = {c.name: c for c in p.layout}
+    assert [c.name for c in layout["s"].children] == ["x", "z"]
+    assert [c.column_id for c in layout["s"].children] == [2, 6]  # ids continue after every column
+    assert rows(p, [{"s": {"x": 1, "z": True}, "l": [{"y": "a", "w": 2.5}]}]) == [
+        {"s": {"x": 1, "z": True}, "l": [{"y": "a", "w": 2.5}]}
+    ]
+
+
+def test_not_null_and_defaults() -> None:
+    t = table(Field("id", parse_type("int64"), nullable=False), ("v", "varchar"))
+    p = plan(t, [{"id": 1}])
+    with pytest.raises(MissingValue, match="no value for id"):
+        convert_record({"v": "x"}, p.level)
+    fields: Fields = {}
+    observe_record(fields, {"v": "x"})
+    observe_record(fields, {"v": "y", "id": 3})
+    with_default = plan_ingest(t, fields, {t.columns[0].column_id: 7})
+    assert convert_record({"v": "x"}, with_default.level) == [7, "x"]
+    assert convert_record({"v": "x", "id": 3}, with_default.level) == [3, "x"]
+
+
+def test_shapes_of_json_values() -> None:
+    assert json_shape([1, 2.5]) == Shape(1, "double")
+    assert json_shape([]) == Shape(1, "nothing")
+    assert json_shape([[], [1], None]) == Shape(2, "long")
+    assert json_shape(2**70) == Shape(0, "string")  # beyond 64 bits: its digits, nothing lost
+    with pytest.raises(BadRecord, match="mixes records"):
+        json_shape([{"a": 1}, 2])
+
+
+@pytest.mark.parametrize(
+    "value, kind, to, expected",
+    [
+        (True, "boolean", "string", "true"),
+        (1.0, "double", "string", "1.0"),
+        (datetime.date(2024, 1, 15), "date", "long", 1705276800000),
+        (datetime.date(2024, 1, 15), "date", "timestamp", datetime.datetime(2024, 1, 15)),
+        (datetime.datetime(1969, 12, 31, 23, 59, 59, 999500), "timestamp", "long", -1),  # floored
+        (datetime.datetime(2024, 1, 15, 10, 0, 0, 500000), "timestamp", "string", "2024-01-15 10:00:00.5"),
+        (datetime.time(10, 0, 0, 250000), "time", "string", "10:00:00.25"),
+        (0, "long", "timestamp", datetime.datetime(1970, 1, 1)),
+    ],
+)
+def test_conversions(value: Any, kind: str, to: str, expected: Any) -> None:
+    assert convert_value(value, kind, to) == expected
+
+
+def test_text_forms_are_duckdbs() -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    values = [
+        ("DOUBLE", "double", 1e20),
+        ("DOUBLE", "double", 0.1),
+        ("DOUBLE", "double", float("nan")),
+        ("TIMESTAMP", "timestamp", datetime.datetime(1, 1, 1, 0, 0, 0, 1)),
+        ("DATE", "date", datetime.date(999, 3, 4)),
+        ("TIME", "time", datetime.time(23, 59, 59, 999999)),
+        ("BOOLEAN", "boolean", False),
+    ]
+    for sql_type, kind, value in values:
+        row = con.execute(f"SELECT CAST(CAST(? AS {sql_type}) AS VARCHAR)", [value]).fetchone()
+        assert row is not None and text_of(value, kind) == row[0], (kind, value)
