@@ -222,7 +222,7 @@ class SourceReader:
         longs = [c.name for c in columns if c.shape.dims == 0 and c.shape.kind == LONG]
         if longs:
             items = ", ".join(f"min({quote(n)}), max({quote(n)})" for n in longs)
-            row = self._con.execute(f"SELECT {items} FROM {self._scan()}").fetchone() or ()
+            (row,) = self._con.execute(f"SELECT {items} FROM {self._scan()}").fetchall()
             self.ranges = {n: (row[2 * i], row[2 * i + 1]) for i, n in enumerate(longs)}
         if self.source.format == "csv":
             self._check_rejects()
@@ -230,10 +230,13 @@ class SourceReader:
     def _check_rejects(self) -> None:
         """Rows of a CSV file that did not parse: fail on the first, or count them skipped."""
         assert self._con is not None
-        self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchone()
-        rejected = self._con.execute(
-            "SELECT line, min(error_message) FROM reject_errors GROUP BY line ORDER BY line"
-        ).fetchall()
+        self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchall()  # all: the rejects are stored at its end
+        try:
+            rejected = self._con.execute(
+                "SELECT line, min(error_message) FROM reject_errors GROUP BY line ORDER BY line"
+            ).fetchall()
+        except duckdb.CatalogException:  # DuckDB creates it with the first rejected row
+            rejected = []
         self._rejected = {int(line) for line, _ in rejected}
         for line, message in rejected:
             self.bad(f"{self.source.file.path}:{line}", f"not a CSV row of this file ({message})")
@@ -241,8 +244,8 @@ class SourceReader:
     def count(self) -> int:
         """The rows of a CSV or Parquet file (those that parse)."""
         assert self._con is not None
-        row = self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchone()
-        return int(row[0]) if row else 0
+        ((rows,),) = self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchall()
+        return int(rows)
 
     def _typed(self) -> Iterator[Record]:
         assert self._con is not None

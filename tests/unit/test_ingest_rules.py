@@ -25,6 +25,7 @@ from ducklake_operator.model.changes import AddColumn
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import Field, parse_type
 from ducklake_operator.model.value_kinds import Shape, evolved_name, widest
+from support.seed_rules import DUCKLAKE, WIDEST_TABLE
 
 EMPTY = TableState(1, "uuid", 0, "main", "t", "t/", True, 0, (), 1)
 
@@ -133,46 +134,6 @@ def test_example_4_records_of_every_dimension() -> None:
         "b_array2_record": None,
     }
     assert got[1]["b_array_record"] == [{"x": "s"}] and got[1]["b_record"] is None
-
-
-# The seed's widest-type table, read by hand: for a column of the row's type, the columns a
-# value of each other type adds (by suffix); "" fits the column (converted into it).
-WIDEST_TABLE: dict[str, dict[str, tuple[str, ...]]] = {
-    "boolean": {
-        "long": ("long",),
-        "double": ("double",),
-        "date": ("string", "date"),
-        "timestamp": ("string", "timestamp"),
-        "string": ("string",),
-    },
-    "long": {"boolean": (), "double": ("double",), "date": (), "timestamp": (), "string": ("string",)},
-    "double": {"boolean": (), "long": (), "date": (), "timestamp": (), "string": ("string",)},
-    "date": {
-        "boolean": ("string", "boolean"),
-        "long": ("long",),
-        "double": ("double",),
-        "timestamp": ("timestamp",),
-        "string": ("string",),
-    },
-    "timestamp": {
-        "boolean": ("string", "boolean"),
-        "long": ("long",),  # edge case 2: started_long, and started still takes the longs
-        "double": ("double",),
-        "date": (),
-        "string": ("string",),
-    },
-    "string": {"boolean": (), "long": (), "double": (), "date": (), "timestamp": ()},
-}
-DUCKLAKE = {"boolean": "boolean", "long": "int64", "double": "float64", "date": "date", "timestamp": "timestamp"}
-DUCKLAKE["string"] = "varchar"
-SAMPLE: dict[str, Any] = {
-    "boolean": True,
-    "long": 1_700_000_000_000,
-    "double": 2.5,
-    "date": datetime.date(2024, 1, 15),
-    "timestamp": datetime.datetime(2024, 1, 15, 10, 30),
-    "string": "text",
-}
 
 
 def typed_plan(t: TableState, name: str, kind: str) -> IngestPlan:

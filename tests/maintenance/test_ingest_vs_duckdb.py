@@ -1,0 +1,565 @@
+"""ingest through DuckDB 1.5.5: the seed's four examples and its widest-type table (types,
+columns, their evolved_from comments, rows), each source format, partitioned and sorted tables,
+and a differential check against DuckDB doing the same by hand (ALTER TABLE ADD COLUMN and
+INSERT in one transaction) on SQLite and PostgreSQL catalogs: the same catalog rows, the same
+rows and types now and at every earlier snapshot, DuckDB inserting and merging afterwards.
+Bad input fails with one clear line, naming file and line, and commits nothing."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import gzip
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from ducklake_jobs.operations import run_operation
+from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.errors import DuckLakeError
+from support import duck
+from support.dump import dump
+from support.seed_rules import DUCKDB, WIDEST_TABLE
+
+
+def new_lake(location: CatalogLocation, data: Path, *sql: str) -> CatalogLocation:
+    Catalog.create(location, str(data) + "/").close()
+    duck.run_workload(location, list(sql))
+    return location
+
+
+def write_json(path: Path, records: Iterable[Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def ingest(location: CatalogLocation, path: Path | str, table: str = "main.t", **params: Any) -> dict[str, Any]:
+    catalog = Catalog.open(location)
+    try:
+        runner: Runner = params.pop("runner", run_in_process)
+        return run_operation(catalog, "ingest", table, {"path": str(path), **params}, runner=runner)
+    finally:
+        catalog.close()
+
+
+def read(location: CatalogLocation, sql: str) -> list[tuple[Any, ...]]:
+    con = duck.attach(location, con=duck.connect())
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def columns(location: CatalogLocation, table: str = "t") -> list[tuple[str, str, str | None]]:
+    """(name, DuckDB type, comment) of the top-level columns, as DuckDB reads them."""
+    return read(
+        location,
+        f"SELECT column_name, data_type, comment FROM duckdb_columns() WHERE database_name = 'lk' "
+        f"AND table_name = '{table}' ORDER BY column_index",
+    )
+
+
+def comments(location: CatalogLocation) -> dict[str, str]:
+    """Every live column comment (nested fields too), by the column's name path."""
+    rows = read(
+        location,
+        "SELECT c.column_id, c.parent_column, c.column_name, g.value FROM __ducklake_metadata_lk.ducklake_column c "
+        "LEFT JOIN __ducklake_metadata_lk.ducklake_column_tag g ON g.column_id = c.column_id AND "
+        "g.table_id = c.table_id AND g.end_snapshot IS NULL AND g.key = 'comment' WHERE c.end_snapshot IS NULL",
+    )
+    by_id = {r[0]: r for r in rows}
+
+    def path(cid: int) -> str:
+        _, parent, name, _ = by_id[cid]
+        return name if parent is None else f"{path(parent)}.{name}"
+
+    return {path(cid): r[3] for cid, r in by_id.items() if r[3] is not None}
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> CatalogLocation:
+    return new_lake(CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), tmp_path / "data")
+
+
+# ------------------------------------------------------------------ the seed's examples
+
+
+def test_example_1_a_string_after_an_array_of_longs(lake: CatalogLocation, tmp_path: Path) -> None:
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    ingest(lake, write_json(tmp_path / "in" / "1.json", [{"id": 1, "a": [1, 2]}]))
+    first = read(lake, "SELECT max(snapshot_id) FROM ducklake_snapshots('lk')")[0][0]
+    assert columns(lake) == [("id", "BIGINT", None), ("a", "BIGINT[]", None)]
+    report = ingest(lake, write_json(tmp_path / "in" / "2.json", [{"id": 2, "a": "x"}, {"id": 3, "a": 5}]))
+    assert report["columnsAdded"] == ["+ add column a_array_string list<varchar>", "+ add column a_string varchar"]
+    assert columns(lake) == [
+        ("id", "BIGINT", None),
+        ("a", "BIGINT[]", None),
+        ("a_array_string", "VARCHAR[]", "evolved_from:a"),
+        ("a_string", "VARCHAR", "evolved_from:a"),
+    ]
+    assert read(lake, "SELECT rowid, * FROM lk.t ORDER BY rowid") == [
+        (0, 1, [1, 2], None, None),
+        (1, 2, None, ["x"], "x"),
+        (2, 3, [5], ["5"], "5"),  # convertible to long: into the original column too
+    ]
+    # the snapshot before reads the table as it was: no new column without its rows
+    assert read(lake, f"SELECT rowid, * FROM lk.t AT (VERSION => {first})") == [(0, 1, [1, 2])]
+
+
+EXAMPLES: dict[str, tuple[list[Any], str, dict[str, str]]] = {
+    "2-dimensions": (
+        ["s", ["s"], [["s"]], [[["s"]]]],
+        "STRUCT(b VARCHAR[][][], b_string VARCHAR, b_array_string VARCHAR[], b_array2_string VARCHAR[][])",
+        {f"a.b_{s}": "evolved_from:b" for s in ("string", "array_string", "array2_string")},
+    ),
+    "3-long-and-double": ([True, 1, 1.5], "STRUCT(b DOUBLE, b_boolean BOOLEAN)", {"a.b_boolean": "evolved_from:b"}),
+    "4-records": (
+        [{"c": "s"}, [{"x": "s"}], [[{"y": "s"}]], [[[{"z": "s"}]]]],
+        "STRUCT(b STRUCT(c VARCHAR, x VARCHAR, y VARCHAR, z VARCHAR)[][][], b_record STRUCT(c VARCHAR), "
+        "b_array_record STRUCT(x VARCHAR)[], b_array2_record STRUCT(y VARCHAR)[][])",
+        {f"a.b_{s}": "evolved_from:b" for s in ("record", "array_record", "array2_record")},
+    ),
+}
+
+
+@pytest.mark.parametrize("example", list(EXAMPLES))
+def test_examples_2_to_4_fields_first_seen_together(lake: CatalogLocation, tmp_path: Path, example: str) -> None:
+    values, struct, tagged = EXAMPLES[example]
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    ingest(lake, write_json(tmp_path / "in.json", [{"id": i, "a": {"b": v}} for i, v in enumerate(values)]))
+    assert columns(lake) == [("id", "BIGINT", None), ("a", struct, None)]
+    assert comments(lake) == tagged
+    got = read(lake, "SELECT rowid, id, a FROM lk.t ORDER BY rowid")
+    assert [r[:2] for r in got] == [(i, i) for i in range(len(values))]
+    first = got[0][2]
+    if example == "2-dimensions":
+        assert first == {"b": [[["s"]]], "b_string": "s", "b_array_string": ["s"], "b_array2_string": [["s"]]}
+    elif example == "3-long-and-double":
+        assert [r[2] for r in got] == [
+            {"b": 1.0, "b_boolean": True},
+            {"b": 1.0, "b_boolean": None},
+            {"b": 1.5, "b_boolean": None},
+        ]
+    else:
+        assert first["b_record"] == {"c": "s"} and first["b"] == [[[{"c": "s", "x": None, "y": None, "z": None}]]]
+        assert got[1][2]["b_array_record"] == [{"x": "s"}] and got[2][2]["b_array2_record"] == [[{"y": "s"}]]
+
+
+# ------------------------------------------------------------------ the widest-type table
+
+SAMPLES = {
+    "boolean": "true",
+    "long": "1700000000123",
+    "double": "2.5::DOUBLE",
+    "date": "DATE '2024-01-15'",
+    "timestamp": "TIMESTAMP '2024-01-15 10:30:00.25'",
+    "string": "'text'",
+}
+# how a value of one kind goes into a column of another, in DuckDB's own SQL (the README's list)
+CONVERTED = {
+    ("boolean", "long"): "CAST({} AS BIGINT)",
+    ("boolean", "double"): "CAST({} AS DOUBLE)",
+    ("long", "double"): "CAST({} AS DOUBLE)",
+    ("long", "timestamp"): "epoch_ms({})",
+    ("date", "long"): "epoch_ms(CAST({} AS TIMESTAMP))",
+    ("date", "double"): "CAST(epoch_ms(CAST({} AS TIMESTAMP)) AS DOUBLE)",
+    ("date", "timestamp"): "CAST({} AS TIMESTAMP)",
+    ("timestamp", "long"): "epoch_ms({})",
+    ("timestamp", "double"): "epoch_us({}) / 1000",
+}
+
+
+def converted(value: str, kind: str, to: str) -> str:
+    if kind == to:
+        return value
+    return f"CAST({value} AS VARCHAR)" if to == "string" else CONVERTED[(kind, to)].format(value)
+
+
+def test_widest_type_table_through_duckdb(lake: CatalogLocation, tmp_path: Path) -> None:
+    """A column of each seed type; a Parquet file with a value of each other type for it."""
+    pairs = [(x, y) for x, row in WIDEST_TABLE.items() for y in row]
+    duck.run_workload(lake, ["CREATE TABLE lk.t(" + ", ".join(f"{x}_{y} {DUCKDB[x]}" for x, y in pairs) + ")"])
+    source = tmp_path / "in.parquet"
+    duckdb.execute(f"COPY (SELECT {', '.join(f'{SAMPLES[y]} AS {x}_{y}' for x, y in pairs)}) TO '{source}'")
+    ingest(lake, source)
+    expected_columns = [(f"{x}_{y}", DUCKDB[x], None) for x, y in pairs] + [
+        (f"{x}_{y}_{k}", DUCKDB[k], f"evolved_from:{x}_{y}") for x, y in pairs for k in WIDEST_TABLE[x][y]
+    ]
+    assert columns(lake) == expected_columns
+    # each value, converted, in every column of its field that takes it
+    expected = []
+    for x, y in pairs:
+        added = WIDEST_TABLE[x][y]
+        into_original = not added or (x, y) == ("timestamp", "long")
+        expected.append(converted(SAMPLES[y], y, x) if into_original else "NULL")
+    for x, y in pairs:
+        expected += [converted(SAMPLES[y], y, k) for k in WIDEST_TABLE[x][y]]
+    (row,) = read(lake, "SELECT * FROM lk.t")
+    (want,) = duckdb.execute("SELECT " + ", ".join(expected)).fetchall()
+    assert dict(zip([c[0] for c in expected_columns], row, strict=True)) == dict(
+        zip([c[0] for c in expected_columns], want, strict=True)
+    )
+
+
+# ------------------------------------------------------------------ against DuckDB by hand
+
+# (what the ingested JSON lines hold, what DuckDB writes by hand for the same)
+CREATE = "CREATE TABLE lk.t(id BIGINT, name VARCHAR, size BIGINT)"
+BEFORE = ["INSERT INTO lk.t VALUES (100, 'old', NULL), (101, 'older', 7)", "DELETE FROM lk.t WHERE id = 101"]
+
+
+def records(n: int, double_from: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": i,
+            "name": f"n{i}",
+            "size": i + 0.5 if i >= double_from else i,
+            "tags": [f"t{i}", f"u{i}"],
+            "s": {"x": i, "y": None if i % 3 else f"y{i}"},
+        }
+        for i in range(n)
+    ]
+
+
+def by_hand(n: int, double_from: int) -> list[str]:
+    """What DuckDB commits for the same ingest: the columns, their comments, the rows."""
+    return [
+        "BEGIN",
+        "ALTER TABLE lk.t ADD COLUMN size_double DOUBLE",
+        "COMMENT ON COLUMN lk.t.size_double IS 'evolved_from:size'",
+        "ALTER TABLE lk.t ADD COLUMN tags VARCHAR[]",
+        "ALTER TABLE lk.t ADD COLUMN s STRUCT(x BIGINT, y VARCHAR)",
+        f"INSERT INTO lk.t SELECT i, 'n' || i, CASE WHEN i < {double_from} THEN i END, "
+        f"CASE WHEN i < {double_from} THEN i ELSE i + 0.5 END, ['t' || i, 'u' || i], "
+        f"{{'x': i, 'y': CASE WHEN i % 3 = 0 THEN 'y' || i END}} FROM range({n}) r(i) ORDER BY i",
+        "COMMIT",
+    ]
+
+
+AFTERWARDS = [
+    "INSERT INTO lk.t (id, name, size_double) VALUES (500, 'later', 1.25)",
+    "INSERT INTO lk.t (id, tags) SELECT i, ['x'] FROM range(600, 640) r(i)",
+    "DELETE FROM lk.t WHERE id = 3",
+    "CALL ducklake_flush_inlined_data('lk')",
+    "CALL ducklake_merge_adjacent_files('lk')",
+]
+
+
+def observe(location: CatalogLocation) -> dict[str, Any]:
+    """Rows by rowid and types now and at every snapshot, and what DuckDB answers from stats."""
+    con = duck.attach(location, con=duck.connect())
+    try:
+        (latest,) = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone() or (0,)
+
+        def at(clause: str) -> tuple[list[Any], list[Any]]:
+            return (
+                con.execute(f"SELECT rowid, * FROM lk.t{clause} ORDER BY rowid").fetchall(),
+                [r[:2] for r in con.execute(f"DESCRIBE SELECT * FROM lk.t{clause}").fetchall()],
+            )
+
+        return {
+            "now": at(""),
+            "agg": con.execute("SELECT count(*), min(id), max(id), min(size_double), max(name) FROM lk.t").fetchone(),
+            "history": {v: at(f" AT (VERSION => {v})") for v in range(2, latest + 1)},
+        }
+    finally:
+        con.close()
+
+
+SAME = (
+    "ducklake_column",
+    "ducklake_column_tag",
+    "ducklake_schema_versions",
+    "ducklake_inlined_data_tables",
+    "ducklake_table_stats",
+    "ducklake_table_column_stats",
+)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("history", ["rows-before", "first-data"])
+def test_same_as_duckdb_adding_the_columns_and_inserting(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, kind: str, history: str
+) -> None:
+    setup = [CREATE] + (BEFORE if history == "rows-before" else [])
+    theirs = new_lake(make_location(kind), tmp_path / "theirs", *setup)
+    ours = new_lake(make_location(kind), tmp_path / "ours", *setup)
+    n, double_from = 30, 20
+    duck.run_workload(theirs, by_hand(n, double_from))
+    recs = records(n, double_from)
+    write_json(tmp_path / "in" / "a.json", recs[:double_from])
+    write_json(tmp_path / "in" / "b.ndjson", recs[double_from:])
+    report = ingest(ours, tmp_path / "in")
+    assert (report["filesRead"], report["records"], report["rowsWritten"], report["filesWritten"]) == (2, n, n, 1)
+
+    a, b = observe(theirs), observe(ours)
+    assert b == a
+    x, y = dump(theirs), dump(ours)
+    for table in SAME:
+        assert x[table] == y[table], table
+    latest = lambda rows: max(rows, key=lambda r: r[0])  # noqa: E731  (dump sorts by text)
+    assert latest(x["ducklake_snapshot"])[2:] == latest(y["ducklake_snapshot"])[2:]  # version, ids
+    assert latest(x["ducklake_snapshot_changes"])[1] == latest(y["ducklake_snapshot_changes"])[1]
+    # the file as DuckDB's INSERT registers it: row ids from next_row_id, same statistics
+    files = lambda d: sorted((r[:4] + r[8:9] + r[11:] for r in d["ducklake_data_file"]), key=repr)  # noqa: E731
+    assert files(x) == files(y)
+    stats = lambda d: sorted((r[:3] + r[4:] for r in d["ducklake_file_column_stats"]), key=repr)  # noqa: E731
+    assert stats(x) == stats(y)  # all but the columns' compressed sizes
+
+    duck.run_workload(theirs, AFTERWARDS)
+    duck.run_workload(ours, AFTERWARDS)
+    a2, b2 = observe(theirs), observe(ours)
+    assert b2["now"] == a2["now"] and b2["agg"] == a2["agg"]
+    assert all(b2["history"][v] == seen for v, seen in b["history"].items())
+
+
+# ------------------------------------------------------------------ formats, layouts
+
+
+UUID_TEXT = "0b3e7c6e-6d0a-4a37-9d5e-3bb1c4a8e9f1"
+
+
+def test_csv_parquet_and_gzipped_json(lake: CatalogLocation, tmp_path: Path) -> None:
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.csv").write_text("id,name,day,at,ok\n1,a,2024-01-01,2024-01-01 10:00:00,true\n2,,2024-01-02,,false\n")
+    duckdb.execute(
+        "COPY (SELECT 3 AS id, 'c' AS name, {'k': 1.5::DECIMAL(10,2), 'l': [1, 2]} AS st, "
+        f"'{UUID_TEXT}'::UUID AS u, TIMESTAMPTZ '2024-01-01 10:00:00+00' AS tz) "
+        f"TO '{src / 'b.parquet'}'"
+    )
+    with gzip.open(src / "c.json.gz", "wt") as fh:
+        fh.write(json.dumps({"id": 4, "name": "d", "ok": 1}) + "\n")
+    (src / "_SUCCESS").write_text("")
+    (src / "notes.txt").write_text("not data")
+    report = ingest(lake, src)
+    assert (report["filesRead"], report["filesIgnored"], report["records"]) == (3, 2, 4)
+    # ok is first seen boolean (CSV) and long (JSON) together: the long, wider, takes the name
+    assert columns(lake) == [
+        ("id", "BIGINT", None),
+        ("name", "VARCHAR", None),
+        ("day", "DATE", None),
+        ("at", "TIMESTAMP", None),
+        ("ok", "BIGINT", None),
+        ("ok_boolean", "BOOLEAN", "evolved_from:ok"),
+        ("st", "STRUCT(k DECIMAL(10,2), l BIGINT[])", None),
+        ("u", "UUID", None),
+        ("tz", "TIMESTAMP WITH TIME ZONE", None),
+    ]
+    got = read(
+        lake,
+        "SELECT id, name, day, \"at\", ok, ok_boolean, st, u::VARCHAR, tz = TIMESTAMPTZ '2024-01-01 10:00:00+00' "
+        "FROM lk.t ORDER BY id",
+    )
+    assert got == [
+        (1, "a", datetime.date(2024, 1, 1), datetime.datetime(2024, 1, 1, 10), 1, True, None, None, None),
+        (2, None, datetime.date(2024, 1, 2), None, 0, False, None, None, None),
+        (3, "c", None, None, None, None, {"k": decimal.Decimal("1.50"), "l": [1, 2]}, UUID_TEXT, True),
+        (4, "d", None, None, 1, None, None, None, None),
+    ]
+
+
+def test_partitioned_and_sorted_like_duckdbs_insert(lake: CatalogLocation, tmp_path: Path) -> None:
+    duck.run_workload(
+        lake,
+        [
+            "CREATE TABLE lk.t(id BIGINT, part VARCHAR)",
+            "ALTER TABLE lk.t SET PARTITIONED BY (part)",
+            "ALTER TABLE lk.t SET SORTED BY (id DESC)",
+        ],
+    )
+    ingest(lake, write_json(tmp_path / "in.json", [{"id": i, "part": "ab"[i % 2], "v": i * 1.5} for i in range(10)]))
+    files = read(
+        lake,
+        "SELECT f.path, v.partition_value FROM __ducklake_metadata_lk.ducklake_data_file f JOIN "
+        "__ducklake_metadata_lk.ducklake_file_partition_value v USING (data_file_id) ORDER BY 2",
+    )
+    assert [(p.split("/")[0], v) for p, v in files] == [("part=a", "a"), ("part=b", "b")]
+    data = str(tmp_path / "data" / "main" / "t")
+    ids = duckdb.execute(f"SELECT id FROM read_parquet('{data}/{files[0][0]}')").fetchall()
+    assert ids == [(8,), (6,), (4,), (2,), (0,)]  # in the sort order, as DuckDB inserts
+    assert read(lake, "SELECT count(*), sum(v) FROM lk.t WHERE part = 'b'") == [(5, 37.5)]
+    duck.run_workload(lake, ["INSERT INTO lk.t VALUES (99, 'a', NULL)", "CALL ducklake_merge_adjacent_files('lk')"])
+    assert read(lake, "SELECT count(*) FROM lk.t") == [(11,)]
+
+
+def test_spark_tasks_write_what_the_driver_would(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path
+) -> None:
+    """Many files in groups as Spark tasks (local mode): the same table as in-process."""
+    import ducklake_jobs.ingest as job
+
+    src = tmp_path / "in"
+    for k in range(4):
+        write_json(src / f"{k}.json", records(20, 10 + k))
+    one = new_lake(make_location("sqlite"), tmp_path / "one", "CREATE TABLE lk.t(id BIGINT)")
+    two = new_lake(make_location("sqlite"), tmp_path / "two", "CREATE TABLE lk.t(id BIGINT)")
+    saved = job.GROUP_BYTES
+    job.GROUP_BYTES = 1  # a task per file
+    try:
+        spark = ingest(one, src, runner=run_on_spark)
+        ingest(two, src)
+    finally:
+        job.GROUP_BYTES = saved
+    assert spark["ranOn"] == "spark" and spark["filesWritten"] == 4 and spark["rowsWritten"] == 80
+    assert columns(one) == columns(two)
+    assert read(one, "SELECT rowid, * FROM lk.t ORDER BY rowid") == read(
+        two, "SELECT rowid, * FROM lk.t ORDER BY rowid"
+    )
+
+
+# ------------------------------------------------------------------ what is remembered
+
+
+def test_a_file_ingested_before_is_refused_unless_asked(lake: CatalogLocation, tmp_path: Path) -> None:
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    src = write_json(tmp_path / "in" / "a.json", [{"id": 1}])
+    first = ingest(lake, tmp_path / "in")
+    with pytest.raises(DuckLakeError, match=f"already ingested: {src} \\(snapshot {first['committedSnapshot']}\\)"):
+        ingest(lake, src)
+    again = ingest(lake, src, reingest=True)
+    assert again["rowsWritten"] == 1
+    assert read(lake, "SELECT count(*) FROM lk.t") == [(2,)]
+    write_json(src, [{"id": 1}, {"id": 2}])  # written again: a new file
+    assert ingest(lake, src)["rowsWritten"] == 2
+    info = read(lake, "SELECT commit_extra_info FROM ducklake_snapshots('lk') ORDER BY snapshot_id DESC LIMIT 1")
+    assert json.loads(info[0][0])["ingest"]["files"][0][:2] == [str(src), src.stat().st_size]
+
+
+def test_dry_run_plans_and_writes_nothing(lake: CatalogLocation, tmp_path: Path) -> None:
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    before = read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')")
+    report = ingest(lake, write_json(tmp_path / "a.json", [{"id": 1, "x": "s"}, {"id": 2, "x": 1}]), dryRun=True)
+    assert report["columnsAdded"] == ["+ add column x varchar", "+ add column x_long int64"]
+    assert report["committedSnapshot"] is None and report["records"] == 2
+    assert read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')") == before
+    assert not list((tmp_path / "data").rglob("*.parquet"))
+
+
+def test_s3_sources(lake: CatalogLocation, tmp_path: Path, s3_bucket: str) -> None:
+    import pyarrow.fs as pafs
+
+    from ducklake_operator import storage
+
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    fs, root = storage.filesystem(s3_bucket + "in/")
+    assert isinstance(fs, pafs.S3FileSystem)
+    for k in range(2):
+        with fs.open_output_stream(f"{root}{k}.json") as out:
+            out.write(json.dumps({"id": k, "v": f"s{k}"}).encode() + b"\n")
+    report = ingest(lake, s3_bucket + "in/")
+    assert report["filesRead"] == 2 and report["rowsWritten"] == 2
+    assert read(lake, "SELECT id, v FROM lk.t ORDER BY id") == [(0, "s0"), (1, "s1")]
+    with pytest.raises(DuckLakeError, match="already ingested"):
+        ingest(lake, s3_bucket + "in/*.json")
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def bad_json_lines(tmp_path: Path) -> Path:
+    path = tmp_path / "in" / "bad.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"id": 1}\n{"id": 2,\n\n[3]\n{"id": 4}\n')
+    return path
+
+
+def text_file(name: str, text: str) -> Callable[[Path], Path]:
+    def make(tmp_path: Path) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path.parent if name.startswith("d/") else path
+
+    return make
+
+
+def parquet_file(name: str, select: str) -> Callable[[Path], Path]:
+    def make(tmp_path: Path) -> Path:
+        duckdb.execute(f"COPY ({select}) TO '{tmp_path / name}' (FORMAT parquet)")
+        return tmp_path / name
+
+    return make
+
+
+def empty_directory(tmp_path: Path) -> Path:
+    (tmp_path / "empty").mkdir()
+    return tmp_path / "empty"
+
+
+def one_good_file_one_without_a_value(tmp_path: Path) -> Path:
+    write_json(tmp_path / "nn" / "a.json", [{"id": 1, "must": 1}])  # its task writes a file
+    write_json(tmp_path / "nn" / "b.json", [{"id": 2, "must": 2}, {"id": 3}])
+    return tmp_path / "nn"
+
+
+BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "no files": (empty_directory, r"ingest: no file at .*empty"),
+    "no such path": (lambda p: p / "missing", r"ingest: no file at .*missing"),
+    "only unknown extensions": (
+        text_file("d/x.txt", "{}"),
+        r"no file to ingest \(1 hidden or of an unknown extension\) at .*; set format to read them",
+    ),
+    "unknown extension": (text_file("x.txt", "{}"), r"cannot tell the format of .*x\.txt from its extension"),
+    "json named parquet": (text_file("x.parquet", '{"id": 1}\n'), r"x\.parquet is not a PARQUET file DuckDB can read"),
+    "parquet named json": (
+        parquet_file("x.json", "SELECT 1 AS id"),
+        r"ingest: .*x\.json is not JSON lines: it holds binary data \(a Parquet file\?\)",
+    ),
+    "a line that is not json": (
+        bad_json_lines,
+        r"ingest: .*bad\.json:2: not JSON \(.*\) \(onBadRecord: skip skips such records\)",
+    ),
+    "a bad csv row": (text_file("x.csv", "id,v\n1,a\n2,b,c\n"), r"ingest: .*x\.csv:3: not a CSV row of this file"),
+    "a map column": (
+        parquet_file("m.parquet", "SELECT MAP {'a': 1} AS m"),
+        r"column m of .*m\.parquet is MAP\(VARCHAR, INTEGER\), which ingest does not read",
+    ),
+    "not null without a value": (
+        one_good_file_one_without_a_value,
+        r"ingest: .*b\.json:2: no value for must, which is NOT NULL .*; nothing was committed and the job's files "
+        "were deleted",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_clear_error_and_commits_nothing(
+    lake: CatalogLocation, tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ducklake_jobs.ingest as job
+
+    monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task per file
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT, must BIGINT NOT NULL)"])
+    make, message = BAD[case]
+    path = make(tmp_path)
+    before = read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')")
+    with pytest.raises(DuckLakeError, match=message) as err:
+        ingest(lake, path)
+    assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
+    assert read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')") == before
+    assert not list((tmp_path / "data").rglob("*.parquet"))  # and the job's files deleted
+
+
+def test_bad_records_skipped_and_counted(lake: CatalogLocation, tmp_path: Path) -> None:
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT, must BIGINT NOT NULL)"])
+    src = bad_json_lines(tmp_path)  # lines 1 and 5 lack must, 2 is no JSON, 4 no object
+    nn = write_json(tmp_path / "in" / "nn.json", [{"id": 5, "must": 5}, {"id": 6}, {"id": 7, "ID": 7, "must": 7}])
+    (tmp_path / "in" / "x.csv").write_text("id,must\n8,8\n9,9,9\n")
+    report = ingest(lake, tmp_path / "in", onBadRecord="skip")
+    assert report["recordsSkipped"] == 7 and report["rowsWritten"] == 2
+    assert read(lake, "SELECT id FROM lk.t ORDER BY id") == [(5,), (8,)]
+    first = report["firstSkipped"]  # those found reading first, then those found converting
+    assert (
+        first[0].startswith(f"{src}:2: not JSON (") and first[1] == f"{src}:4: a JSON array is not a record (an object)"
+    )
+    assert first[2] == f"{nn}:3: two fields named 'ID' (names are case-insensitive)"
+    assert first[3].startswith(f"{tmp_path / 'in' / 'x.csv'}:3: not a CSV row of this file (")
+    assert first[4] == f"{src}:1: no value for must, which is NOT NULL"
