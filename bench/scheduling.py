@@ -81,14 +81,15 @@ class Sampler(threading.Thread):
 
 
 def overlap(items: list[dict[str, Any]]) -> int:
-    """The most runs whose [startTime, completionTime] overlap (whole seconds: an upper bound)."""
+    """The most runs whose [startTime, completionTime] overlap, in whole seconds (a run ending
+    in the second another starts counts as gone first)."""
     events = []
     for r in items:
         s = r.get("status") or {}
         if s.get("startTime") and s.get("completionTime"):
             events += [(s["startTime"], 1), (s["completionTime"], -1)]
     most = current = 0
-    for _, step in sorted(events, key=lambda e: (e[0], -e[1])):
+    for _, step in sorted(events):
         current += step
         most = max(most, current)
     return most
@@ -116,7 +117,7 @@ def phase(cluster: KubeCluster, op: Operator, name: str, spec: dict[str, Any], e
     ran_on = Counter(r["status"].get("ranOn", "-") for r in items)
     print(f"{name:>9}: {len(items)} runs ended in {elapsed:7.1f} s ({len(items) / elapsed:5.2f} runs/s)  "
           f"states {dict(states)}  ran on {dict(ran_on)}  most Running at once: {sampler.most} in the catalog "
-          f"(limit {SLOTS}; by start/completion times <= {overlap(items)}), {sampler.most_per_table} on one table  "
+          f"(limit {SLOTS}; by start/completion times {overlap(items)}), {sampler.most_per_table} on one table  "
           f"operator peak RSS {peak_rss_mb(op):.0f} MB", flush=True)  # fmt: skip
 
 

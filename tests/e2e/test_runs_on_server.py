@@ -55,7 +55,6 @@ def test_bad_requests_fail_at_once_and_launch_nothing(kube, operator, tmp_path) 
         job("no-table", table_name="main.nothing", spark=IN_PROCESS),
         job("no-catalog", catalogRef={"name": "elsewhere"}, spark=IN_PROCESS),
         job("wide-with-table", operation="expireSnapshots", spark=IN_PROCESS),
-        job("not-yet", operation="ingest", spark=IN_PROCESS),
         job("no-image", spark={"launcher": "Job"}),  # the test operator has no DUCKLAKE_JOB_IMAGE
     )
     expected = {
@@ -63,7 +62,6 @@ def test_bad_requests_fail_at_once_and_launch_nothing(kube, operator, tmp_path) 
         "no-table": "table main.nothing does not exist in catalog lake",
         "no-catalog": "DuckLakeCatalog 'elsewhere' does not exist in namespace",
         "wide-with-table": "spec.table: expireSnapshots works on the whole catalog; remove the table",
-        "not-yet": "operation ingest is not available",
         "no-image": "could not launch: no image to run the job in: set spark.image, or DUCKLAKE_JOB_IMAGE",
     }
     for name, message in expected.items():

@@ -29,7 +29,18 @@ from . import metrics
 from .context import Controller, catalog_channel
 from .handlers import CatalogKey, ManifestIndex, _catalog_for, _core_api, _manifest
 from .run_settings import SparkDefaults, effective_spark
-from .runs import ACTIVE, RETRY_BACKOFF, TERMINAL, OtherRun, RunContext, Runs, Tick, parse_stamp
+from .runs import (
+    ACTIVE,
+    RETRY_BACKOFF,
+    TERMINAL,
+    WAIT_INTERVAL,
+    OtherRun,
+    RunContext,
+    Runs,
+    Tick,
+    parse_stamp,
+    waits_for,
+)
 from .status import merge_conditions
 
 log = logging.getLogger(__name__)
@@ -90,6 +101,7 @@ def active_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> 
         created=str(meta.get("creationTimestamp") or ""),
         holds=status.get("state") == "Running" or bool(status.get("locks")),
         retry_at=status.get("nextAttemptAt"),
+        locks=tuple(status.get("locks") or ()),
     )
     return {(namespace, str(spec.get("catalogRef", {}).get("name"))): run}
 
@@ -179,6 +191,34 @@ def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: Spar
     )
 
 
+_parsed_jobs: dict[tuple[str, Any], JobSpec] = {}
+
+
+def parsed_job(body: kopf.Body) -> JobSpec:
+    """The run's manifest, parsed once per generation (a waiting run is looked at often)."""
+    meta = body.get("metadata", {})
+    key = (str(meta.get("uid")), meta.get("generation"))
+    cached = _parsed_jobs.get(key)
+    if cached is None:
+        parsed = parse_manifest(_manifest(body))
+        assert isinstance(parsed, JobSpec)
+        if len(_parsed_jobs) > 4096:
+            _parsed_jobs.clear()
+        cached = _parsed_jobs[key] = parsed
+    return cached
+
+
+def still_waiting(spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> bool:
+    """A Pending run that would only wait again for what it already says it waits for (its
+    retry not due, or the index showing its table or the slots still taken)."""
+    if status.get("state") != "Pending":
+        return False
+    retry_at = parse_stamp(status.get("nextAttemptAt"))
+    if retry_at is not None and now < retry_at:
+        return True
+    return bool(status.get("waitingFor")) and waits_for(spec, uid, ctx, now) == status.get("waitingFor")
+
+
 def write_status(body: kopf.Body, current: Mapping[str, Any], tick: Tick) -> dict[str, Any]:
     """Merge-patch what the tick changed into the run's status; the status as the server
     has it afterwards (the job program writes ``progress`` and ``jobReport`` alongside)."""
@@ -206,13 +246,14 @@ async def tick_once(
     uid = str(meta.get("uid"))
     now = time.time()
     try:
-        spec = parse_manifest(_manifest(body))
-        assert isinstance(spec, JobSpec)
+        spec = parsed_job(body)
     except SpecError as exc:  # the CRD lets little through; what does fails the run at once
         tick = Tick().end("Failed", "; ".join(exc.problems) + "; nothing was launched", now, meta.get("generation"))
         return tick, await ctl.call(write_status, body, status, tick)
     ctx = run_context(spec, body, indexes, memo.spark_defaults)
     runs = _runs(memo)
+    if cancel is None and not spec.cancel and still_waiting(spec, uid, status, ctx, now):
+        return Tick(again_in=WAIT_INTERVAL), status  # nothing new: no worker thread, no write
     try:
         tick = await ctl.call(runs.tick, spec, uid, status, ctx, cancel or (CANCELLED if spec.cancel else None))
     except DuckLakeError as exc:  # the catalog unreachable, its credentials missing: the run waits

@@ -91,6 +91,7 @@ class OtherRun:
     created: str  # creationTimestamp: waiting runs go in this order
     holds: bool  # it holds locks (Running, or between taking them and launching)
     retry_at: str | None = None  # a failed attempt's retry waits until then
+    locks: tuple[str, ...] = ()  # the Leases it holds
 
 
 @dataclass(frozen=True)
@@ -370,8 +371,9 @@ class Runs:
             return f"DuckLakeJob {other.name}, which holds {what}"
         held += [name] if name not in held else []
         if ctx.max_jobs:
+            taken = {name for o in ctx.others if o.uid != uid for name in o.locks}  # tried last
             slot = self.leases.acquire_slot(
-                namespace, (namespace, spec.catalog), ctx.max_jobs, holder, f"catalog {spec.catalog}"
+                namespace, (namespace, spec.catalog), ctx.max_jobs, holder, f"catalog {spec.catalog}", taken
             )
             if slot is None:
                 self._release(namespace, held, uid)
