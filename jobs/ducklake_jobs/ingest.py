@@ -402,10 +402,15 @@ def ingest(
         message = f"ingest {t.qualified_name}: {len(sources)} files, {done['rowsWritten']} rows" + (
             f", {len(plan.changes)} columns added" if plan.changes else ""
         )
-        return _commit(catalog, t, plan, change, author, message, extra)
+        return _commit(catalog, t, plan, change, author, message, extra, rebased)
 
+    rebased: list[int] = []  # snapshots the commit was tried again on
     results, committed = produce_and_commit(lambda: stored, produce, commit, committing=run.committing)
-    return report.done(**_written(results, skipped), committedSnapshot=committed.snapshot_id)
+    return report.done(
+        **_written(results, skipped),
+        committedSnapshot=committed.snapshot_id,
+        **({"rebased": len(rebased)} if rebased else {}),
+    )
 
 
 def _groups(sources: list[Source]) -> list[tuple[Source, ...]]:
@@ -521,11 +526,18 @@ def _written(results: list[WriteResult], skipped: Skipped) -> dict[str, Any]:
 
 
 def _commit(
-    catalog: Catalog, t: TableState, plan: IngestPlan, change: AppendFiles, author: str, message: str, extra: str
+    catalog: Catalog,
+    t: TableState,
+    plan: IngestPlan,
+    change: AppendFiles,
+    author: str,
+    message: str,
+    extra: str,
+    rebased: list[int],
 ) -> CommitResult:
     """Commit the plan's columns and the files; a refusal by a concurrent commit that left the
     table's columns and partitioning as planned is tried again on the latest snapshot (the
-    files are still right for it)."""
+    files are still right for it; ``rebased`` hears of each)."""
     base = change.base_snapshot
     for attempt in range(REBASES + 1):
         try:
@@ -549,4 +561,5 @@ def _commit(
             ):
                 raise
             base = catalog.snapshot().snapshot_id
+            rebased.append(base)
     raise AssertionError("unreachable")

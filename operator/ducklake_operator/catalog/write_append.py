@@ -27,7 +27,10 @@ from .write import CommitContext, live_columns, write_change
 
 
 class AlreadyIngested(DuckLakeError):
-    """A file was ingested into the table before (its snapshot's commit_extra_info says so)."""
+    """A file was ingested into the table before (its snapshot's commit_extra_info says so);
+    nothing was committed."""
+
+    cleanable = True
 
 
 @write_change.register
