@@ -186,7 +186,7 @@ BAD_INPUT = {
     "bad value": ("compact", "main.t", {"targetFileSize": "big"}, "params.targetFileSize: "),
     "missing table": ("compact", "main.nope", {}, "table main.nope does not exist"),
     "no table": ("compact", None, {}, "compact needs a table (schema.table)"),
-    "not available": ("ingest", "main.t", {}, "ingest is not available yet"),
+    "ingest without a path": ("ingest", "main.t", {}, "params.path: is required"),
 }
 
 
