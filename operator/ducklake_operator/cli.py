@@ -5,8 +5,9 @@
                                  change's job, in this process: rewriteColumnType)
     ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
     ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
-    ducklake run-job OP [T] -f P  compact|rewriteDeletes|rewriteColumnType schema.table, flushInlinedData
-                                  [schema.table], expireSnapshots, cleanupFiles, deleteOrphanFiles; -p key=value
+    ducklake run-job OP [T] -f P  compact|rewriteDeletes|rewriteColumnType|repartition|ingest schema.table,
+                                  flushInlinedData [schema.table], expireSnapshots, cleanupFiles,
+                                  deleteOrphanFiles; -p key=value
 
 Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
 from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
