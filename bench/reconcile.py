@@ -21,9 +21,7 @@ import argparse
 import base64
 import json
 import os
-import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,14 +37,6 @@ from support.pgserver import PgServer  # noqa: E402
 API = "ducklake.dev/v1alpha1"
 
 
-def peak_rss_mb(proc: subprocess.Popen[bytes] | None) -> float:
-    assert proc is not None, "the operator is not running"
-    with open(f"/proc/{proc.pid}/status") as fh:
-        peak = re.search(r"VmHWM:\s+(\d+)", fh.read())
-    assert peak is not None, "no VmHWM in /proc/<pid>/status"
-    return int(peak.group(1)) / 1024
-
-
 def ready(cluster: KubeCluster, namespace: str) -> int:
     items = cluster.request("GET", f"/apis/ducklake.dev/v1alpha1/namespaces/{namespace}/ducklaketables")["items"]
     return sum(
@@ -54,21 +44,6 @@ def ready(cluster: KubeCluster, namespace: str) -> int:
         for o in items
         if any(c["type"] == "Ready" and c["status"] == "True" for c in (o.get("status") or {}).get("conditions", []))
     )
-
-
-def sample(op: Operator, directory: str | None, name: str) -> subprocess.Popen[bytes] | None:
-    if not directory or op.proc is None:
-        return None
-    os.makedirs(directory, exist_ok=True)
-    out = os.path.join(directory, f"{name}.speedscope.json")
-    return subprocess.Popen(["py-spy", "record", "--pid", str(op.proc.pid), "--format", "speedscope", "--rate", "200",
-                             "--output", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-
-
-def stop(spy: subprocess.Popen[bytes] | None) -> None:
-    if spy is not None:
-        spy.send_signal(signal.SIGINT)
-        spy.wait(60)
 
 
 def run(
@@ -107,7 +82,7 @@ def run(
                 break
             time.sleep(0.1)
         queries0 = op.metric("ducklake_catalog_queries_total")
-        spy = sample(op, profile, f"storm-{n}")
+        spy = op.profile(profile, f"storm-{n}")
         t0 = time.time()
         cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=600)
         applied = time.time() - t0
@@ -117,10 +92,10 @@ def run(
                 raise SystemExit(f"only {count}/{n} Ready after 900 s; see {op.log_path}")
             time.sleep(0.25)
         elapsed = time.time() - t0
-        stop(spy)
+        spy.stop()
         queries = op.metric("ducklake_catalog_queries_total") - queries0
         print(f"N={n:>5}  apply->all Ready {elapsed:7.2f} s (kubectl apply itself {applied:5.2f} s, {n / elapsed:6.1f} "
-              f"tables/s)  peak RSS {peak_rss_mb(op.proc):6.1f} MB  catalog statements/table {queries / n:5.1f}",
+              f"tables/s)  peak RSS {op.peak_rss_mb():6.1f} MB  catalog statements/table {queries / n:5.1f}",
               flush=True)  # fmt: skip
         if memory and op.proc is not None:
             op.proc.send_signal(signal.SIGUSR2)
@@ -128,18 +103,18 @@ def run(
             print(op.log()[op.log().rfind("largest allocations") :][:6000])
         op.stop()
         op.start(*args)  # restart: every table is resumed
-        spy = sample(op, profile, f"resync-{n}")
+        spy = op.profile(profile, f"resync-{n}")
         t0 = time.time()
         while op.metric_or_zero("ducklake_reconciles_total") < n + 1:
             time.sleep(0.05)
         resync = time.time() - t0
-        stop(spy)
+        spy.stop()
         if memory and op.proc is not None:
             op.proc.send_signal(signal.SIGUSR2)
             time.sleep(3)
             print(op.log()[op.log().rfind("largest allocations") :][:6000])
         print(f"N={n:>5}  restart resync      {resync:7.2f} s  nothing applied; catalog statements/table "
-              f"{op.metric('ducklake_catalog_queries_total') / n:5.1f}  peak RSS {peak_rss_mb(op.proc):6.1f} MB",
+              f"{op.metric('ducklake_catalog_queries_total') / n:5.1f}  peak RSS {op.peak_rss_mb():6.1f} MB",
               flush=True)  # fmt: skip
     finally:
         op.stop()

@@ -16,7 +16,7 @@ per second, the most runs ever Running at once in the catalog and on one table (
 from the API server every 0.2 s, and from the runs' own start and completion times), and
 the operator's peak RSS.
 
-    python bench/scheduling.py [--tables 200] [--real 20] [--in-process]
+    python bench/scheduling.py [--tables 200] [--real 20] [--in-process] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import argparse
 import base64
 import json
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -47,14 +46,6 @@ API = "ducklake.dev/v1alpha1"
 NAMESPACE = "bench"
 SLOTS = 4
 ENDED = ("Succeeded", "Failed", "Cancelled")
-
-
-def peak_rss_mb(op: Operator) -> float:
-    assert op.proc is not None
-    with open(f"/proc/{op.proc.pid}/status") as fh:
-        peak = re.search(r"VmHWM:\s+(\d+)", fh.read())
-    assert peak is not None
-    return int(peak.group(1)) / 1024
 
 
 def runs(cluster: KubeCluster, policy: str) -> list[dict[str, Any]]:
@@ -95,11 +86,14 @@ def overlap(items: list[dict[str, Any]]) -> int:
     return most
 
 
-def phase(cluster: KubeCluster, op: Operator, name: str, spec: dict[str, Any], expected: int) -> None:
+def phase(
+    cluster: KubeCluster, op: Operator, name: str, spec: dict[str, Any], expected: int, profile: str | None
+) -> None:
     policy = {"apiVersion": API, "kind": "DuckLakeMaintenancePolicy", "metadata": {"name": name},
               "spec": {"catalogRef": {"name": "lake"}, "concurrency": {"maxJobsPerCatalog": SLOTS}, **spec}}  # fmt: skip
     sampler = Sampler(cluster, name)
     sampler.start()
+    spy = op.profile(profile, name)
     t0 = time.time()
     cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=yaml.safe_dump(policy))
     deadline = t0 + 3600
@@ -111,6 +105,7 @@ def phase(cluster: KubeCluster, op: Operator, name: str, spec: dict[str, Any], e
             raise SystemExit(f"{name}: not every run ended after an hour; see {op.log_path}")
         time.sleep(0.5)
     elapsed = time.time() - t0
+    spy.stop()
     sampler.done.set()
     sampler.join()
     states = Counter(r["status"]["state"] for r in items)
@@ -118,7 +113,7 @@ def phase(cluster: KubeCluster, op: Operator, name: str, spec: dict[str, Any], e
     print(f"{name:>9}: {len(items)} runs ended in {elapsed:7.1f} s ({len(items) / elapsed:5.2f} runs/s)  "
           f"states {dict(states)}  ran on {dict(ran_on)}  most Running at once: {sampler.most} in the catalog "
           f"(limit {SLOTS}; by start/completion times {overlap(items)}), {sampler.most_per_table} on one table  "
-          f"operator peak RSS {peak_rss_mb(op):.0f} MB", flush=True)  # fmt: skip
+          f"operator peak RSS {op.peak_rss_mb():.0f} MB", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -126,6 +121,7 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=200)
     parser.add_argument("--real", type=int, default=20, help="tables compacted for real after the dry runs")
     parser.add_argument("--in-process", action="store_true", help="the real runs skip Spark (inProcessBelow)")
+    parser.add_argument("--profile", help="directory for py-spy profiles of the operator (bench/speedscope_summary.py)")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-scheduling-")
     server = PgServer.start()
@@ -165,11 +161,15 @@ def main() -> None:
               f"small files, operator as the chart's service account, Local launcher", flush=True)  # fmt: skip
         trigger = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 1}
         phase(cluster, op, "dry-runs", {"dryRun": True, "spark": {"launcher": "Local"}, "compaction": trigger},
-              args.tables)  # fmt: skip
+              args.tables, args.profile)  # fmt: skip
         cluster.kubectl("delete", "-n", NAMESPACE, "ducklakemaintenancepolicy", "dry-runs", "--wait=false")
+        if not args.real:
+            return
         spark = {"launcher": "Local", **({"inProcessBelow": "1GB"} if args.in_process else {})}
         real = [f"main.t{i:04}" for i in range(args.real)]
-        phase(cluster, op, "real-runs", {"spark": spark, "tables": real, "compaction": trigger}, args.real)
+        phase(
+            cluster, op, "real-runs", {"spark": spark, "tables": real, "compaction": trigger}, args.real, args.profile
+        )
     finally:
         if op is not None:
             op.stop()

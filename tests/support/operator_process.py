@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -121,6 +122,19 @@ class Operator:
         self.stop()
         self.start(*args)
 
+    def peak_rss_mb(self) -> float:
+        """The operator process's peak resident memory (VmHWM), in MB."""
+        assert self.proc is not None, "the operator is not running"
+        with open(f"/proc/{self.proc.pid}/status") as fh:
+            peak = re.search(r"VmHWM:\s+(\d+)", fh.read())
+        assert peak is not None, "no VmHWM in /proc/<pid>/status"
+        return int(peak.group(1)) / 1024
+
+    def profile(self, directory: str | None, name: str) -> Profile:
+        """py-spy sampling the operator (all threads) into DIRECTORY/NAME.speedscope.json
+        until the profile is stopped; nothing when ``directory`` is None."""
+        return Profile(self, directory, name)
+
     def log(self) -> str:
         with open(self.log_path, errors="replace") as fh:
             return fh.read()
@@ -137,6 +151,22 @@ class Operator:
 
         text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
         return sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+]+)$", text, re.M))
+
+
+class Profile:
+    def __init__(self, op: Operator, directory: str | None, name: str) -> None:
+        self.spy: subprocess.Popen[bytes] | None = None
+        if directory and op.proc is not None:
+            os.makedirs(directory, exist_ok=True)
+            out = os.path.join(directory, f"{name}.speedscope.json")
+            self.spy = subprocess.Popen(["py-spy", "record", "--pid", str(op.proc.pid), "--format", "speedscope",
+                                         "--rate", "200", "--output", out],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    def stop(self) -> None:
+        if self.spy is not None:
+            self.spy.send_signal(signal.SIGINT)
+            self.spy.wait(60)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, interval: float = 0.1) -> Any:
