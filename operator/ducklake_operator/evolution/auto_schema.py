@@ -95,6 +95,15 @@ class Level:
     routes: Mapping[str, tuple[Target, ...]]  # folded field name -> its columns, its own first
     required: tuple[tuple[int, str], ...] = ()  # (index, name) of NOT NULL columns
     defaults: tuple[tuple[int, str, Any], ...] = ()  # (index, folded field, value) for absent fields
+    _taking: dict[tuple[str, Shape], tuple[Target, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    def taking(self, key: str, shape: Shape) -> tuple[Target, ...]:
+        """The columns of field ``key`` that take values of ``shape`` (remembered: values are
+        many, their shapes few)."""
+        found = self._taking.get((key, shape))
+        if found is None:
+            found = self._taking[(key, shape)] = tuple(t for t in self.routes.get(key, ()) if t.takes(shape))
+        return found
 
 
 @dataclass(frozen=True)

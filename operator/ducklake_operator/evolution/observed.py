@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..model.names import fold
@@ -91,35 +92,36 @@ def merged(parts: Iterable[Fields]) -> Fields:
 # --------------------------------------------------------------------- JSON values
 
 
+_KIND_OF_TYPE = {bool: BOOLEAN, float: DOUBLE, str: STRING, dict: RECORD}
+_SCALARS = {k: Shape(0, k) for k in (BOOLEAN, LONG, DOUBLE, STRING, RECORD)}  # made once: values are many
+fold_name = lru_cache(maxsize=4096)(fold)  # the same few field names, record after record
+
+
 def json_kind(value: Any) -> str:
     """The kind of a primitive JSON value (as ``json.loads`` gives it); an integer beyond
     64 bits counts as a string (its digits), which loses nothing."""
-    if isinstance(value, bool):
-        return BOOLEAN
-    if isinstance(value, int):
+    t = type(value)
+    if t is int:
         return LONG if LONG_RANGE[0] <= value <= LONG_RANGE[1] else STRING
-    if isinstance(value, float):
-        return DOUBLE
-    if isinstance(value, str):
-        return STRING
-    if isinstance(value, dict):
-        return RECORD
-    raise BadRecord(f"a value of type {type(value).__name__}")
+    kind = _KIND_OF_TYPE.get(t)
+    if kind is None:
+        raise BadRecord(f"a value of type {t.__name__}")
+    return kind
 
 
 def json_shape(value: Any) -> Shape:
     """The shape of a non-NULL JSON value: an array's dimension is its deepest nesting and its
     kind the widest of its innermost values' (``[1, 2.5]`` is ``[]::double``; ``[]`` holds
     nothing); ``BadRecord`` for an array that mixes records with other values."""
-    if not isinstance(value, list):
-        return Shape(0, json_kind(value))
+    if type(value) is not list:
+        return _SCALARS[json_kind(value)]
     dims, kind = 1, NOTHING
     for element in value:
         if element is None:
             continue
         inner = json_shape(element)
         dims = max(dims, inner.dims + 1)
-        wider = widest(kind, inner.kind)
+        wider = widest(kind, inner.kind) if inner.kind != kind else kind
         if wider is None:
             raise BadRecord("an array mixes records with other values")
         kind = wider
@@ -132,7 +134,7 @@ def observe_record(fields: Fields, record: Mapping[str, Any]) -> None:
     for name, value in record.items():
         if name == "":
             continue
-        key = fold(name)
+        key = fold_name(name)
         if key in seen_here:
             raise BadRecord(f"two fields named {name!r} (names are case-insensitive)")
         seen_here.add(key)
@@ -142,7 +144,11 @@ def observe_record(fields: Fields, record: Mapping[str, Any]) -> None:
         if found is None:
             fields[key] = found = FieldSeen(name)
         shape = json_shape(value)
-        _observe_value(found.shape(shape), value, shape.kind)
+        seen = found.shapes.get(shape) or found.shape(shape)
+        if shape.dims == 0 and shape.kind not in (RECORD, LONG):
+            seen.values += 1  # nothing more to note of a plain value
+        else:
+            _observe_value(seen, value, shape.kind)
 
 
 def _observe_value(seen: ShapeSeen, value: Any, kind: str) -> None:
@@ -150,13 +156,13 @@ def _observe_value(seen: ShapeSeen, value: Any, kind: str) -> None:
     for leaf in _leaves(value):
         if kind == RECORD:
             observe_record(seen.fields, leaf)
-        elif kind == LONG and isinstance(leaf, int) and not isinstance(leaf, bool):
-            seen.low = leaf if seen.low is None else min(seen.low, leaf)
-            seen.high = leaf if seen.high is None else max(seen.high, leaf)
+        elif kind == LONG and type(leaf) is int:
+            seen.low = leaf if seen.low is None or leaf < seen.low else seen.low
+            seen.high = leaf if seen.high is None or leaf > seen.high else seen.high
 
 
 def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, list):
+    if type(value) is list:
         for element in value:
             if element is not None:
                 yield from _leaves(element)

@@ -36,7 +36,7 @@ from ..model.value_kinds import (
     has_text_form,
 )
 from .auto_schema import Level, Target
-from .observed import BadRecord, MissingValue, TypedField, json_kind, json_shape
+from .observed import BadRecord, MissingValue, TypedField, fold_name, json_kind, json_shape
 
 EPOCH = datetime.datetime(1970, 1, 1)
 Typed = Mapping[str, TypedField]  # a typed source's columns (or a struct's fields) by folded name
@@ -55,7 +55,7 @@ def convert_record(record: Mapping[str, Any], level: Level, typed: Typed | None 
     for name, value in record.items():
         if name == "":
             continue  # rule 6
-        key = fold(name)
+        key = fold_name(name)
         if key in present:
             raise BadRecord(f"two fields named {name!r} (names are case-insensitive)")
         present.add(key)
@@ -63,12 +63,14 @@ def convert_record(record: Mapping[str, Any], level: Level, typed: Typed | None 
             continue
         source = typed.get(key) if typed is not None else None
         shape = source.shape if source is not None else json_shape(value)
-        for target in level.routes.get(key, ()):
-            if target.takes(shape):
-                try:
+        for target in level.taking(key, shape):
+            try:
+                if shape.dims == 0 and target.dims == 0 and target.kind != RECORD:
+                    out[target.index] = convert_value(value, shape.kind, target.kind)  # most values
+                else:
                     out[target.index] = _to(value, target.dims, source.shape.dims if source else None, target, source)
-                except _NoFit:
-                    pass
+            except _NoFit:
+                pass
     for index, key, default in level.defaults:
         if key not in present:
             out[index] = default
@@ -110,12 +112,12 @@ def _leaf(value: Any, target: Target, source: TypedField | None) -> Any:
 
 def convert_value(value: Any, kind: str, to: str) -> Any:
     """A non-NULL primitive of ``kind`` as a value of ``to`` (``_NoFit`` when it does not go)."""
+    if kind == to and to != STRING:
+        return value
     if to == STRING:
         if not has_text_form(kind):
             raise _NoFit
         return text_of(value, kind)
-    if kind == to:
-        return value
     if kind == BOOLEAN and (to in (LONG, DOUBLE) or to in INTEGER_RANGES):
         return float(value) if to == DOUBLE else int(value)
     if kind in (DATE, TIMESTAMP) and to in (LONG, DOUBLE):
