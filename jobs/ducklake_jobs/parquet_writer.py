@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -46,6 +46,13 @@ class FieldIds:
     name: str
     field_id: int
     children: tuple[FieldIds, ...] = ()
+    # False for HUGEINT/UHUGEINT: DuckDB writes them as DOUBLE and keeps no min, max or NaN
+    # flag for them (docs/ducklake-format.md §4.6); the DOUBLE's, as text, would prune wrongly
+    bounds: bool = field(default=True, compare=False)
+
+
+# the types whose statistics DuckDB keeps without min, max and NaN flag
+_NO_BOUNDS = ("int128", "uint128")
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,10 @@ def literal(text: str) -> str:
 
 
 def field_ids_from_columns(columns: Iterable[ColumnState]) -> tuple[FieldIds, ...]:
-    return tuple(FieldIds(c.name, c.column_id, field_ids_from_columns(c.children)) for c in columns)
+    return tuple(
+        FieldIds(c.name, c.column_id, field_ids_from_columns(c.children), c.type_name not in _NO_BOUNDS)
+        for c in columns
+    )
 
 
 def field_ids_from_arrow(schema: pa.Schema) -> tuple[FieldIds, ...]:
@@ -99,15 +109,15 @@ def field_ids_sql(fields: Iterable[FieldIds]) -> str:
     return "{" + ", ".join(one(f) for f in fields) + "}"
 
 
-def _leaf_keys(fields: Iterable[FieldIds], prefix: str = "") -> dict[str, int]:
+def _leaf_keys(fields: Iterable[FieldIds], prefix: str = "") -> dict[str, FieldIds]:
     """RETURN_STATS names a leaf by its quoted path: '"s"."y"."element"'."""
-    out: dict[str, int] = {}
+    out: dict[str, FieldIds] = {}
     for f in fields:
         key = prefix + quote(f.name)
         if f.children:
             out.update(_leaf_keys(f.children, key + "."))
         else:
-            out[key] = f.field_id
+            out[key] = f
     return out
 
 
@@ -168,8 +178,8 @@ def write_parquet(
     keys = _leaf_keys(fields)
     stats = []
     for key, s in sorted((column_stats or {}).items()):
-        fid = keys.get(key)
-        if fid is None or fid in HIDDEN_FIELD_IDS.values():
+        leaf = keys.get(key)
+        if leaf is None or leaf.field_id in HIDDEN_FIELD_IDS.values():
             continue
         nulls, values = int(s.get("null_count", 0)), int(s.get("num_values", 0))
         # DuckDB counts the NULLs of fields under a list per level, so they can exceed the
@@ -177,13 +187,13 @@ def write_parquet(
         known = nulls <= values
         stats.append(
             FileColumnStats(
-                column_id=fid,
+                column_id=leaf.field_id,
                 column_size_bytes=int(s.get("column_size_bytes", 0)),
                 value_count=values - nulls if known else None,
                 null_count=nulls if known else None,
-                min_value=s.get("min"),
-                max_value=s.get("max"),
-                contains_nan=(s["has_nan"] == "true") if "has_nan" in s else None,
+                min_value=s.get("min") if leaf.bounds else None,
+                max_value=s.get("max") if leaf.bounds else None,
+                contains_nan=(s["has_nan"] == "true") if "has_nan" in s and leaf.bounds else None,
             )
         )
     return WrittenFile(

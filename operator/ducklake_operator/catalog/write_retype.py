@@ -94,4 +94,4 @@ def _retype_column(change: RetypeColumn, ctx: CommitContext) -> None:
     if ended:
         ctx.tokens.append(Token("inlined_delete", id=change.table_id))
     types = {r["column_id"]: r["column_type"] for r in live_columns(ctx, change.table_id)}
-    stats_after_full_rewrite(ctx, change.table_id, types, change.column_id, change.outputs)
+    stats_after_full_rewrite(ctx, change.table_id, types, change.outputs)
