@@ -2,16 +2,17 @@
 
 Builds one table of about --mb MB in --files Parquet files (SQLite catalog, local data path;
 timestamps spread over one year in every file, so each file holds every month), copies it
-once per contender, and measures MB/s of input:
+once per contender, and prints MB/s of input for each, the ratio to DuckDB, and the disk's
+sequential write+read rate as the physical limit:
 
 * repartition from none to month(ts): DuckDB inserting the table into a table partitioned by
   month(ts) (what a DuckDB user does today), ours in-process, ours on Spark local[2] (with and
   without session start-up);
 * the varchar -> int64 column type rewrite of ``v``: DuckDB's CREATE TABLE AS SELECT ... CAST
-  vs the ``rewriteColumnType`` job (``column_type_rewrite``; bench/rewrite_column_type.py measures
-  it alone, on a table of its own).
+  vs the ``rewriteColumnType`` job, the same three ways; both sides write files of --target
+  (``target_file_size``: the job's file groups, one Spark task each).
 
-    python bench/rewrite.py [--mb 1000 --files 100]
+    python bench/rewrite.py [--mb 1000 --files 100 --target 256MB]
 """
 
 from __future__ import annotations
@@ -97,19 +98,33 @@ def repartition(base: str, mb: float, spark_start_s: float) -> None:
     line("repartition, ours Spark local[2] excl. start", spark_s, mb, duck_s)
 
 
-def column_type_rewrite(base: str, mb: float, spark_start_s: float) -> None:
-    """varchar -> int64 of ``v``."""
-    from bench.rewrite_column_type import ours  # the rewriteColumnType job, timed
+def column_type_rewrite(base: str, mb: float, spark_start_s: float, target: str) -> None:
+    """varchar -> int64 of ``v``, into files of ``target``."""
 
-    theirs = copy(base, "duckdb-retype")
-    con = duck.attach(theirs)
+    def with_target(name: str) -> CatalogLocation:
+        location = copy(base, name)
+        duck.run_workload(location, [f"CALL lk.set_option('target_file_size', '{target}')"])
+        return location
+
+    con = duck.attach(with_target("duckdb-retype"))
     duck_s = timed(
         lambda: con.execute("CREATE TABLE lk.t2 AS SELECT id, ts, CAST(v AS BIGINT) AS v, payload, f FROM lk.t")
     )
     con.close()
     line("varchar -> int64, DuckDB CREATE TABLE AS SELECT CAST", duck_s, mb)
-    line("varchar -> int64, ours in-process", ours(copy(base, "ours-retype"), run_in_process), mb, duck_s)
-    spark_s = ours(copy(base, "spark-retype"), run_on_spark)
+
+    def ours(name: str, runner: Runner) -> float:
+        catalog = Catalog.open(with_target(name))
+        params = {"column": "v", "type": "int64"}
+        t0 = time.perf_counter()
+        report = run_operation(catalog, "rewriteColumnType", "main.t", params, runner=runner)
+        seconds = time.perf_counter() - t0
+        assert report["committedSnapshot"] is not None and report["valuesNulled"] == 0, report
+        catalog.close()
+        return seconds
+
+    line("varchar -> int64, ours in-process", ours("ours-retype", run_in_process), mb, duck_s)
+    spark_s = ours("spark-retype", run_on_spark)
     line("varchar -> int64, ours Spark local[2] incl. start", spark_start_s + spark_s, mb, duck_s)
     line("varchar -> int64, ours Spark local[2] excl. start", spark_s, mb, duck_s)
 
@@ -118,6 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=1000)
     parser.add_argument("--files", type=int, default=100)
+    parser.add_argument("--target", default="256MB", help="target_file_size of the type rewrite (both sides)")
     args = parser.parse_args()
     os.environ["DUCKLAKE_SPARK_MASTER"] = "local[2]"
     work = tempfile.mkdtemp(prefix="bench-rewrite-")
@@ -131,7 +147,7 @@ def main() -> None:
 
     spark_start_s = timed(spark_session)  # once per process: both jobs' "incl. start" figures add it
     repartition(base, mb, spark_start_s)
-    column_type_rewrite(base, mb, spark_start_s)
+    column_type_rewrite(base, mb, spark_start_s, args.target)
     print(f"{'disk sequential write+read':<52} {disk_rate(work):18.1f} MB/s (physical limit)")
     shutil.rmtree(work, ignore_errors=True)
 
