@@ -155,7 +155,7 @@ def test_suspend_and_history(kube, operator, tmp_path) -> None:
     before = {r["metadata"]["name"] for r in runs_of(kube, "often")}
     insert(location, 3)
     time.sleep(3)
-    assert {r["metadata"]["name"] for r in runs_of(kube, "often")} == before
+    assert {r["metadata"]["name"] for r in runs_of(kube, "often")} <= before  # none new (history may trim)
     assert data_files(location) >= 3
 
 

@@ -89,21 +89,33 @@ class Indexes:
         return cls(kwargs["catalog_manifests"], kwargs["policy_manifests"], kwargs["active_runs"])
 
 
-@kopf.index(GROUP, VERSION, JOBS, when=_active)
-def active_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, OtherRun]:
-    """Runs that have not ended, by catalog: waiting runs read who holds what from here."""
+@kopf.index(GROUP, VERSION, JOBS)
+def active_runs(
+    namespace: str | None, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any
+) -> dict[CatalogKey, OtherRun]:
+    """Runs that have not ended, by catalog: waiting runs read who holds what from here.
+    When what a run holds is given back (it ended, or released its locks), the runs waiting
+    in its catalog are woken: the index, not the releasing run's own signal, is what they
+    read, so the signal goes out as the index learns it."""
     meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
+    catalog: CatalogKey = (namespace, str(spec.get("catalogRef", {}).get("name")))
+    state = status.get("state") or ""
+    holds = state == "Running" or bool(status.get("locks"))
+    if not holds and "controller" in memo:
+        memo.controller.signals.notify(catalog_runs_channel(*catalog))
+    if state in TERMINAL:
+        return {}
     run = OtherRun(
         name=name,
         uid=str(meta.get("uid")),
         table=spec.get("table"),
         state=status.get("state") or "Pending",
         created=str(meta.get("creationTimestamp") or ""),
-        holds=status.get("state") == "Running" or bool(status.get("locks")),
+        holds=holds,
         retry_at=status.get("nextAttemptAt"),
         locks=tuple(status.get("locks") or ()),
     )
-    return {(namespace, str(spec.get("catalogRef", {}).get("name"))): run}
+    return {catalog: run}
 
 
 @kopf.index(GROUP, VERSION, POLICIES)
@@ -269,8 +281,6 @@ async def tick_once(
         kopf.event(body, type=type_, reason=reason, message=ctl.scrub(message))
     state = written.get("state") or ""
     metrics.run_seen(uid, spec.operation, state, parse_stamp(written.get("startTime")), now)
-    if tick.released:
-        ctl.signals.notify(catalog_runs_channel(spec.ref.namespace, spec.catalog))
     if state in TERMINAL:  # a table waiting for its heavy change's run looks again
         ctl.signals.notify(catalog_channel(spec.ref.namespace, spec.catalog))
     return tick, written

@@ -53,7 +53,6 @@ class Tick:
     status: dict[str, Any] = field(default_factory=dict)
     events: list[tuple[str, str, str]] = field(default_factory=list)
     again_in: float | None = FOLLOW_INTERVAL  # None: the run has ended
-    released: bool = False  # locks were given back: runs waiting in the catalog may go
 
     def end(self, state: str, message: str, now: float, generation: int | None) -> Tick:
         ok = state == "Succeeded"
@@ -377,7 +376,6 @@ class Runs:
             )
             if slot is None:
                 self._release(namespace, held, uid)
-                tick.released = True
                 return f"a slot in catalog {spec.catalog}: {ctx.max_jobs} runs (maxJobsPerCatalog) running"
             held += [slot] if slot not in held else []
         tick.status["locks"] = held
@@ -386,7 +384,6 @@ class Runs:
     def _unlock(self, spec: JobSpec, uid: str, tick: Tick, status: Mapping[str, Any]) -> None:
         self._release(spec.ref.namespace or "default", list(status.get("locks") or []), uid)
         tick.status["locks"] = []
-        tick.released = True
 
     def _launch_spec(self, spec: JobSpec, uid: str, ctx: RunContext, attempt: int) -> Any:
         return launch_spec(
