@@ -308,3 +308,30 @@ def test_text_forms_are_duckdbs() -> None:
     for sql_type, kind, value in values:
         row = con.execute(f"SELECT CAST(CAST(? AS {sql_type}) AS VARCHAR)", [value]).fetchone()
         assert row is not None and text_of(value, kind) == row[0], (kind, value)
+
+
+def test_an_existing_record_column_takes_records_of_a_smaller_dimension() -> None:
+    t = table(("a", "struct<x: int64>[]"))
+    p = plan(t, [{"a": {"x": 1, "y": "s"}}])
+    assert [(c.parent_path, c.field.name) for c in p.changes] == [(("a", "element"), "y")]
+    assert rows(p, [{"a": {"x": 1, "y": "s"}}]) == [{"a": [{"x": 1, "y": "s"}]}]
+
+
+def test_empty_arrays_are_written_somewhere() -> None:
+    """An empty array is a value (not NULL): beside records of nothing it gets a column."""
+    p = plan(EMPTY, [{"a": []}, {"a": {}}])
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [("a_array_string", "list<varchar>")]
+    assert rows(p, [{"a": []}]) == [{"a_array_string": []}]
+    p = plan(EMPTY, [{"a": []}, {"a": [{"x": 1}]}])  # an array of records holds it: no other column
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [("a", "list<struct<x: int64>>")]
+    assert rows(p, [{"a": []}]) == [{"a": []}]
+
+
+def test_longs_go_to_an_existing_double_column_of_their_field() -> None:
+    """Edge case 1 for a field seen before: longs beside a double column need no column of their own."""
+    t = table(("a", "struct<x: int64>"))
+    first = plan(t, [{"a": [1.5]}])
+    assert [c.field.name for c in first.changes] == ["a_array_double"]
+    again = plan(after(t, first), [{"a": [1]}, {"a": [2.5]}])
+    assert again.changes == ()
+    assert rows(again, [{"a": [1]}]) == [{"a": None, "a_array_double": [1.0]}]

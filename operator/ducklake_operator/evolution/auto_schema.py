@@ -238,13 +238,17 @@ class _Planner:
             columns.append(own)
             needed = [s for s in shapes if s != primary and s.kind != NOTHING]
         else:
+            own.primary = True  # the field's own column: records of any smaller dimension go in
+            doubles = {c.shape for c in evolved} | set(shapes)
             for s, v in shapes.items():
-                if _fits_column(s, v, own.shape):
+                if s.kind == NOTHING or _fits_column(s, v, own.shape):
                     continue
-                wider = _wider(s, own.shape)
-                for w in (wider, s):
-                    if w is not None and w.kind != NOTHING and w not in needed:
+                if s.kind == LONG and Shape(s.dims, DOUBLE) in doubles:
+                    continue  # edge case 1 here too: the longs go to the doubles' column
+                for w in (_wider(s, own.shape), s):
+                    if w is not None and w not in needed:
                         needed.append(w)
+        needed += _for_empty_arrays(own, evolved, shapes, needed)
         out = [own] + evolved
         for shape in needed:
             name = evolved_name(seen.name, shape)
@@ -262,6 +266,36 @@ class _Planner:
                     "these values should go to"
                 )
         return out
+
+
+def _for_empty_arrays(
+    own: _Column, evolved: list[_Column], shapes: Mapping[Shape, ShapeSeen], needed: list[Shape]
+) -> list[Shape]:
+    """A column for empty arrays (``[]``, ``[[]]``) that no column of the field can hold: one
+    of the field's widest plain kind (string if none) and their dimension. A record column
+    holds them when it has fields (DuckLake has no struct without)."""
+
+    def holds(shape: Shape, record_fields: bool) -> bool:
+        return shape.kind != RECORD or record_fields
+
+    own_fields = own.existing is not None or any(_writable(v) for k, v in shapes.items() if k.kind == RECORD)
+    holders = [(own.shape, holds(own.shape, own_fields))] + [(c.shape, True) for c in evolved]
+    holders += [(s, holds(s, s in shapes and _writable(shapes[s]))) for s in needed]
+    kind = widest_of([s.kind for s in [own.shape, *shapes] if s.kind not in (NOTHING, RECORD)])
+    out: list[Shape] = []
+    for s in sorted(s for s in shapes if s.kind == NOTHING):
+        if any(h.dims >= s.dims and ok for h, ok in holders):
+            continue
+        extra = Shape(s.dims, STRING if kind in (None, NOTHING) else kind)
+        if extra not in needed and extra not in out:
+            out.append(extra)
+            holders.append((extra, True))
+    return out
+
+
+def _writable(seen: ShapeSeen) -> bool:
+    """Records with a field that gets a column: one with a value that is not a record of nothing."""
+    return any(k.kind != RECORD or _writable(v) for f in seen.fields.values() for k, v in f.shapes.items())
 
 
 def _existing(c: ColumnState) -> _Column:
