@@ -111,38 +111,26 @@ def recompute_if_delete_free(
     rows and a top-level column DuckDB does not fold (``_FOLDABLE``) nothing changes: the
     stale counters keep DuckDB scanning rather than answering from statistics."""
     df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
-    remaining = sorted(
-        set(
-            ctx.conn.execute(
-                sa.select(df.c.data_file_id).where(df.c.table_id == table_id, df.c.end_snapshot.is_(None))
-            ).scalars()
-        )
-        - set(sources)
-    )
-    if remaining and (
-        ctx.conn.execute(
-            sa.select(sa.func.count())
-            .select_from(dl)
-            .where(dl.c.data_file_id.in_(remaining), dl.c.end_snapshot.is_(None))
-        ).scalar()
-        or inlined_file_deletions(ctx.conn, ctx.pg_schema, table_id, data_file_ids=remaining)
-    ):
+    kept = sa.select(df.c.data_file_id).where(
+        df.c.table_id == table_id, df.c.end_snapshot.is_(None), df.c.data_file_id.not_in(list(sources))
+    )  # a subquery: a table may have many files
+    delete_files = ctx.conn.execute(
+        sa.select(sa.func.count()).select_from(dl).where(dl.c.data_file_id.in_(kept), dl.c.end_snapshot.is_(None))
+    ).scalar()
+    deleted_from = list(inlined_file_deletions(ctx.conn, ctx.pg_schema, table_id))
+    if delete_files or (deleted_from and ctx.conn.execute(kept.where(df.c.data_file_id.in_(deleted_from))).first()):
         return
     columns = live_columns(ctx, table_id)
     roots = {int(c["column_id"]): str(c["column_type"]) for c in columns if c["parent_column"] is None}
     inlined = _live_inlined_rows(ctx, table_id)
     if inlined and not all(_foldable(t) for t in roots.values()):
         return
-    rows, size = (
-        ctx.conn.execute(
-            sa.select(
-                sa.func.coalesce(sa.func.sum(df.c.record_count), 0),
-                sa.func.coalesce(sa.func.sum(df.c.file_size_bytes), 0),
-            ).where(df.c.data_file_id.in_(remaining))
-        ).one()
-        if remaining
-        else (0, 0)
-    )
+    rows, size = ctx.conn.execute(
+        sa.select(
+            sa.func.coalesce(sa.func.sum(df.c.record_count), 0),
+            sa.func.coalesce(sa.func.sum(df.c.file_size_bytes), 0),
+        ).where(df.c.data_file_id.in_(kept))
+    ).one()
     _set_counters(
         ctx,
         table_id,
@@ -150,7 +138,7 @@ def recompute_if_delete_free(
         int(size) + sum(f.file_size_bytes for f in outputs),
     )
     types = {int(c["column_id"]): str(c["column_type"]) for c in columns}
-    _column_stats_now(ctx, table_id, types, roots, remaining, outputs, inlined)
+    _column_stats_now(ctx, table_id, types, roots, kept, outputs, inlined)
 
 
 def _set_counters(ctx: CommitContext, table_id: int, rows: int, size: int) -> None:
@@ -190,23 +178,24 @@ def _column_stats_now(
     table_id: int,
     live: dict[int, str],
     roots: dict[int, str],
-    remaining: Sequence[int],
+    kept: sa.Select[tuple[int]] | None,
     outputs: Sequence[NewDataFile],
     inlined: Sequence[InlinedRows],
 ) -> None:
     """Each column row of the table over what the table holds after the commit, as DuckDB
-    merges it: a live column (``live``: id -> type) over the kept files' statistics, the
-    outputs' and, for a top-level column (``roots``), the live inlined rows'; a dropped column
-    over the outputs' alone (DuckDB reads the kept files' statistics of live columns only,
-    and takes the new files' whole); a dropped column the outputs do not hold keeps its row."""
+    merges it: a live column (``live``: id -> type) over the statistics of the kept files
+    (those ``kept`` selects), the outputs' and, for a top-level column (``roots``), the live
+    inlined rows'; a dropped column over the outputs' alone (DuckDB reads the kept files'
+    statistics of live columns only, and takes the new files' whole); a dropped column the
+    outputs do not hold keeps its row."""
     ts, fcs = T["ducklake_table_column_stats"], T["ducklake_file_column_stats"]
     present = set(ctx.conn.execute(sa.select(ts.c.column_id).where(ts.c.table_id == table_id)).scalars())
     types = dict(live)
     stats: dict[int, list[FileColumnStats]] = defaultdict(list)
-    if remaining:
+    if kept is not None:
         for r in ctx.conn.execute(
             sa.select(fcs)
-            .where(fcs.c.data_file_id.in_(remaining), fcs.c.column_id.in_(list(types)))
+            .where(fcs.c.data_file_id.in_(kept), fcs.c.column_id.in_(list(types)))
             .order_by(fcs.c.data_file_id)  # DuckDB's merge order: kept files, outputs, inlined rows
         ):
             # a kept file's row without bounds makes the column's unknown even when the file
@@ -330,7 +319,7 @@ def stats_after_full_rewrite(
     inlined row is left besides them, so no deletion either): its statistics are exact, as
     ``recompute_if_delete_free`` makes them; ``type_names`` are the columns' types after it."""
     _set_counters(ctx, table_id, sum(f.record_count for f in outputs), sum(f.file_size_bytes for f in outputs))
-    _column_stats_now(ctx, table_id, type_names, {}, (), outputs, ())
+    _column_stats_now(ctx, table_id, type_names, {}, None, outputs, ())
 
 
 def add_inserted_files(
