@@ -29,7 +29,7 @@ SECRETS = [("DUCKLAKE_CATALOG_USERNAME", "pg", "username"), ("DUCKLAKE_CATALOG_P
 
 
 @pytest.fixture(scope="module")
-def api_client(cluster, chart, spark_application_crd, tmp_path_factory) -> Callable[[], Any]:  # type: ignore[no-untyped-def]
+def api_client(cluster, chart, spark_application_crd, tmp_path_factory) -> Callable[[], Any]:
     """A kubernetes client holding a token of the chart's service account (with the
     SparkApplication CRD installed)."""
     path = service_account_kubeconfig(cluster, str(tmp_path_factory.mktemp("launchers") / "kubeconfig"))
@@ -38,7 +38,7 @@ def api_client(cluster, chart, spark_application_crd, tmp_path_factory) -> Calla
 
 
 @pytest.fixture
-def secrets(kube) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def secrets(kube) -> dict[str, str]:
     """The catalog's credentials, in two Secrets, and the job service account."""
     values = {"password": f"pw-{uuid.uuid4().hex}", "secret": f"s3-{uuid.uuid4().hex}"}
     kube.apply(
@@ -51,14 +51,14 @@ def secrets(kube) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return values
 
 
-def ducklake_job(kube, name: str = "compact-orders-1") -> str:  # type: ignore[no-untyped-def]
+def ducklake_job(kube, name: str = "compact-orders-1") -> str:
     """A DuckLakeJob to own what is launched; its uid."""
     kube.apply(manifest("DuckLakeJob", name, {"catalogRef": {"name": "lake"}, "table": "sales.orders",
                                               "operation": "compact"}))  # fmt: skip
     return str(kube.get("dlj", name)["metadata"]["uid"])
 
 
-def attempt(kube, uid: str, launcher: str, name: str = "compact-orders-1", number: int = 1, **spark: Any) -> LaunchSpec:  # type: ignore[no-untyped-def]
+def attempt(kube, uid: str, launcher: str, name: str = "compact-orders-1", number: int = 1, **spark: Any) -> LaunchSpec:
     catalog = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeCatalog",
                "metadata": {"name": "lake", "namespace": kube.namespace},
                "spec": {"metadata": {"postgres": {"host": "pg.data", "database": "lake",
@@ -96,7 +96,7 @@ def pruned(sent: Any, got: Any, path: str = "") -> list[str]:
     return [] if sent == got else [f"{path}: sent {sent!r}, read {got!r}"]
 
 
-def no_credentials(kube, values: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def no_credentials(kube, values: dict[str, str]) -> None:
     """No Secret value, plain or base64, in any object a run made (or the pods made for it)."""
     text = kube.kubectl("get", "configmaps,jobs,pods,sparkapplications", "-o", "json")
     for value in values.values():
@@ -112,7 +112,7 @@ EXPECTED_REFS = {env: {"name": secret, "key": key} for env, secret, key in SECRE
 
 def test_a_batch_job_is_accepted_as_rendered_and_its_pod_gets_credentials_from_secrets(
     kube, api_client, secrets
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     spec = attempt(kube, ducklake_job(kube), "Job")
     launched = JobLauncher(api_client).launch(spec)
     assert launched == Launched("Job", spec.name, {"namespace": kube.namespace, "pods": attempt_selector(spec)})
@@ -134,7 +134,7 @@ def test_a_batch_job_is_accepted_as_rendered_and_its_pod_gets_credentials_from_s
     assert len(kube.list("jobs")) == 1
 
 
-def test_a_spark_application_is_accepted_as_rendered(kube, api_client, secrets) -> None:  # type: ignore[no-untyped-def]
+def test_a_spark_application_is_accepted_as_rendered(kube, api_client, secrets) -> None:
     spec = attempt(kube, ducklake_job(kube), "SparkApplication")
     launcher = SparkApplicationLauncher(api_client)
     assert launcher.available() is None
@@ -152,7 +152,7 @@ def test_a_spark_application_is_accepted_as_rendered(kube, api_client, secrets) 
     assert launcher.observe(launched).state == "Pending"  # no Spark Operator here: never submitted
 
 
-def patch_status(kube, kind: str, name: str, status: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+def patch_status(kube, kind: str, name: str, status: dict[str, Any]) -> None:
     kube.kubectl("patch", kind, name, "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}))
 
 
@@ -170,7 +170,7 @@ def patch_status(kube, kind: str, name: str, status: dict[str, Any]) -> None:  #
     ],
     ids=["complete", "deadline", "failed"],
 )  # fmt: skip
-def test_a_batch_jobs_status_is_observed(kube, api_client, conditions, state: str, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_batch_jobs_status_is_observed(kube, api_client, conditions, state: str, message: str) -> None:
     spec = attempt(kube, ducklake_job(kube), "Job", serviceAccount=None)
     launcher = JobLauncher(api_client)
     launched = launcher.launch(spec)
@@ -194,7 +194,7 @@ def test_a_batch_jobs_status_is_observed(kube, api_client, conditions, state: st
     ids=["running", "completed", "failed", "submission-failed"],
 )  # fmt: skip
 def test_a_spark_applications_state_is_observed(kube, api_client, application_state, state,
-                                                message) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+                                                message) -> None:  # fmt: skip
     spec = attempt(kube, ducklake_job(kube), "SparkApplication")
     launcher = SparkApplicationLauncher(api_client)
     launched = launcher.launch(spec)
@@ -204,7 +204,7 @@ def test_a_spark_applications_state_is_observed(kube, api_client, application_st
 
 
 @pytest.mark.parametrize("launcher_type", [JobLauncher, SparkApplicationLauncher], ids=["job", "spark-application"])
-def test_cancel_deletes_what_was_launched(kube, api_client, launcher_type: type[KubeLauncher]) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_deletes_what_was_launched(kube, api_client, launcher_type: type[KubeLauncher]) -> None:
     launcher = launcher_type(api_client)
     spec = attempt(kube, ducklake_job(kube), launcher.kind)
     launched = launcher.launch(spec)
@@ -216,7 +216,7 @@ def test_cancel_deletes_what_was_launched(kube, api_client, launcher_type: type[
     launcher.cancel(launched)  # nothing left: no error
 
 
-def test_what_a_run_launched_goes_with_its_ducklakejob(kube, api_client, secrets) -> None:  # type: ignore[no-untyped-def]
+def test_what_a_run_launched_goes_with_its_ducklakejob(kube, api_client, secrets) -> None:
     """Every object is owned by the DuckLakeJob: the real garbage collector deletes them all
     when it goes, attempts of both launchers alike."""
     uid = ducklake_job(kube)
@@ -237,7 +237,7 @@ def test_what_a_run_launched_goes_with_its_ducklakejob(kube, api_client, secrets
     wait_for("the run's objects collected", collected, timeout=120, interval=1)
 
 
-def test_a_launcher_whose_resource_is_not_served_says_so_and_creates_nothing(kube, api_client, secrets) -> None:  # type: ignore[no-untyped-def]
+def test_a_launcher_whose_resource_is_not_served_says_so_and_creates_nothing(kube, api_client, secrets) -> None:
     spec = attempt(kube, ducklake_job(kube), "SparkApplication")
     for launcher, resource in (
         (SparkApplicationLauncher(api_client, plural="sparkapplicationz"), "sparkapplicationz.sparkoperator.k8s.io"),
@@ -251,7 +251,7 @@ def test_a_launcher_whose_resource_is_not_served_says_so_and_creates_nothing(kub
     assert kube.get("configmap", spec.name) is None
 
 
-def test_a_refused_object_is_a_launch_failure_with_the_servers_reason(kube, api_client, secrets) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_object_is_a_launch_failure_with_the_servers_reason(kube, api_client, secrets) -> None:
     spec = attempt(kube, ducklake_job(kube), "Job", serviceAccount="Spark_Jobs")  # not a valid name
     with pytest.raises(LaunchFailed) as info:
         JobLauncher(api_client).launch(spec)
