@@ -372,7 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except SpecError as exc:
-        print("error: invalid manifests:", file=sys.stderr)
+        what = "parameters" if all(p.startswith("-p.") for p in exc.problems) else "manifests"
+        print(f"error: invalid {what}:", file=sys.stderr)
         for problem in exc.problems:
             print(scrub(f"  {exc.source + ': ' if exc.source else ''}{problem}", known_secrets()), file=sys.stderr)
         return EXIT_ERROR

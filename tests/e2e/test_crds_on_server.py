@@ -73,6 +73,10 @@ INVALID: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
     ("unknown typeChanges", lambda: with_spec("DuckLakeTable", evolution={"typeChanges": "cast"}), "Unsupported value"),
     ("approvedPlan not a hash", lambda: with_spec("DuckLakeTable", evolution={"approvedPlan": "yes"}), "should match"),
     ("unknown job operation", lambda: with_spec("DuckLakeJob", operation="vacuum"), "Unsupported value"),
+    ("a column tag (DuckDB cannot read them)", lambda: with_spec("DuckLakeTable", columns=[
+        {"name": "id", "type": "int64", "tags": {"pii": "false"}}]), "must have at most 0 items"),  # fmt: skip
+    ("executor memory Spark would not read", lambda: with_spec("DuckLakeJob", spark={"executor": {"memory": "4 gigs"}}),
+     "should match"),  # fmt: skip
     ("negative retries", lambda: with_spec("DuckLakeJob", retries=-1), "should be greater than or equal to 0"),
     ("selector and tables", lambda: with_spec("DuckLakeMaintenancePolicy", tables=["a.b"],
                                               tableSelector={"matchLabels": {"a": "b"}}), "not both"),

@@ -647,9 +647,24 @@ def _field(item: Mapping[str, Any], path: str, p: _Problems) -> Field | None:
         nullable=p.get(item, "nullable", path, bool, default=True),
         default=default,
         comment=comment,
-        tags=tuple((k, v) for k, v in _tags(item, path, p, with_comment=False)),
+        tags=_column_tags(item, path, p),
         renamed_from=_renamed_from(item, path, p),
     )
+
+
+# DuckDB 1.5.5 fails every query on a table (and SHOW TABLES on its catalog) when a column
+# carries a tag other than its comment: "Only comment tags are supported for columns currently"
+COLUMN_TAGS_REFUSED = (
+    "DuckDB 1.5.5 cannot read a table whose columns carry tags (every query on it fails: 'Only comment tags "
+    "are supported for columns currently'); say it in the column's comment, or tag the table"
+)
+
+
+def _column_tags(item: Mapping[str, Any], path: str, p: _Problems) -> tuple[tuple[str, str], ...]:
+    """A column's tags: none (the field stays in the API for the day DuckDB reads them)."""
+    if _tags(item, path, p, with_comment=False):
+        p.add(f"{path}.tags", COLUMN_TAGS_REFUSED)
+    return ()
 
 
 def _type(item: Mapping[str, Any], path: str, p: _Problems) -> DuckLakeType | None:

@@ -191,7 +191,13 @@ def column(depth: int) -> Schema:
             "{expression: <DuckDB SQL>} (only when the column is created with its table)."
         ),
         "comment": string("Column comment (DuckDB COMMENT ON COLUMN)."),
-        "tags": string_map("Column tags (key/value)."),
+        "tags": {
+            **string_map(
+                "Column tags: must be empty. DuckDB 1.5.5 cannot read a table whose columns carry tags other "
+                "than the comment (use comment, or the table's tags)."
+            ),
+            "maxProperties": 0,
+        },
         "renamedFrom": array(
             "Earlier names of this column: declares a rename, keeping the column id and its data.",
             string("An earlier name."),
