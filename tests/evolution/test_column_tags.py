@@ -13,7 +13,7 @@ from ducklake_operator.api.load import COLUMN_TAGS_REFUSED, parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import SpecError
 from ducklake_operator.model.changes import CreateTable
-from ducklake_operator.model.spec import Field, TableSpec
+from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import Field, parse_type
 from ducklake_operator.reconcile import apply_plan
 from support import duck
