@@ -106,3 +106,30 @@ def test_one_run_per_table_and_max_jobs_per_catalog(kube, operator, tmp_path) ->
     assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:], strict=False)), spans
     said = [e["message"] for n in names for e in kube.events(n) if e["reason"] == "Waiting"]
     assert any("a slot in catalog lake" in m for m in said), said
+
+
+def test_heavy_operations_run_as_ducklakejobs_too(kube, operator, tmp_path) -> None:
+    """ingest (with its schema evolution) and repartition, as DuckLakeJobs through the Local
+    launcher: the same program, the same guarantees."""
+    location = small_files_lake(kube, tmp_path, inserts=3)
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "a.jsonl").write_text("".join(f'{{"id": {i}, "amount": {i}, "note": "n{i}"}}\n' for i in range(20)))
+    kube.apply(job("ingest-1", operation="ingest", params={"path": str(landing) + "/"}, spark=IN_PROCESS))
+    status = ended(kube, "ingest-1")["status"]
+    assert status["state"] == "Succeeded", status
+    con = duck.attach(location, con=duck.connect())
+    assert (
+        duck.scalar(con, "SELECT count(*) FROM lk.orders WHERE note IS NOT NULL") == 20
+    )  # a new column, in one snapshot
+    con.close()
+    kube.apply(job("ingest-2", operation="ingest", params={"path": str(landing) + "/"}, spark=IN_PROCESS))
+    again = ended(kube, "ingest-2")["status"]
+    assert again["state"] == "Failed" and "a.jsonl" in again["message"]  # the same file twice is refused
+
+    duck.run_workload(location, ["ALTER TABLE lk.orders SET PARTITIONED BY (amount)"])
+    before = duck.observe_table(location, "orders")
+    kube.apply(job("repartition-1", operation="repartition", spark=IN_PROCESS))
+    status = ended(kube, "repartition-1")["status"]
+    assert status["state"] == "Succeeded" and status["filesRead"] == 4, status
+    assert duck.same_as_before(duck.observe_table(location, "orders"), before)
