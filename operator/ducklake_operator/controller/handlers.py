@@ -101,6 +101,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         memo.table_specs = SpecCache()
         memo.status_writer = StatusWriter(_custom_objects_api)
     memo.controller.start(asyncio.get_running_loop())
+    # the kubernetes client (Secrets, status writes, runs) is loaded now, once: left to the first
+    # reconciles of a resync, every worker thread waited on its import lock
+    await memo.controller.call(_core_api)
 
 
 @kopf.on.cleanup()

@@ -34,6 +34,7 @@ TABLE_SMALL_FILES = Gauge("ducklake_table_small_files", "Small data files of a t
 TABLE_BYTES = Gauge("ducklake_table_bytes", "Bytes in a table's live data files.", ["namespace", "table"])
 
 _conditions: dict[str, dict[str, str]] = {}  # table uid -> condition type -> status
+_counts: dict[tuple[str, str], int] = {}  # (condition type, status) -> tables
 _running: dict[str, str] = {}  # run uid -> operation, for the runs Running now
 _lock = threading.Lock()
 
@@ -57,15 +58,14 @@ def run_seen(uid: str, operation: str, state: str, started: float | None, now: f
 
 
 def table_seen(uid: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-    """Record a table's status as published (conditions and health)."""
+    """Record a table's status as published (conditions and health). Counts change by the
+    table's own difference: a resync of many tables costs no pass over all of them each."""
     conditions = {c.get("type", ""): c.get("status", "Unknown") for c in status.get("conditions") or []}
     with _lock:
+        changed = _count(_conditions.get(uid, {}), -1) | _count(conditions, +1)
         _conditions[uid] = conditions
-        counts: dict[tuple[str, str], int] = {}
-        for per_table in _conditions.values():
-            for type_, value in per_table.items():
-                counts[(type_, value)] = counts.get((type_, value), 0) + 1
-    for (type_, value), n in counts.items():
+        values = {key: _counts[key] for key in changed}
+    for (type_, value), n in values.items():
         TABLES.labels(condition=type_, status=value).set(n)
     stats = status.get("stats") or {}
     if stats:
@@ -75,9 +75,20 @@ def table_seen(uid: str, namespace: str, name: str, status: Mapping[str, Any]) -
 
 def table_gone(uid: str, namespace: str, name: str) -> None:
     with _lock:
-        _conditions.pop(uid, None)
+        changed = _count(_conditions.pop(uid, {}), -1)
+        values = {key: _counts[key] for key in changed}
+    for (type_, value), n in values.items():
+        TABLES.labels(condition=type_, status=value).set(n)
     for gauge in (TABLE_SMALL_FILES, TABLE_BYTES):
         try:
             gauge.remove(namespace, name)
         except KeyError:
             pass
+
+
+def _count(conditions: Mapping[str, str], step: int) -> set[tuple[str, str]]:
+    """Add ``step`` to the count of each (type, status) in ``conditions`` (under ``_lock``)."""
+    keys = set(conditions.items())
+    for key in keys:
+        _counts[key] = _counts.get(key, 0) + step
+    return keys
