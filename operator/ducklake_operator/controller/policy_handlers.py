@@ -33,6 +33,7 @@ from ..maintenance.policy_runs import (
     with_created_run,
 )
 from ..maintenance.selection import catalog_wide_owner, selects
+from ..model import timestamps
 from ..model.durations import parse_duration
 from ..model.spec import GROUP, VERSION, CatalogSpec, MaintenancePolicySpec
 from .context import Controller
@@ -46,7 +47,6 @@ POLICY_TICK = float(os.environ.get("DUCKLAKE_POLICY_INTERVAL", "15"))
 POLICY_LABEL, OPERATION_LABEL = "ducklake.dev/policy", "ducklake.dev/operation"
 TABLE_ANNOTATION, REASON_ANNOTATION, SCHEDULE_ANNOTATION = (
     "ducklake.dev/table", "ducklake.dev/reason", "ducklake.dev/schedule-time")  # fmt: skip
-_STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def min_trigger_interval(env: Mapping[str, str] = os.environ) -> timedelta:
@@ -73,10 +73,6 @@ def policy_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> 
             "scheduleTime": annotations.get(SCHEDULE_ANNOTATION),
         }
     }
-
-
-def _time(text: str | None) -> datetime | None:
-    return datetime.strptime(text, _STAMP).replace(tzinfo=UTC) if text else None
 
 
 @kopf.timer(GROUP, VERSION, POLICIES, interval=POLICY_TICK)
@@ -106,10 +102,10 @@ async def policy_tick(
         _set_conditions(patch, status, ready(False, "CatalogNotFound", f"DuckLakeCatalog {policy.catalog!r} not found"))
         return
     now = datetime.now(UTC)
-    created = _time(body.get("metadata", {}).get("creationTimestamp")) or now
+    created = timestamps.parse(body.get("metadata", {}).get("creationTimestamp")) or now
     tables = list(table_manifests.get((namespace, policy.catalog)) or [])
     siblings = [
-        (p, _time(d["metadata"].get("creationTimestamp")) or now)
+        (p, timestamps.parse(d["metadata"].get("creationTimestamp")) or now)
         for d in policy_manifests.get((namespace, policy.catalog)) or []
         if (p := parsed_policy(d)) is not None
     ]
@@ -194,9 +190,9 @@ def run_history(runs: Sequence[Mapping[str, Any]], operations: Mapping[str, Any]
     for run in sorted(runs, key=lambda r: r.get("created") or ""):
         key = (run.get("table"), str(run.get("operation")))
         past = out.get(key, OperationHistory(last_schedule_time=scheduled.get(key)))
-        paid = _time(run.get("scheduleTime"))
+        paid = timestamps.parse(run.get("scheduleTime"))
         last_paid = max((t for t in (past.last_schedule_time, paid) if t is not None), default=None)
-        last = LastRun(str(run["name"]), str(run["state"]), _time(run.get("created")) or datetime.now(UTC))
+        last = LastRun(str(run["name"]), str(run["state"]), timestamps.parse(run.get("created")) or datetime.now(UTC))
         out[key] = OperationHistory(last_paid, last, past.active or run["state"] in ACTIVE)
     for key, when in scheduled.items():
         out.setdefault(key, OperationHistory(last_schedule_time=when))
@@ -212,7 +208,7 @@ def create_run(body: kopf.Body, policy: MaintenancePolicySpec, run: PlannedRun) 
     if run.table:
         annotations[TABLE_ANNOTATION] = run.table
     if run.schedule_time is not None:
-        annotations[SCHEDULE_ANNOTATION] = run.schedule_time.astimezone(UTC).strftime(_STAMP)
+        annotations[SCHEDULE_ANNOTATION] = timestamps.stamp(run.schedule_time)
     job = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "DuckLakeJob",

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import DuckLakeError
+from ..model import timestamps
 from ..model.job_params import OPERATIONS
 from ..model.names import fold
 from ..model.spec import CatalogSpec, JobSpec, PostgresSpec
@@ -70,13 +71,12 @@ class Tick:
 
 
 def stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamps.stamp(datetime.fromtimestamp(t, UTC))
 
 
 def parse_stamp(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    parsed = timestamps.parse(text)
+    return parsed.timestamp() if parsed is not None else None
 
 
 @dataclass(frozen=True)

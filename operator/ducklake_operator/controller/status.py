@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from ..model import timestamps
 from ..model.plans import TablePlan
 from ..model.state import ColumnState, TableState
 
@@ -13,7 +13,7 @@ SMALL_FILE_BYTES = 16 * 1024 * 1024  # files under this count as small in status
 
 
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamps.now()
 
 
 def condition(

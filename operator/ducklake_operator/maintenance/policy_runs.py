@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from ..model import timestamps
 from ..model.job_params import OPERATIONS
 from ..model.spec import MaintenancePolicySpec, Schedule
 from .policy_params import MaintainedTable, catalog_params, catalog_schedules, table_params, table_schedules
@@ -42,7 +43,6 @@ from .windows import aware, in_window
 # cannot get it under the threshold from being compacted back to back.
 DEFAULT_MIN_TRIGGER_INTERVAL = timedelta(minutes=10)
 ACTIVE_STATES = ("Pending", "Running")
-_STAMP = "%Y-%m-%dT%H:%M:%SZ"
 # Tables of one policy mostly share their last cron time: one evaluation computes each answer once.
 _due = lru_cache(maxsize=4096)(due)
 _next_due = lru_cache(maxsize=4096)(next_due)
@@ -165,7 +165,7 @@ def with_created_run(
 
 
 def stamp(instant: datetime | None) -> str | None:
-    return aware(instant).strftime(_STAMP) if instant is not None else None
+    return timestamps.stamp(aware(instant)) if instant is not None else None
 
 
 def _last_run(run: LastRun | None, table: str | None = None) -> dict[str, Any] | None:
@@ -254,9 +254,7 @@ def schedule_times(operations: Mapping[str, Any]) -> dict[HistoryKey, datetime]:
     ``status.operations``: what the next evaluation takes as history."""
     out: dict[HistoryKey, datetime] = {}
 
-    def read(text: Any) -> datetime | None:
-        return datetime.strptime(text, _STAMP).replace(tzinfo=UTC) if isinstance(text, str) else None
-
+    read = timestamps.parse
     for op, entry in operations.items():
         if not isinstance(entry, Mapping):
             continue
