@@ -17,12 +17,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ducklake_operator.model.job_marker import JobIdentity
-from ducklake_operator.model.spec import GROUP, VERSION
+from ducklake_operator.model.spec import GROUP, JOBS, VERSION
 
 log = logging.getLogger(__name__)
 
 REPORT_TO_API = "DUCKLAKE_REPORT_TO_API"
-PLURAL = "ducklakejobs"
 MIN_INTERVAL_SECONDS = 0.5
 
 Patch = Callable[[dict[str, Any]], None]  # merge-patches the DuckLakeJob's status with {"status": {...}}
@@ -130,7 +129,7 @@ def api_job_status(job: JobIdentity, env: Mapping[str, str]) -> JobStatus | None
     api = client.CustomObjectsApi()
 
     def patch(body: dict[str, Any]) -> None:
-        api.patch_namespaced_custom_object_status(GROUP, VERSION, job.namespace or "default", PLURAL, job.name, body)
+        api.patch_namespaced_custom_object_status(GROUP, VERSION, job.namespace or "default", JOBS, job.name, body)
 
     return JobStatus(patch)
 

@@ -20,17 +20,22 @@ from ..model.maintenance_params import JOB_SETTINGS, POLICY_SETTINGS, Param
 from ..model.options import OPTIONS, SIZE_PATTERN
 from ..model.spec import (
     CAST_ERRORS,
+    CATALOGS,
     DEFAULT_SCHEMA,
     DEFAULT_TIMEZONE,
     DELETION_POLICY,
     EVOLUTION_MODE,
     GROUP,
     JOB_OPERATION,
+    JOBS,
     LAUNCHER,
     NULL_ORDER,
     ON_DRIFT,
+    POLICIES,
+    SCHEMAS,
     SORT_DIRECTION,
     SSL_MODE,
+    TABLES,
     TRANSFORM,
     TYPE_CHANGES,
     URL_STYLE,
@@ -679,7 +684,7 @@ AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 KINDS: list[dict[str, Any]] = [
     {
         "kind": "DuckLakeCatalog",
-        "plural": "ducklakecatalogs",
+        "plural": CATALOGS,
         "short": ["dlc", "dlcat"],
         "schema": catalog_schema,
         "description": "A DuckLake catalog: metadata database and data path.",
@@ -692,7 +697,7 @@ KINDS: list[dict[str, Any]] = [
     },
     {
         "kind": "DuckLakeSchema",
-        "plural": "ducklakeschemas",
+        "plural": SCHEMAS,
         "short": ["dls"],
         "schema": schema_schema,
         "description": "A schema in a DuckLake catalog.",
@@ -705,7 +710,7 @@ KINDS: list[dict[str, Any]] = [
     },
     {
         "kind": "DuckLakeTable",
-        "plural": "ducklaketables",
+        "plural": TABLES,
         "short": ["dlt"],
         "schema": table_schema,
         "description": "A DuckLake table, declared: columns, partitioning, sort order, evolution policy.",
@@ -720,7 +725,7 @@ KINDS: list[dict[str, Any]] = [
     },
     {
         "kind": "DuckLakeMaintenancePolicy",
-        "plural": "ducklakemaintenancepolicies",
+        "plural": POLICIES,
         "short": ["dlmp"],
         "schema": policy_schema,
         "description": "Scheduled maintenance of DuckLake tables and of their catalog.",
@@ -733,7 +738,7 @@ KINDS: list[dict[str, Any]] = [
     },
     {
         "kind": "DuckLakeJob",
-        "plural": "ducklakejobs",
+        "plural": JOBS,
         "short": ["dlj"],
         "schema": job_schema,
         "description": "One maintenance run (compaction, expiry, cleanup, ...).",

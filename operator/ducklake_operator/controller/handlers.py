@@ -21,7 +21,10 @@ import kopf
 from ..api.load import parse_manifest
 from ..errors import SpecError
 from ..model.spec import (
+    CATALOGS,
     GROUP,
+    SCHEMAS,
+    TABLES,
     VERSION,
     CatalogSpec,
     JobSpec,
@@ -50,7 +53,6 @@ from .sweep import SpecCache, StatusWriter, sweep
 
 log = logging.getLogger(__name__)
 DRIFT_INTERVAL = float(os.environ.get("DUCKLAKE_DRIFT_INTERVAL", "60"))
-CATALOGS, SCHEMAS, TABLES = "ducklakecatalogs", "ducklakeschemas", "ducklaketables"
 # The indexes, by (namespace, catalog name). kopf passes every index to every handler as a
 # keyword argument its handler protocols do not name, so handlers read them from **kwargs.
 CatalogKey = tuple[str | None, str]

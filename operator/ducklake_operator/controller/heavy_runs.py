@@ -20,12 +20,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..evolution.heavy import HeavyJob
-from ..model.spec import GROUP, VERSION, TableSpec
+from ..model.spec import GROUP, JOBS, OPERATION_LABEL, VERSION, TableSpec
 from .boundary import Failure
 from .reconcilers import Outcome
 from .status import condition
 
-JOBS = "ducklakejobs"
 TABLE_LABEL = "ducklake.dev/table"
 ENDED_BADLY = ("Failed", "Cancelled")
 MAX_NAME = 63
@@ -47,7 +46,7 @@ def job_manifest(spec: TableSpec, owner: Mapping[str, Any], job: HeavyJob, name:
         "kind": "DuckLakeJob",
         "metadata": {
             "name": name,
-            "labels": {TABLE_LABEL: str(owner["name"])[:63], "ducklake.dev/operation": job.operation},
+            "labels": {TABLE_LABEL: str(owner["name"])[:63], OPERATION_LABEL: job.operation},
             "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
         },
         "spec": {

@@ -17,17 +17,16 @@ import os
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import kopf
 
 from ..api.load import parse_manifest
 from ..errors import CatalogUnavailable, DuckLakeError, SpecError
-from ..model.spec import GROUP, VERSION, JobSpec, MaintenancePolicySpec
+from ..model.spec import GROUP, JOBS, POLICIES, VERSION, JobSpec, MaintenancePolicySpec
 from . import metrics
 from .context import Controller, catalog_channel
-from .handlers import CatalogKey, ManifestIndex, _catalog_for, _core_api, _manifest
+from .handlers import CatalogKey, ManifestIndex, _catalog_for, _custom_objects_api, _manifest
 from .run_settings import SparkDefaults, effective_spark
 from .runs import (
     ACTIVE,
@@ -44,7 +43,6 @@ from .runs import (
 from .status import merge_conditions
 
 log = logging.getLogger(__name__)
-JOBS, POLICIES = "ducklakejobs", "ducklakemaintenancepolicies"
 POLICY_KIND = "DuckLakeMaintenancePolicy"
 DELETED = "cancelled: the DuckLakeJob was deleted"
 CANCELLED = "cancelled: spec.cancel is true"
@@ -57,14 +55,6 @@ def run_channel(uid: str) -> Hashable:
 
 def catalog_runs_channel(namespace: str | None, catalog: str) -> Hashable:
     return ("runs", namespace or "", catalog)
-
-
-@lru_cache(maxsize=1)
-def custom_api() -> Any:
-    from kubernetes import client
-
-    _core_api()  # loads the configuration
-    return client.CustomObjectsApi()
 
 
 def _active(status: kopf.Status, **_: Any) -> bool:
@@ -159,7 +149,7 @@ def _runs(memo: kopf.Memo) -> Runs:
         def alive(namespace: str, name: str, uid: str) -> bool:
             """Whether the Lease holder ``uid`` still runs (its DuckLakeJob is there and has not ended)."""
             try:
-                job = custom_api().get_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, name)
+                job = _custom_objects_api().get_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, name)
             except Exception:  # noqa: BLE001 - gone (404) or unreadable: holding nothing
                 return False
             state = (job.get("status") or {}).get("state") or ""
@@ -243,7 +233,7 @@ def write_status(body: kopf.Body, current: Mapping[str, Any], tick: Tick) -> dic
     if not fields:
         return dict(current)
     meta = body["metadata"]
-    written = custom_api().patch_namespaced_custom_object_status(
+    written = _custom_objects_api().patch_namespaced_custom_object_status(
         GROUP, VERSION, meta["namespace"], JOBS, meta["name"], {"status": fields}
     )
     return dict(written.get("status") or {})

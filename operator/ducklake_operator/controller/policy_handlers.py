@@ -35,16 +35,16 @@ from ..maintenance.policy_runs import (
 from ..maintenance.selection import catalog_wide_owner, selects
 from ..model import timestamps
 from ..model.durations import parse_duration
-from ..model.spec import GROUP, VERSION, CatalogSpec, MaintenancePolicySpec
+from ..model.spec import GROUP, JOBS, OPERATION_LABEL, POLICIES, VERSION, CatalogSpec, MaintenancePolicySpec
 from .context import Controller
-from .handlers import CatalogKey, ManifestIndex, _catalog_for, _manifest
-from .job_handlers import JOBS, POLICIES, POLICY_KIND, custom_api, parsed_policy
+from .handlers import CatalogKey, ManifestIndex, _catalog_for, _custom_objects_api, _manifest
+from .job_handlers import POLICY_KIND, parsed_policy
 from .runs import ACTIVE, TERMINAL
 from .status import condition, merge_conditions
 
 log = logging.getLogger(__name__)
 POLICY_TICK = float(os.environ.get("DUCKLAKE_POLICY_INTERVAL", "15"))
-POLICY_LABEL, OPERATION_LABEL = "ducklake.dev/policy", "ducklake.dev/operation"
+POLICY_LABEL = "ducklake.dev/policy"
 TABLE_ANNOTATION, REASON_ANNOTATION, SCHEDULE_ANNOTATION = (
     "ducklake.dev/table", "ducklake.dev/reason", "ducklake.dev/schedule-time")  # fmt: skip
 
@@ -225,7 +225,7 @@ def create_run(body: kopf.Body, policy: MaintenancePolicySpec, run: PlannedRun) 
             **({"table": run.table} if run.table else {}),
         },
     }
-    created = custom_api().create_namespaced_custom_object(GROUP, VERSION, meta["namespace"], JOBS, job)
+    created = _custom_objects_api().create_namespaced_custom_object(GROUP, VERSION, meta["namespace"], JOBS, job)
     return str(created["metadata"]["name"])
 
 
@@ -241,7 +241,7 @@ def trim_history(namespace: str, limit: int, runs: Sequence[Mapping[str, Any]]) 
         kept.sort(key=lambda r: (r.get("created") or "", r["name"]), reverse=True)
         for old in kept[limit:]:
             try:
-                custom_api().delete_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, old["name"])
+                _custom_objects_api().delete_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, old["name"])
             except ApiException as exc:
                 if exc.status != 404:  # gone already; anything else: the next tick tries again
                     log.warning("deleting the old run %s/%s: HTTP %s", namespace, old["name"], exc.status)

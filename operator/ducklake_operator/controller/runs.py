@@ -30,7 +30,7 @@ from ..errors import DuckLakeError
 from ..model import timestamps
 from ..model.job_params import OPERATIONS
 from ..model.names import fold
-from ..model.spec import CatalogSpec, JobSpec, PostgresSpec
+from ..model.spec import CATALOG_LABEL, OPERATION_LABEL, CatalogSpec, JobSpec, PostgresSpec
 from ..model.state import CatalogState, TableState
 from .launchers.spec import Launched, Launcher, launch_spec
 from .locks import Holder, Leases, lease_name
@@ -395,7 +395,7 @@ class Runs:
             spark=ctx.spark,
             env_from_secrets=env_from_secrets(ctx.catalog) if ctx.catalog else [],
             timeout_seconds=spec.timeout_seconds,
-            labels={"ducklake.dev/catalog": spec.catalog, "ducklake.dev/operation": spec.operation},
+            labels={CATALOG_LABEL: spec.catalog, OPERATION_LABEL: spec.operation},
         )
 
     def _release(self, namespace: str, names: list[str], uid: str) -> None:

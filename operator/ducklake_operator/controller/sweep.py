@@ -19,7 +19,7 @@ from typing import Any
 
 from ..api.load import parse_manifest
 from ..errors import SpecError
-from ..model.spec import GROUP, VERSION, CatalogSpec, TableSpec
+from ..model.spec import GROUP, TABLES, VERSION, CatalogSpec, TableSpec
 from .reconcilers import CatalogPool, check_table_drift
 from .status import Event, publication
 
@@ -104,7 +104,7 @@ class StatusWriter:
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": fields}
         try:
             self._api().patch_namespaced_custom_object_status(
-                GROUP, VERSION, meta["namespace"], "ducklaketables", meta["name"], body
+                GROUP, VERSION, meta["namespace"], TABLES, meta["name"], body
             )
         except ApiException as exc:
             if exc.status in (404, 409):  # gone, or changed since the pass saw it

@@ -27,6 +27,11 @@ from .types import Field
 GROUP = "ducklake.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+# the kinds' plurals, as the API server serves them
+CATALOGS, SCHEMAS, TABLES = "ducklakecatalogs", "ducklakeschemas", "ducklaketables"
+POLICIES, JOBS = "ducklakemaintenancepolicies", "ducklakejobs"
+# labels on what runs create: the run's catalog and operation
+CATALOG_LABEL, OPERATION_LABEL = "ducklake.dev/catalog", "ducklake.dev/operation"
 KINDS = ("DuckLakeCatalog", "DuckLakeSchema", "DuckLakeTable", "DuckLakeMaintenancePolicy", "DuckLakeJob")
 JOB_OPERATIONS = tuple(OPERATIONS)
 
