@@ -28,7 +28,13 @@ from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.catalog.scrub import scrub
 from ducklake_operator.errors import CommitStateUnknown, CredentialsInvalid, DuckLakeError, JobFailed, SpecError
-from ducklake_operator.model.job_marker import job_commit_report, session_name
+from ducklake_operator.model.job_marker import (
+    EXIT_FAILED,
+    EXIT_SUCCEEDED,
+    EXIT_UNKNOWN,
+    job_commit_report,
+    session_name,
+)
 from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
@@ -44,7 +50,6 @@ W = TypeVar("W")
 R = TypeVar("R")
 log = logging.getLogger(__name__)
 
-EXIT_SUCCEEDED, EXIT_FAILED, EXIT_UNKNOWN = 0, 1, 3
 USERNAME_ENV, PASSWORD_ENV = "DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD"
 SECRET_ENV = (PASSWORD_ENV, "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 PYSPARK_MISSING = (

@@ -94,11 +94,12 @@ def test_a_run_as_a_batch_job_is_retried_then_succeeds_and_its_objects_go_with_i
                for e in events)  # fmt: skip
     # the program reports to the run's status, then its pod ends
     patch_status(kube, "dlj", "by-job", {"progress": "writing 1/1 file groups",
-                                         "jobReport": {"state": "Succeeded", "report": {"ranOn": "spark"}}})  # fmt: skip
+                                         "jobReport": {"state": "Succeeded", "report": {"ranOn": "spark"},
+                                                       "message": "compact main.orders: nothing to do"}})  # fmt: skip
     finish_job(kube, second["name"], ok=True)
     status = ended(kube, "by-job")["status"]
     assert status["state"] == "Succeeded" and status["attempts"] == 2 and status["ranOn"] == "spark"
-    assert status["message"] == "nothing to do"
+    assert status["message"] == "compact main.orders: nothing to do"  # the program's own words
     text = kube.kubectl("get", "jobs,configmaps,pods,ducklakejobs,events", "-o", "json") + operator.log()
     assert PASSWORD not in text and base64.b64encode(PASSWORD.encode()).decode() not in text
     kube.delete("dlj", "by-job")  # ended: no finalizer; the garbage collector takes what it launched

@@ -18,7 +18,6 @@ events to post and when to look again; the kopf daemon writes them.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -26,12 +25,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..catalog.job_commits import find_job_commit
 from ..errors import DuckLakeError
 from ..model import timestamps
+from ..model.job_marker import EXIT_UNKNOWN, ends_run, job_commit_report
 from ..model.job_params import OPERATIONS
 from ..model.names import fold
 from ..model.spec import CATALOG_LABEL, OPERATION_LABEL, CatalogSpec, JobSpec, PostgresSpec
-from ..model.state import CatalogState, TableState
+from ..model.state import CatalogState, SnapshotRecord, TableState
 from .launchers.spec import Launched, Launcher, launch_spec
 from .locks import Holder, Leases, lease_name
 from .reconcilers import CatalogPool
@@ -44,7 +45,6 @@ RETRY_BACKOFF = 10.0  # seconds before the first retry; doubles per attempt
 RETRY_BACKOFF_CAP = 600.0
 FOLLOW_INTERVAL = 2.0  # seconds between looks at a running attempt (a Local one also wakes its run on exit)
 WAIT_INTERVAL = 10.0  # a waiting run looks again at least this often (it is woken when a run of its catalog ends)
-EXIT_UNKNOWN = 3  # the job program's exit code when its commit's outcome could not be learnt
 
 
 @dataclass
@@ -77,6 +77,20 @@ def stamp(t: float) -> str:
 def parse_stamp(text: str | None) -> float | None:
     parsed = timestamps.parse(text)
     return parsed.timestamp() if parsed is not None else None
+
+
+KEPT = "its files were kept (deleteOrphanFiles removes them)"
+CATALOG_GONE = "DuckLakeCatalog {!r} no longer exists, so whether it committed was not checked and its files were kept"
+
+
+@dataclass(frozen=True)
+class After:
+    """What the catalog says of an attempt that has stopped: the commit that ended the run,
+    else what it committed (sentence) and what became of its files (sentence)."""
+
+    landed: SnapshotRecord | None
+    committed: str
+    files: str
 
 
 @dataclass(frozen=True)
@@ -165,7 +179,7 @@ class Runs:
         if waiting is not None:
             return self._waiting(tick, status, waiting)
         catalog, _ = self.pool.catalog(ctx.catalog)
-        landed = self._landed(catalog, uid)
+        landed = find_job_commit(catalog, uid)
         if landed is not None:
             self._unlock(spec, uid, tick, status)
             return self._succeeded(tick, spec, uid, status, ctx, landed, now)
@@ -221,25 +235,17 @@ class Runs:
             tick = Tick()
             self._unlock(spec, uid, tick, status)
             state = "Succeeded" if observed.state == "Succeeded" else "Failed"
-            why = f"{self.scrub(observed.message)}; DuckLakeCatalog {spec.catalog!r} no longer exists, so whether it " \
-                  "committed was not checked and its files were kept"  # fmt: skip
+            why = f"{self.scrub(observed.message)}; {CATALOG_GONE.format(spec.catalog)}"
             return tick.end(state, why, now, spec.ref.generation)
-        catalog, _ = self.pool.catalog(ctx.catalog)
         tick = Tick()
-        settled = self._settle(catalog, uid)
-        landed = self._landed(catalog, uid)
-        if landed is not None:
-            self._unlock(spec, uid, tick, status)
-            return self._succeeded(tick, spec, uid, status, ctx, landed, now)
+        self._unlock(spec, uid, tick, status)
+        after = self._after(ctx.catalog, spec, uid, keep_files=_exit_code(observed.detail, status) == EXIT_UNKNOWN)
+        if after.landed is not None:
+            return self._succeeded(tick, spec, uid, status, ctx, after.landed, now)
         if observed.state == "Succeeded":  # nothing to commit (a dry run, nothing to do)
-            self._unlock(spec, uid, tick, status)
             return self._succeeded(tick, spec, uid, status, ctx, None, now, result=observed.detail.get("result"))
         reason = self.scrub(observed.message or "failed")
-        unknown = not settled or _exit_code(observed.detail, status) == EXIT_UNKNOWN
-        files = "its files were kept (deleteOrphanFiles removes them)" if unknown else (
-            f"{self._clean(catalog, spec, uid)} uncommitted files deleted")  # fmt: skip
-        self._unlock(spec, uid, tick, status)
-        committed = self._committed_part(catalog, uid)
+        committed, files = after.committed, after.files
         attempts = int(status.get("attempts") or 1)
         if attempts <= spec.retries:
             wait = min(self.retry_backoff * 2 ** (attempts - 1), RETRY_BACKOFF_CAP)
@@ -271,16 +277,11 @@ class Runs:
         if launched is None:
             return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
         if ctx.catalog is None:
-            return tick.end(state, f"{why}; DuckLakeCatalog {spec.catalog!r} no longer exists, so whether it "
-                            "committed was not checked and its files were kept", now, spec.ref.generation)  # fmt: skip
-        catalog, _ = self.pool.catalog(ctx.catalog)
-        settled = self._settle(catalog, uid)
-        landed = self._landed(catalog, uid)
-        if landed is not None:
-            return self._succeeded(tick, spec, uid, status, ctx, landed, now, note=f"{why}, but it had committed")
-        files = (f"{self._clean(catalog, spec, uid)} uncommitted files deleted" if settled
-                 else "its files were kept (deleteOrphanFiles removes them)")  # fmt: skip
-        return tick.end(state, f"{why}; {self._committed_part(catalog, uid)}, {files}", now, spec.ref.generation)
+            return tick.end(state, f"{why}; {CATALOG_GONE.format(spec.catalog)}", now, spec.ref.generation)
+        after = self._after(ctx.catalog, spec, uid, keep_files=False)
+        if after.landed is not None:
+            return self._succeeded(tick, spec, uid, status, ctx, after.landed, now, note=f"{why}, but it had committed")
+        return tick.end(state, f"{why}; {after.committed}, {after.files}", now, spec.ref.generation)
 
     # ------------------------------------------------------------------ pieces
 
@@ -324,38 +325,31 @@ class Runs:
     def _launcher(self, launched: Launched) -> Launcher:
         return self.launchers[launched.kind]
 
-    def _landed(self, catalog: Any, uid: str) -> Any:
-        from ..catalog.job_commits import find_job_commit
+    def _after(self, catalog_spec: CatalogSpec, spec: JobSpec, uid: str, *, keep_files: bool) -> After:
+        """What the catalog says of an attempt that has stopped. First the job's sessions are
+        waited out (a COMMIT sent just before its process died is then decided); then its
+        commit is looked for; if it did not land, the files it wrote that no catalog row refers
+        to are deleted, unless its commit's outcome is unknown or a session would not go."""
+        from ..catalog.job_commits import delete_uncommitted_files, job_commits, job_sessions_ended
 
-        return find_job_commit(catalog, uid)
-
-    def _committed_part(self, catalog: Any, uid: str) -> str:
-        """What a run that did not land committed: nothing, or the first snapshots of a run
-        that commits several (a rerun does the rest)."""
-        from ..catalog.job_commits import job_commits
-
-        parts = [s.snapshot_id for s in job_commits(catalog, uid)]
-        if not parts:
-            return "nothing was committed"
-        return f"{len(parts)} of its commits landed (snapshots {', '.join(map(str, parts))}; run it again to finish)"
-
-    def _settle(self, catalog: Any, uid: str) -> bool:
-        """Wait until the catalog database has no session of the job left (a COMMIT sent
-        just before its process died is then decided); False if one stays."""
-        from ..catalog.job_commits import job_sessions_ended
-
-        return job_sessions_ended(catalog, uid, timeout=self.settle_seconds)
-
-    def _clean(self, catalog: Any, spec: JobSpec, uid: str) -> int:
-        if not spec.table:
-            return 0
-        from ..catalog.job_commits import delete_uncommitted_files
-
+        catalog, _ = self.pool.catalog(catalog_spec)
+        settled = job_sessions_ended(catalog, uid, timeout=self.settle_seconds)
+        commits = job_commits(catalog, uid)
+        ending = [s for s in commits if ends_run(job_commit_report(s.commit_extra_info, uid) or {})]
+        if ending:
+            return After(ending[0], "", "")
+        committed = (
+            f"{len(commits)} of its commits landed (snapshots {', '.join(str(s.snapshot_id) for s in commits)}; "
+            "run it again to finish)" if commits else "nothing was committed"
+        )  # fmt: skip
+        if keep_files or not settled or not spec.table:
+            return After(None, committed, KEPT if spec.table else "it writes no files")
         try:
-            return delete_uncommitted_files(catalog, spec.table, uid)
+            deleted = delete_uncommitted_files(catalog, spec.table, uid)
         except (DuckLakeError, OSError) as exc:
             log.warning("deleting the uncommitted files of %s failed: %s", spec.ref, self.scrub(str(exc)))
-            return 0
+            return After(None, committed, KEPT)
+        return After(None, committed, f"{deleted} uncommitted files deleted")
 
     def _lock(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, tick: Tick) -> str | None:
         """Take the table's Lease (a catalog-wide run: the catalog's), then a catalog slot;
@@ -406,7 +400,7 @@ class Runs:
         self, tick: Tick, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, landed: Any,
         now: float, note: str | None = None, result: Mapping[str, Any] | None = None,
     ) -> Tick:  # fmt: skip
-        report = _report(landed, status, result)
+        report = _report(landed, uid, status, result)
         figures = {k: report.get(k) for k in ("filesRead", "filesWritten", "bytesRead", "bytesWritten", "rowsWritten")}
         tick.status.update({k: v for k, v in figures.items() if v is not None})
         if landed is not None:
@@ -419,7 +413,9 @@ class Runs:
             table = self._table(self.pool.state(ctx.catalog, catalog, at_least=at_least), spec)
             if table is not None:
                 tick.status["after"] = table_health(table)
-        what = f"committed snapshot {landed.snapshot_id}" if landed is not None else _no_commit(report)
+        said = result or status.get("jobReport") or {}
+        what = f"committed snapshot {landed.snapshot_id}" if landed is not None else (
+            said.get("message") or "nothing to commit")  # fmt: skip
         message = f"{note}: {what}" if note else what
         if figures.get("filesRead") is not None:
             message += f"; {figures['filesRead']} files read, {figures.get('filesWritten') or 0} written"
@@ -458,16 +454,6 @@ def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float) -> str | Non
             f"{ahead} waiting before this one")  # fmt: skip
 
 
-def _no_commit(report: Mapping[str, Any]) -> str:
-    if report.get("dryRun"):
-        return "dry run, nothing committed"
-    if "expired" in report:
-        return f"{len(report['expired'])} snapshots expired"
-    if "deleted" in report:
-        return f"{len(report['deleted'])} files deleted"
-    return "nothing to do"
-
-
 def _launched(status: Mapping[str, Any]) -> Launched | None:
     launched = status.get("launched") or {}
     if not launched.get("kind"):
@@ -475,14 +461,11 @@ def _launched(status: Mapping[str, Any]) -> Launched | None:
     return Launched(kind=launched["kind"], name=launched.get("name", ""), detail=dict(launched.get("detail") or {}))
 
 
-def _report(landed: Any, status: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:
+def _report(landed: Any, uid: str, status: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:
     """The run's report: from its commit (the catalog's word), else what the program said
     (its result line, or the report it wrote to the DuckLakeJob's status)."""
-    if landed is not None and landed.commit_extra_info:
-        try:
-            return dict(json.loads(landed.commit_extra_info).get("report") or {})
-        except (ValueError, AttributeError):
-            pass
+    if landed is not None:
+        return job_commit_report(landed.commit_extra_info, uid) or {}
     said = result or status.get("jobReport") or {}
     return dict(said.get("report") or {})
 

@@ -16,6 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# The job program's exit codes, as the controller reads them: 0 succeeded (committed, nothing
+# to do, a dry run); 1 failed, nothing committed (its files deleted); 3 the commit's outcome
+# is unknown (its files kept)
+EXIT_SUCCEEDED, EXIT_FAILED, EXIT_UNKNOWN = 0, 1, 3
 JOB_KEY = "ducklakeJob"
 REPORT_KEY = "report"
 # A run that commits several snapshots (repartition's batches, a catalog-wide flush's tables)
