@@ -171,8 +171,7 @@ def maintained_tables(
         health = read_health_inputs(cat, [t for _, t in chosen])
     out = []
     for name, table in chosen:
-        in_schema = state.schemas.get(table.schema_name)
-        options = {**state.options, **(in_schema.options if in_schema else {}), **table.options}
+        options = state.options_in_force(table)
         h = health.get(table.table_id)
         out.append(
             MaintainedTable(name, table, options, tuple(h.schema_versions), h.inlined_deletions)

@@ -243,6 +243,11 @@ class CatalogState:
         """A schema by name, matched as DuckDB matches names."""
         return find_named(self.schemas, name)
 
+    def options_in_force(self, table: TableState) -> dict[str, str]:
+        """The table's options as DuckDB reads them: table over schema over catalog."""
+        schema = self.schemas.get(table.schema_name)
+        return {**self.options, **(schema.options if schema else {}), **table.options}
+
     def table_by_id(self, table_id: int) -> TableState | None:
         return next((t for t in self.tables.values() if t.table_id == table_id), None)
 
