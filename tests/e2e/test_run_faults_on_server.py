@@ -15,6 +15,7 @@ import pytest
 
 from ducklake_operator.model.job_marker import file_marker, is_marked
 from support import duck
+from support.job_program import pause_env
 from support.operator_process import wait_for
 from support.runs import IN_PROCESS, LOCAL, ended, job, small_files_lake, state
 
@@ -92,7 +93,8 @@ def test_a_killed_job_program_fails_the_run_and_its_files_are_deleted(kube, oper
     location = small_files_lake(kube, tmp_path, inserts=4)
     before = duck.observe_table(location, "orders")
     marker = tmp_path / "paused"
-    operator.env.update(DUCKLAKE_FAULT_PAUSE="before_commit", DUCKLAKE_FAULT_MARKER=str(marker))
+    paused = pause_env("before_commit", str(marker))
+    operator.env.update(paused)
     operator.restart()  # its runs hang right before their commit (the job program's test seam)
     try:
         kube.apply(job("killed", spark=IN_PROCESS))
@@ -104,7 +106,8 @@ def test_a_killed_job_program_fails_the_run_and_its_files_are_deleted(kube, oper
         os.kill(spark_pid(run), signal.SIGKILL)
         status = ended(kube, "killed", timeout=60)["status"]
     finally:
-        del operator.env["DUCKLAKE_FAULT_PAUSE"], operator.env["DUCKLAKE_FAULT_MARKER"]
+        for name in paused:
+            del operator.env[name]
         operator.restart()
     assert status["state"] == "Failed", status
     assert "without a result" in status["message"] and f"{len(written)} uncommitted files deleted" in status["message"]

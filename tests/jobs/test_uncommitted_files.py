@@ -7,9 +7,6 @@ that merely mentions its uid."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import time
 import uuid
 from contextlib import closing
 
@@ -19,7 +16,7 @@ from ducklake_operator.catalog.job_commits import delete_uncommitted_files, find
 from ducklake_operator.model.job_marker import JobIdentity, commit_extra_info, file_marker, is_marked
 from support import duck
 from support.job_lakes import PARTS, Lake
-from support.job_program import NO_SPARK, command, program_env, run_document, run_program, write_document
+from support.job_program import NO_SPARK, paused_then_killed, run_document, run_program
 
 
 def duckdb_orphans(lake: Lake) -> set[str]:
@@ -34,21 +31,9 @@ def duckdb_orphans(lake: Lake) -> set[str]:
 def test_a_killed_run_leaves_only_files_that_delete_uncommitted_files_removes(lake: Lake, tmp_path) -> None:
     rows, before, files = lake.rows(), lake.snapshot(), lake.files()
     doc = run_document(lake.manifest(), "compact", "main.t", **NO_SPARK)
-    uid, marker = doc["job"]["uid"], tmp_path / "paused"
-    proc = subprocess.Popen(
-        command(write_document(doc, str(tmp_path))),
-        env=program_env(DUCKLAKE_FAULT_PAUSE="before_commit", DUCKLAKE_FAULT_MARKER=str(marker)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not marker.exists():
-        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    events = [json.loads(line) for line in (proc.stdout.read() if proc.stdout else b"").decode().splitlines()]
-    assert ("writing", PARTS, PARTS) in [(e["phase"], e["done"], e["total"]) for e in events]  # written, not committed
+    uid = doc["job"]["uid"]
+    killed = paused_then_killed(doc, str(tmp_path), "before_commit")
+    assert ("writing", PARTS, PARTS) in killed.progress  # written, not committed
 
     left = lake.files() - files
     assert len(left) == PARTS and all(is_marked(f, file_marker(uid)) for f in left)

@@ -8,17 +8,11 @@ DuckDB keeps writing and merging afterwards."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 import ducklake_jobs.ingest as job
 from ducklake_jobs.housekeeping import delete_orphan_files
@@ -26,6 +20,7 @@ from ducklake_jobs.operations import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
 from support import duck
+from support.job_program import catalog_manifest, killed_at, run_job_command
 
 ROWS = 50  # per ingested file
 
@@ -180,31 +175,9 @@ def test_killed_before_during_and_after_the_commit(tmp_path: Path, point: str, c
     location = new_lake(CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), tmp_path)
     src = write_files(tmp_path / "in", 2)
     rows_before = duck.observe_table(location, "t")
-    manifest = tmp_path / "catalog.yaml"
-    manifest.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "ducklake.dev/v1alpha1",
-                "kind": "DuckLakeCatalog",
-                "metadata": {"name": "lake"},
-                "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": str(tmp_path / "data") + "/"},
-            }
-        )
-    )
-    marker = tmp_path / "marker"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ducklake_operator.cli", "run-job", "ingest", "main.t", "--no-spark"]
-        + ["-p", f"path={src}", "-f", str(manifest)],
-        env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not marker.exists():
-        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    catalog = catalog_manifest(location, str(tmp_path / "data") + "/")
+    args = ("ingest", "main.t", "--no-spark", "-p", f"path={src}")
+    killed_at(point, run_job_command(catalog, str(tmp_path), *args), str(tmp_path))
 
     ingested = [1000 + i for i in range(ROWS)] + [2000 + i for i in range(ROWS)]
     assert ids(location) == [1, 2] + (ingested if committed else [])

@@ -5,21 +5,16 @@ each job's COMMIT on the wire: the job learns whether it landed."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from dataclasses import replace
 
 import pytest
-import yaml
 
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_jobs.operations import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CatalogUnavailable
 from support import duck
+from support.job_program import catalog_manifest, killed_at, run_job_command
 from support.pg_fault_proxy import Mode, PgFaultProxy
 
 SETUP = {
@@ -55,35 +50,12 @@ def test_kill_during_job(tmp_path, operation: str, point: str, committed: bool) 
     rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
     files_before = len(Catalog.open(location).state().table("main", "t").data_files)
     con.close()
-    manifest = tmp_path / "catalog.yaml"
-    manifest.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "ducklake.dev/v1alpha1",
-                "kind": "DuckLakeCatalog",
-                "metadata": {"name": "lake"},
-                "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": data},
-            }
-        )
-    )
-    marker = tmp_path / "marker"
     args = (
         [operation]
         + (["main.t", "--no-spark"] if operation != "flushInlinedData" else [])
         + (["-p", "deleteThreshold=0.5"] if operation == "rewriteDeletes" else [])
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ducklake_operator.cli", "run-job", *args, "-f", str(manifest)],
-        env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not marker.exists():
-        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    killed_at(point, run_job_command(catalog_manifest(location, data), str(tmp_path), *args), str(tmp_path))
 
     catalog = Catalog.open(location)
     live_files, orphans_left = OUTCOME[operation]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from contextlib import closing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +21,13 @@ from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_on_spark
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.catalog.job_commits import find_job_commit, job_commits
 from ducklake_operator.errors import CommitConflict, SpecError, TableNotFound
 from ducklake_operator.model.job_marker import file_marker
 from ducklake_operator.model.partitioning import hive_directory
 from support import duck
-from support.job_lakes import Lake
-from support.job_program import NO_SPARK, run_document, run_program
+from support.job_lakes import Lake, new_lake
+from support.job_program import NO_SPARK, paused_then_killed, run_document, run_program
 from support.manifests import manifest
 
 
@@ -272,18 +274,22 @@ def test_bucket_and_timestamptz_keys(make_location, tmp_path) -> None:
     assert directories("t") == directories("u") and len(set(directories("t").values())) > 4
 
 
-def test_through_the_job_program_in_batches(tmp_path) -> None:
-    """What a DuckLakeJob runs: the program reports each batch's progress and the last batch's
-    snapshot; every file it wrote carries the job's marker; run again, it runs nothing."""
-    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
-    lake = Lake(location, str(tmp_path / "data") + "/")
-    Catalog.create(location, lake.data_path).close()
-    duck.run_workload(
-        location,
+def repartitioned_lake(tmp_path: Path) -> Lake:
+    """Three files of main.t, then partitioned by b: each file a batch of its own at
+    maxBytesPerCommit 1."""
+    return new_lake(
+        CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")),
+        str(tmp_path / "data") + "/",
         ["CREATE TABLE lk.t(id INTEGER, b VARCHAR)"]
         + [f"INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)]
         + ["ALTER TABLE lk.t SET PARTITIONED BY (b)"],
     )
+
+
+def test_through_the_job_program_in_batches(tmp_path) -> None:
+    """What a DuckLakeJob runs: the program reports each batch's progress and the last batch's
+    snapshot; every file it wrote carries the job's marker; run again, it runs nothing."""
+    lake = repartitioned_lake(tmp_path)
     rows, before = lake.rows(), lake.snapshot()
     doc = run_document(lake.manifest(), "repartition", "main.t", {"maxBytesPerCommit": 1}, **NO_SPARK)
     run = run_program(doc, str(tmp_path))
@@ -292,7 +298,7 @@ def test_through_the_job_program_in_batches(tmp_path) -> None:
     assert run.result["report"]["committedSnapshots"] == [before + 1, before + 2, before + 3]
     assert [p for p in run.progress if p[0] == "committing"] == [("committing", 3, 3)] * 3
     marker = file_marker(doc["job"]["uid"])
-    assert all(marker in path for path, _, _ in partition_rows(duck.attach(location)))
+    assert all(marker in path for path, _, _ in partition_rows(duck.attach(lake.location)))
     again = run_program(doc, str(tmp_path))
     assert again.exit_code == 0 and "not run again" in again.result["message"] and lake.snapshot() == before + 3
 
@@ -301,45 +307,19 @@ def test_a_run_killed_between_batches_is_finished_by_its_rerun(tmp_path) -> None
     """Killed after its first batch committed, the run has not landed: the catalog says so
     (``find_job_commit`` finds no last commit, ``job_commits`` the first), and running the
     same job again does the rest, once."""
-    import signal
-    import subprocess
-    import time
-
-    from ducklake_operator.catalog.job_commits import find_job_commit, job_commits
-    from support.job_program import command, program_env, write_document
-
-    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
-    lake = Lake(location, str(tmp_path / "data") + "/")
-    Catalog.create(location, lake.data_path).close()
-    duck.run_workload(
-        location,
-        ["CREATE TABLE lk.t(id INTEGER, b VARCHAR)"]
-        + [f"INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range({k * 100}, {k * 100 + 100}) t(i)" for k in range(3)]
-        + ["ALTER TABLE lk.t SET PARTITIONED BY (b)"],
-    )
+    lake = repartitioned_lake(tmp_path)
     rows, before = lake.rows(), lake.snapshot()
     doc = run_document(lake.manifest(), "repartition", "main.t", {"maxBytesPerCommit": 1}, **NO_SPARK)
-    uid, marker = doc["job"]["uid"], tmp_path / "paused"
-    proc = subprocess.Popen(
-        command(write_document(doc, str(tmp_path))),
-        env=program_env(DUCKLAKE_FAULT_PAUSE="after_commit", DUCKLAKE_FAULT_MARKER=str(marker)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 120
-    while not marker.exists():
-        assert proc.poll() is None and time.time() < deadline
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    uid = doc["job"]["uid"]
+    paused_then_killed(doc, str(tmp_path), "after_commit")
     assert lake.snapshot() == before + 1 and lake.rows() == rows
-    with closing(Catalog.open(location)) as catalog:
+    with closing(Catalog.open(lake.location)) as catalog:
         assert find_job_commit(catalog, uid) is None
         assert [s.snapshot_id for s in job_commits(catalog, uid)] == [before + 1]
     rerun = run_program(doc, str(tmp_path))
     assert rerun.exit_code == 0, rerun.stderr
     assert rerun.result["committedSnapshot"] == lake.snapshot() == before + 3 and lake.rows() == rows
-    with closing(Catalog.open(location)) as catalog:
+    with closing(Catalog.open(lake.location)) as catalog:
         landed = find_job_commit(catalog, uid)
         assert landed is not None and landed.snapshot_id == before + 3
     again = run_program(doc, str(tmp_path))

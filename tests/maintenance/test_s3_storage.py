@@ -4,15 +4,19 @@ land in and disappear from the bucket as they should."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.fs as pafs
 import pytest
 
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import run_on_spark
 from ducklake_operator import storage
-from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.cli import main
 from ducklake_operator.duckdb_client import configure_s3
 from support import duck
+from support.job_program import catalog_file, catalog_manifest
 
 
 def duckdb_on(location, data_path: str | None = None):
@@ -91,13 +95,6 @@ def test_cli_takes_the_s3_settings_of_the_catalog_manifest(
 ) -> None:
     """``spec.storage.s3`` of the DuckLakeCatalog (endpoint, region) reaches the jobs, their
     Spark tasks and ``ducklake sql``: the environment names no endpoint here."""
-    import json
-
-    import yaml
-
-    from ducklake_operator.catalog import CatalogLocation
-    from ducklake_operator.cli import main
-
     location, root = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), s3_bucket + "lake/"
     con = duckdb_on(location, root)
     con.execute("CREATE TABLE lk.t(id INTEGER)")
@@ -106,24 +103,11 @@ def test_cli_takes_the_s3_settings_of_the_catalog_manifest(
     con.close()
     monkeypatch.delenv("AWS_ENDPOINT_URL")
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
-    manifest = tmp_path / "catalog.yaml"
-    manifest.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "ducklake.dev/v1alpha1",
-                "kind": "DuckLakeCatalog",
-                "metadata": {"name": "lake"},
-                "spec": {
-                    "metadata": {"sqlite": {"path": location.path}},
-                    "dataPath": root,
-                    "storage": {"s3": {"endpoint": s3_server.endpoint, "region": "us-east-1", "urlStyle": "path"}},
-                },
-            }
-        )
-    )
+    s3 = {"endpoint": s3_server.endpoint, "region": "us-east-1", "urlStyle": "path"}
+    manifest = catalog_file(catalog_manifest(location, root, storage={"s3": s3}), str(tmp_path))
     capsys.readouterr()
-    assert main(["run-job", "compact", "main.t", "-f", str(manifest)]) == 0  # Spark tasks
+    assert main(["run-job", "compact", "main.t", "-f", manifest]) == 0  # Spark tasks
     report = json.loads(capsys.readouterr().out)
     assert report["filesRead"] == 3 and report["filesWritten"] == 1
-    assert main(["sql", "-f", str(manifest), "SELECT count(*) AS n, sum(id) AS s FROM lake.t"]) == 0
+    assert main(["sql", "-f", manifest, "SELECT count(*) AS n, sum(id) AS s FROM lake.t"]) == 0
     assert "300" in capsys.readouterr().out

@@ -4,6 +4,7 @@ files written by DuckDB 1.5.5, the oracle that reads them back."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
@@ -41,15 +42,21 @@ class Lake:
         return {os.path.join(d, f) for d, _, names in os.walk(self.data_path) for f in names if f.endswith(".parquet")}
 
 
+def new_lake(location: CatalogLocation, data_path: str, statements: Iterable[str]) -> Lake:
+    """A new catalog at ``location``, then DuckDB's ``statements`` on it (one session)."""
+    Catalog.create(location, data_path).close()
+    duck.run_workload(location, statements)
+    return Lake(location, data_path)
+
+
 def partitioned_table(location: CatalogLocation, data_path: str) -> Lake:
     """``main.t``, partitioned into PARTS partitions of INSERTS small files each."""
-    Catalog.create(location, data_path).close()
-    duck.run_workload(
+    return new_lake(
         location,
+        data_path,
         ["CREATE TABLE lk.t(id INTEGER, part INTEGER, v VARCHAR)", "ALTER TABLE lk.t SET PARTITIONED BY (part)"]
         + [
             f"INSERT INTO lk.t SELECT i, i % {PARTS}, 'v' || i FROM range({k * 300}, {k * 300 + 300}) t(i)"
             for k in range(INSERTS)
         ],
     )
-    return Lake(location, data_path)

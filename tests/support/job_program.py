@@ -1,16 +1,21 @@
 """Running the job program (``python -m ducklake_jobs run --run-file``) as the launchers do:
 a child process with a run document and credentials in its environment, its JSON lines read
-back from stdout."""
+back from stdout. And killing a job (the program, or ``ducklake run-job``) exactly at one of
+its fault points."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, TypedDict
+
+import yaml
 
 from ducklake_operator.catalog import CatalogLocation
 
@@ -18,8 +23,11 @@ from ducklake_operator.catalog import CatalogLocation
 _INHERITED_NOT = ("DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD", "DUCKLAKE_REPORT_TO_API", "KUBECONFIG")
 
 
-def catalog_manifest(location: CatalogLocation, data_path: str, secret: str | None = None) -> dict[str, Any]:
-    """The DuckLakeCatalog a run document carries; ``secret``: its PostgreSQL credentials' Secret."""
+def catalog_manifest(
+    location: CatalogLocation, data_path: str, secret: str | None = None, **spec: Any
+) -> dict[str, Any]:
+    """The DuckLakeCatalog a run document carries; ``secret``: its PostgreSQL credentials' Secret;
+    ``spec``: more of its spec (``storage``)."""
     if location.kind == "sqlite":
         metadata: dict[str, Any] = {"sqlite": {"path": location.path}}
     else:
@@ -33,7 +41,7 @@ def catalog_manifest(location: CatalogLocation, data_path: str, secret: str | No
         "apiVersion": "ducklake.dev/v1alpha1",
         "kind": "DuckLakeCatalog",
         "metadata": {"name": "lake", "namespace": "data", "uid": str(uuid.uuid4())},
-        "spec": {"metadata": metadata, "dataPath": data_path},
+        "spec": {"metadata": metadata, "dataPath": data_path, **spec},
     }
 
 
@@ -120,3 +128,55 @@ def run_program(doc: dict[str, Any], directory: str, argv: list[str] | None = No
         timeout=300,
     )
     return ProgramRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def catalog_file(catalog: dict[str, Any], directory: str) -> str:
+    """``catalog`` (a DuckLakeCatalog) as a YAML file for ``ducklake ... -f``."""
+    path = os.path.join(directory, f"catalog-{uuid.uuid4().hex[:8]}.yaml")
+    with open(path, "w") as fh:
+        yaml.safe_dump(catalog, fh)
+    return path
+
+
+def run_job_command(catalog: dict[str, Any], directory: str, *args: str) -> list[str]:
+    """``ducklake run-job <args> -f <file>`` (the job in the CLI's own process), ``catalog`` (a
+    DuckLakeCatalog) written to a file in ``directory``."""
+    return [sys.executable, "-m", "ducklake_operator.cli", "run-job", *args, "-f", catalog_file(catalog, directory)]
+
+
+def pause_env(point: str, marker: str) -> dict[str, str]:
+    """The environment that makes a job announce ``point`` in the file ``marker`` and hang there
+    (the test seam ``ducklake_jobs.runtime.fault_point``)."""
+    return {"DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": marker}
+
+
+def killed_at(point: str, argv: list[str], directory: str, timeout: float = 120) -> ProgramRun:
+    """Run ``argv`` (the job program, or ``ducklake run-job``) until it pauses at the fault point
+    ``point``, then SIGKILL it: a job killed exactly there. Returns what it printed until then.
+    Its output goes to files in ``directory``, so a chatty job cannot block on a full pipe."""
+    tag = uuid.uuid4().hex[:8]
+    marker, out, err = (os.path.join(directory, f"killed-{tag}.{what}") for what in ("paused", "stdout", "stderr"))
+
+    def read(path: str) -> str:
+        with open(path) as fh:
+            return fh.read()
+
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        proc = subprocess.Popen(argv, env=program_env(**pause_env(point, marker)), stdout=stdout, stderr=stderr)
+    try:
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(marker):
+            assert proc.poll() is None, f"exited ({proc.returncode}) before pausing at {point}: {read(err)}"
+            assert time.monotonic() < deadline, f"not paused at {point} after {timeout} s: {read(err)}"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, f"exited ({proc.returncode}) before it was killed: {read(err)}"
+    return ProgramRun(proc.returncode, read(out), read(err))
+
+
+def paused_then_killed(doc: dict[str, Any], directory: str, point: str) -> ProgramRun:
+    """The job program on ``doc``, SIGKILLed once it paused at ``point`` (``killed_at``)."""
+    return killed_at(point, command(write_document(doc, directory)), directory)
