@@ -253,23 +253,7 @@ AFTERWARDS = [
 
 def observe(location: CatalogLocation) -> dict[str, Any]:
     """Rows by rowid and types now and at every snapshot, and what DuckDB answers from stats."""
-    con = duck.attach(location, con=duck.connect())
-    try:
-        (latest,) = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone() or (0,)
-
-        def at(clause: str) -> tuple[list[Any], list[Any]]:
-            return (
-                con.execute(f"SELECT rowid, * FROM lk.t{clause} ORDER BY rowid").fetchall(),
-                [r[:2] for r in con.execute(f"DESCRIBE SELECT * FROM lk.t{clause}").fetchall()],
-            )
-
-        return {
-            "now": at(""),
-            "agg": con.execute("SELECT count(*), min(id), max(id), min(size_double), max(name) FROM lk.t").fetchone(),
-            "history": {v: at(f" AT (VERSION => {v})") for v in range(2, latest + 1)},
-        }
-    finally:
-        con.close()
+    return duck.observe_typed(location, "count(*), min(id), max(id), min(size_double), max(name)", since=2)
 
 
 SAME = (

@@ -14,28 +14,27 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from ducklake_jobs import rewrite_column_type as job
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
-from ducklake_operator import storage
+from ducklake_operator import cli, storage
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
+from ducklake_operator.model.types import parse_type
 from support import duck
 from support.dump import dump
-from support.job_lakes import Lake
+from support.job_lakes import Lake, new_lake
+from support.job_program import killed_at, run_job_command
 
 INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
 DAY_FORMATS = ("%Y/%m/%d", "%y-%m-%d", "%Y%m%d")  # s.a of the three inserts, in Doris's formats
@@ -66,30 +65,13 @@ AFTERWARDS = [
 
 
 def build(location: CatalogLocation, data_path: str) -> None:
-    Catalog.create(location, data_path).close()
-    duck.run_workload(location, WORKLOAD)
+    new_lake(location, data_path, WORKLOAD)
 
 
 def observe(location: CatalogLocation, agg: str = "count(*), min(id), max(id)") -> dict[str, Any]:
-    """Rows by rowid and column types now and at every snapshot since the table's creation, and
-    aggregates DuckDB may answer from statistics (a fresh session each time)."""
-    con = duck.attach(location, con=duck.connect())
-    try:
-        (latest,) = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lk')").fetchone() or (0,)
-
-        def at(clause: str) -> tuple[list[Any], list[Any]]:
-            return (
-                con.execute(f"SELECT rowid, * FROM lk.t{clause} ORDER BY rowid").fetchall(),
-                [r[:2] for r in con.execute(f"DESCRIBE SELECT * FROM lk.t{clause}").fetchall()],
-            )
-
-        return {
-            "now": at(""),
-            "agg": con.execute(f"SELECT {agg} FROM lk.t").fetchone(),
-            "history": {v: at(f" AT (VERSION => {v})") for v in range(1, latest + 1)},
-        }
-    finally:
-        con.close()
+    """Rows and column types now and at every snapshot since the table's creation (snapshot 1),
+    and aggregates DuckDB may answer from statistics."""
+    return duck.observe_typed(location, agg, since=1)
 
 
 def same_history(after: dict[str, Any], before: dict[str, Any]) -> None:
@@ -166,10 +148,10 @@ def test_new_type_now_old_values_before(
     build(location, str(tmp_path / "data") + "/")
     catalog = Catalog.open(location)
     before = observe(location)
-    first = job.rewrite_column_type(catalog, "main", "t", column=("v",), new_type=_type("int64"), runner=runner)
+    first = job.rewrite_column_type(catalog, "main", "t", column=("v",), new_type=parse_type("int64"), runner=runner)
     assert first["ranOn"] == ("spark" if runner is run_on_spark else "in-process")
     middle = observe(location)
-    job.rewrite_column_type(catalog, "main", "t", column=("s", "a"), new_type=_type("date"), runner=runner)
+    job.rewrite_column_type(catalog, "main", "t", column=("s", "a"), new_type=parse_type("date"), runner=runner)
     agg = "count(*), min(v), max(v), sum(v), min(s.a), max(s.a), count(s.a)"
     after = observe(location, agg)
 
@@ -192,21 +174,14 @@ def test_new_type_now_old_values_before(
     same_history(observe(location), after)
 
 
-def _type(text: str) -> Any:
-    from ducklake_operator.model.types import parse_type
-
-    return parse_type(text)
-
-
 # ------------------------------------------------------------------ bad input
 
 
 @pytest.fixture
 def lake(location: CatalogLocation, tmp_path: Path) -> Lake:
-    data = str(tmp_path / "data") + "/"
-    Catalog.create(location, data).close()
-    duck.run_workload(
+    return new_lake(
         location,
+        str(tmp_path / "data") + "/",
         [
             "CREATE TABLE lk.t(id INTEGER, v VARCHAR, l VARCHAR[], p INTEGER)",
             "INSERT INTO lk.t SELECT i, i::VARCHAR, ['1'], 0 FROM range(50) t(i)",
@@ -215,7 +190,6 @@ def lake(location: CatalogLocation, tmp_path: Path) -> Lake:
             "ALTER TABLE lk.t SET PARTITIONED BY (p)",
         ],
     )
-    return Lake(location, data)
 
 
 @pytest.mark.parametrize(
@@ -283,8 +257,6 @@ def test_dry_run_plans_and_writes_nothing(lake: Lake) -> None:
 
 
 def test_cli_needs_column_and_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from ducklake_operator import cli
-
     assert cli.main(["run-job", "rewriteColumnType", "main.t", "-p", "type=int64", "-f", "/nonexistent.yaml"]) == 1
     assert "-p.column: is required" in capsys.readouterr().err
     assert cli.main(["run-job", "rewriteColumnType", "main.t", "-p", "column=v", "-p", "type=int65", "-f", "x"]) == 1
@@ -297,14 +269,12 @@ def test_cli_needs_column_and_type(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.fixture
 def numbers(location: CatalogLocation, tmp_path: Path) -> Lake:
     """main.t(w, i, r): r int32 holds values any type on the way to float64 takes."""
-    data = str(tmp_path / "data") + "/"
-    Catalog.create(location, data).close()
-    duck.run_workload(
+    return new_lake(
         location,
+        str(tmp_path / "data") + "/",
         ["CREATE TABLE lk.t(w INTEGER, i INTEGER, r INTEGER)"]
         + [f"INSERT INTO lk.t SELECT 0, {k}, r FROM range(100) t(r)" for k in range(3)],
     )
-    return Lake(location, data)
 
 
 def test_rows_inserted_while_rewriting_are_rewritten_too(numbers: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -366,7 +336,7 @@ def test_a_deletion_while_rewriting_makes_the_job_plan_again(numbers: Lake, monk
     monkeypatch.setattr(job, "retype_files", retype_then_delete)
     with closing(Catalog.open(numbers.location)) as catalog:
         with pytest.raises(CommitConflict, match="deleted or updated after snapshot"):
-            job.rewrite_column_type(catalog, "main", "t", column=("r",), new_type=_type("float64"))
+            job.rewrite_column_type(catalog, "main", "t", column=("r",), new_type=parse_type("float64"))
         assert not any(os.path.exists(p) for p in written)  # its files went
         report = run_operation(catalog, "rewriteColumnType", "main.t", {"column": "r", "type": "float64"})
     assert report["rowsWritten"] == 290
@@ -409,10 +379,9 @@ def test_a_concurrent_duckdb_writer_loses_no_row(numbers: Lake) -> None:
 @pytest.mark.parametrize("point, committed", [("before_commit", False), ("in_commit", False), ("after_commit", True)])
 def test_kill_during_the_job(tmp_path: Path, point: str, committed: bool) -> None:
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
-    data = str(tmp_path / "data") + "/"
-    Catalog.create(location, data).close()
-    duck.run_workload(
+    lake = new_lake(
         location,
+        str(tmp_path / "data") + "/",
         [
             "CREATE TABLE lk.t(id INTEGER, v VARCHAR)",
             "INSERT INTO lk.t SELECT i, i::VARCHAR FROM range(100) t(i)",
@@ -420,24 +389,9 @@ def test_kill_during_the_job(tmp_path: Path, point: str, committed: bool) -> Non
             "INSERT INTO lk.t VALUES (1000, '1000')",
         ],
     )
-    lake = Lake(location, data)
     rows = lake.rows()
-    manifest = tmp_path / "catalog.yaml"
-    manifest.write_text(yaml.safe_dump(lake.manifest()))
-    marker = tmp_path / "marker"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ducklake_operator.cli", "run-job", "rewriteColumnType", "main.t", "--no-spark"]
-        + ["-p", "column=v", "-p", "type=int64", "-f", str(manifest)],
-        env={**os.environ, "DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": str(marker)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not marker.exists():
-        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    args = ("rewriteColumnType", "main.t", "--no-spark", "-p", "column=v", "-p", "type=int64")
+    killed_at(point, run_job_command(lake.manifest(), str(tmp_path), *args), str(tmp_path))
 
     expected = [(rowid, i, int(v)) for rowid, i, v in rows] if committed else rows
     assert lake.rows() == expected

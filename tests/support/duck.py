@@ -22,6 +22,7 @@ __all__ = [
     "scalar",
     "run_workload",
     "observe_table",
+    "observe_typed",
     "same_as_before",
 ]
 
@@ -66,6 +67,29 @@ def observe_table(location: CatalogLocation, table: str) -> dict:
                 v: con.execute(f"SELECT rowid, * FROM lk.{table} AT (VERSION => {v}) ORDER BY rowid").fetchall()
                 for v in snapshots
             },
+        }
+    finally:
+        con.close()
+
+
+def observe_typed(location: CatalogLocation, agg: str, since: int, table: str = "t") -> dict[str, Any]:
+    """What DuckDB (a fresh session) reads of ``lk.<table>``: rows by rowid and column types now
+    (``now``) and at every snapshot from ``since`` on (``history``), and the aggregates ``agg``
+    (``agg``: what DuckDB may answer from statistics alone)."""
+    con = attach(location, con=connect())
+    try:
+        latest = scalar(con, "SELECT max(snapshot_id) FROM ducklake_snapshots('lk')")
+
+        def at(clause: str) -> tuple[list[Any], list[Any]]:
+            return (
+                con.execute(f"SELECT rowid, * FROM lk.{table}{clause} ORDER BY rowid").fetchall(),
+                [r[:2] for r in con.execute(f"DESCRIBE SELECT * FROM lk.{table}{clause}").fetchall()],
+            )
+
+        return {
+            "now": at(""),
+            "agg": con.execute(f"SELECT {agg} FROM lk.{table}").fetchone(),
+            "history": {v: at(f" AT (VERSION => {v})") for v in range(since, latest + 1)},
         }
     finally:
         con.close()
