@@ -12,7 +12,7 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import SpecError
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.reconcile import apply_plan, drift, plan_for
-from support import duck
+from support import duck, manifests
 from support.dump import dump
 from support.manifests import parse_as
 
@@ -25,17 +25,7 @@ COLUMNS: list[dict[str, Any]] = [
 
 
 def manifest(columns: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "ducklake.dev/v1alpha1",
-        "kind": "DuckLakeTable",
-        "metadata": {"name": "orders"},
-        "spec": {
-            "catalogRef": {"name": "lake"},
-            "name": "orders",
-            "columns": copy.deepcopy(columns or COLUMNS),
-            **spec,
-        },
-    }
+    return manifests.table("orders", "lake", copy.deepcopy(columns or COLUMNS), **spec)
 
 
 @pytest.fixture

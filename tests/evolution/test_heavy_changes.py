@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import yaml
 
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import SpecError
 from ducklake_operator.evolution.heavy import HeavyJob, heavy_jobs
@@ -22,6 +21,7 @@ from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.reconcile import apply_plan, plan_for, read_for_plan
 from support import duck
 from support.dump import dump
+from support.manifests import parse_as, table
 
 COLUMNS: list[dict[str, Any]] = [
     {"name": "id", "type": "int64"},
@@ -33,24 +33,17 @@ COLUMNS: list[dict[str, Any]] = [
 
 
 def manifest(columns: list[dict[str, Any]], **evolution: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "ducklake.dev/v1alpha1",
-        "kind": "DuckLakeTable",
-        "metadata": {"name": "t"},
-        "spec": {
-            "catalogRef": {"name": "lake"},
-            "name": "t",
-            "columns": copy.deepcopy(columns),
-            "partitionBy": [{"column": "part"}],
-            **({"evolution": evolution} if evolution else {}),
-        },
-    }
+    return table(
+        "t",
+        "lake",
+        copy.deepcopy(columns),
+        partitionBy=[{"column": "part"}],
+        **({"evolution": evolution} if evolution else {}),
+    )
 
 
 def table_spec(columns: list[dict[str, Any]], **evolution: Any) -> TableSpec:
-    spec = parse_manifest(manifest(columns, **evolution))
-    assert isinstance(spec, TableSpec)
-    return spec
+    return parse_as(TableSpec, manifest(columns, **evolution))
 
 
 def retyped(name: str, new_type: str, field: str | None = None) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import to_duckdb_sql
 from ducklake_operator.reconcile import apply_plan
 from support import duck
-from support.manifests import parse_as
+from support.manifests import parse_as, table
 
 PROMOTE = {"int8": "int16", "int16": "int32", "int32": "int64", "uint8": "uint16", "float32": "float64"}
 TYPES = ["int8", "int16", "int32", "int64", "uint8", "float32", "varchar", "date", "boolean"]
@@ -23,17 +23,7 @@ OPS = ["add", "add_struct", "drop", "rename", "promote", "add_field", "rename_fi
 
 
 def manifest(columns: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "ducklake.dev/v1alpha1",
-        "kind": "DuckLakeTable",
-        "metadata": {"name": "t"},
-        "spec": {
-            "catalogRef": {"name": "lake"},
-            "name": "t",
-            "columns": columns,
-            "evolution": {"allowDropColumns": True},
-        },
-    }
+    return table("t", "lake", columns, evolution={"allowDropColumns": True})
 
 
 def expected_describe(columns: list[dict[str, Any]]) -> list[tuple[str, str]]:
