@@ -5,7 +5,6 @@ The reconcile functions as plain functions, on a real SQLite catalog, DuckDB as 
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ from ducklake_operator.controller.reconcilers import (
     reconcile_catalog,
     reconcile_table,
 )
-from ducklake_operator.model.spec import CatalogSpec, TableSpec
-from support import duck
-from support.manifests import parse_as
+from ducklake_operator.model.spec import TableSpec
+from support import duck, reconcile_specs
+from support.reconcile_specs import catalog_spec, conditions
 
 COLUMNS: list[dict[str, Any]] = [
     {"name": "id", "type": "int64"},
@@ -30,35 +29,8 @@ COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-def catalog_spec(location: CatalogLocation, data_path: str) -> CatalogSpec:
-    return parse_as(
-        CatalogSpec,
-        {
-            "kind": "DuckLakeCatalog",
-            "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
-            "spec": {"metadata": {"sqlite": {"path": location.path}}, "dataPath": data_path},
-        },
-    )
-
-
 def table_spec(columns: list[dict[str, Any]], generation: int = 1, **evolution: Any) -> TableSpec:
-    return parse_as(
-        TableSpec,
-        {
-            "kind": "DuckLakeTable",
-            "metadata": {"name": "events", "namespace": "ns", "generation": generation},
-            "spec": {
-                "catalogRef": {"name": "lake"},
-                "name": "events",
-                "columns": copy.deepcopy(columns),
-                "evolution": evolution,
-            },
-        },
-    )
-
-
-def conditions(outcome: Any) -> dict[str, tuple[str, str]]:
-    return {c["type"]: (c["status"], c["reason"]) for c in outcome.conditions}
+    return reconcile_specs.table_spec("events", columns, generation, evolution=evolution)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ the oracle, no Kubernetes (its part is exercised in test_operator_e2e)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -18,9 +17,10 @@ from ducklake_operator.controller.reconcilers import (
     reconcile_table,
 )
 from ducklake_operator.model.spec import CatalogSpec, SchemaSpec, TableSpec
-from support import duck
+from support import duck, reconcile_specs
 from support.manifests import parse_as
 from support.pgserver import free_port
+from support.reconcile_specs import catalog_spec, conditions
 
 COLUMNS: list[dict[str, Any]] = [
     {"name": "id", "type": "int64", "nullable": False},
@@ -28,51 +28,12 @@ COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-def catalog_spec(location, data_path: str, **spec: Any) -> CatalogSpec:
-    backend = (
-        {"sqlite": {"path": location.path}}
-        if location.kind == "sqlite"
-        else {
-            "postgres": {
-                "host": location.host,
-                "port": location.port,
-                "database": location.database,
-                "credentialsSecretRef": {"name": "pg"},
-            }
-        }
-    )
-    return parse_as(
-        CatalogSpec,
-        {
-            "kind": "DuckLakeCatalog",
-            "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
-            "spec": {"metadata": backend, "dataPath": data_path, **spec},
-        },
-    )
-
-
 def table_spec(columns: list[dict[str, Any]] | None = None, generation: int = 1, **spec: Any) -> TableSpec:
-    return parse_as(
-        TableSpec,
-        {
-            "kind": "DuckLakeTable",
-            "metadata": {"name": "orders", "namespace": "ns", "generation": generation},
-            "spec": {
-                "catalogRef": {"name": "lake"},
-                "name": "orders",
-                "columns": copy.deepcopy(columns or COLUMNS),
-                **spec,
-            },
-        },
-    )
+    return reconcile_specs.table_spec("orders", columns or COLUMNS, generation, **spec)
 
 
 def pg_user(name, user_key, pw_key, namespace):
     return ("postgres", None)
-
-
-def conditions(outcome) -> dict[str, tuple[str, str]]:
-    return {c["type"]: (c["status"], c["reason"]) for c in outcome.conditions}
 
 
 @pytest.fixture

@@ -1,0 +1,52 @@
+"""The reconcile functions' inputs and outputs as a test builds and reads them: a catalog's and a
+table's parsed manifests (namespace ``ns``, the catalog named ``lake``), an outcome's conditions."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ducklake_operator.catalog import CatalogLocation
+from ducklake_operator.model.spec import CatalogSpec, TableSpec
+from support.manifests import parse_as
+
+
+def catalog_spec(location: CatalogLocation, data_path: str, **spec: Any) -> CatalogSpec:
+    """The catalog ``lake`` at ``location``; a PostgreSQL one names the Secret ``pg``."""
+    backend = (
+        {"sqlite": {"path": location.path}}
+        if location.kind == "sqlite"
+        else {
+            "postgres": {
+                "host": location.host,
+                "port": location.port,
+                "database": location.database,
+                "credentialsSecretRef": {"name": "pg"},
+            }
+        }
+    )
+    return parse_as(
+        CatalogSpec,
+        {
+            "kind": "DuckLakeCatalog",
+            "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
+            "spec": {"metadata": backend, "dataPath": data_path, **spec},
+        },
+    )
+
+
+def table_spec(name: str, columns: list[dict[str, Any]], generation: int = 1, **spec: Any) -> TableSpec:
+    """The table ``name`` (its manifest's name too) of the catalog ``lake``."""
+    return parse_as(
+        TableSpec,
+        {
+            "kind": "DuckLakeTable",
+            "metadata": {"name": name, "namespace": "ns", "generation": generation},
+            "spec": {"catalogRef": {"name": "lake"}, "name": name, "columns": copy.deepcopy(columns), **spec},
+        },
+    )
+
+
+def conditions(outcome: Any) -> dict[str, tuple[str, str]]:
+    """An outcome's conditions: type -> (status, reason)."""
+    return {c["type"]: (c["status"], c["reason"]) for c in outcome.conditions}
