@@ -7,47 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.state_cache import StateCache
 from ducklake_operator.controller.reconcilers import CatalogPool, check_table_drift, reconcile_catalog, reconcile_table
 from support import duck
+from support.reconcile_specs import catalog_spec, table_spec
 
 
 def manifests(location: CatalogLocation, data_path: str, table_options: dict[str, Any]) -> tuple[Any, Any]:
-    backend = (
-        {"sqlite": {"path": location.path}}
-        if location.kind == "sqlite"
-        else {
-            "postgres": {
-                "host": location.host,
-                "port": location.port,
-                "database": location.database,
-                "credentialsSecretRef": {"name": "pg"},
-            }
-        }
-    )
-    catalog = parse_manifest(
-        {
-            "kind": "DuckLakeCatalog",
-            "metadata": {"name": "lake", "namespace": "ns"},
-            "spec": {"metadata": backend, "dataPath": data_path},
-        }
-    )
-    table = parse_manifest(
-        {
-            "kind": "DuckLakeTable",
-            "metadata": {"name": "orders", "namespace": "ns"},
-            "spec": {
-                "catalogRef": {"name": "lake"},
-                "name": "orders",
-                "columns": [{"name": "id", "type": "int64"}],
-                "options": table_options,
-                "evolution": {"onDrift": "revert"},
-            },
-        }
-    )
-    return catalog, table
+    catalog = catalog_spec(location, data_path)
+    columns = [{"name": "id", "type": "int64"}]
+    return catalog, table_spec("orders", columns, options=table_options, evolution={"onDrift": "revert"})
 
 
 def test_options_set_by_duckdb_are_seen(catalog: Catalog, location: CatalogLocation) -> None:

@@ -8,31 +8,15 @@ from typing import Any
 
 from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.model.spec import CatalogSpec, TableSpec
+from support.job_program import catalog_manifest
 from support.manifests import parse_as
 
 
 def catalog_spec(location: CatalogLocation, data_path: str, **spec: Any) -> CatalogSpec:
     """The catalog ``lake`` at ``location``; a PostgreSQL one names the Secret ``pg``."""
-    backend = (
-        {"sqlite": {"path": location.path}}
-        if location.kind == "sqlite"
-        else {
-            "postgres": {
-                "host": location.host,
-                "port": location.port,
-                "database": location.database,
-                "credentialsSecretRef": {"name": "pg"},
-            }
-        }
-    )
-    return parse_as(
-        CatalogSpec,
-        {
-            "kind": "DuckLakeCatalog",
-            "metadata": {"name": "lake", "namespace": "ns", "generation": 1},
-            "spec": {"metadata": backend, "dataPath": data_path, **spec},
-        },
-    )
+    doc = catalog_manifest(location, data_path, "pg", **spec)
+    doc["metadata"] = {"name": "lake", "namespace": "ns", "generation": 1}
+    return parse_as(CatalogSpec, doc)
 
 
 def table_spec(name: str, columns: list[dict[str, Any]], generation: int = 1, **spec: Any) -> TableSpec:
