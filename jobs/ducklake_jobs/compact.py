@@ -24,7 +24,7 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import read_layouts
 from ducklake_operator.maintenance.compaction import CompactionOptions, FileGroup, plan_compaction
-from ducklake_operator.model.file_changes import MergeFiles, NewDataFile, NewDeleteFile
+from ducklake_operator.model.file_changes import MergeFiles
 from ducklake_operator.model.maintenance_params import DRY_RUN, SORT, TARGET_FILE_SIZE
 from ducklake_operator.model.state import TableState
 
@@ -34,6 +34,7 @@ from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .written_files import data_file_row, delete_file_row, written_counts
 
 
 def compaction_options(state: Any, table: TableState, **overrides: Any) -> CompactionOptions:
@@ -138,11 +139,8 @@ def compact(
 
 def written(outputs: list[RewriteOutput], order_by: str) -> dict[str, Any]:
     """The report's account of what the file groups wrote."""
-    files = [o.written for o in outputs if o.written]
     return {
-        "filesWritten": len(files),
-        "bytesWritten": sum(w.file_size_bytes for w in files),
-        "rowsWritten": sum(w.record_count for w in files),
+        **written_counts(o.written for o in outputs if o.written),
         "deletedRowsDropped": sum(o.rows_read - (o.written.record_count if o.written else 0) for o in outputs),
         "deleteFilesWritten": sum(1 for o in outputs if o.delete_file),
         "sorted": all(o.sorted for o in outputs) if order_by else None,
@@ -167,27 +165,18 @@ def merge_change(
             continue  # every row of the group was deleted before the oldest snapshot
         deletes = None
         if out.delete_file is not None:
-            snapshots = [s for _, s in out.deletes]
-            deletes = NewDeleteFile(
-                out.task.output_deletes[len(paths.directory) :],
-                len(out.deletes),
-                out.delete_file.file_size_bytes,
-                out.delete_file.footer_size,
-                min(snapshots),
-                max(snapshots),
+            deletes = delete_file_row(
+                paths.relative(out.task.output_deletes), out.delete_file, [s for _, s in out.deletes]
             )
         new_files.append(
-            NewDataFile(
-                path=out.task.output[len(paths.directory) :],
-                record_count=out.written.record_count,
-                file_size_bytes=out.written.file_size_bytes,
-                footer_size=out.written.footer_size,
+            data_file_row(
+                paths.relative(out.task.output),
+                out.written,
                 begin_snapshot=g.begin_snapshot,
                 row_id_start=None if out.row_ids_embedded else g.row_id_start,
                 partial_max=g.partial_max,
                 partition_id=g.partition_id,
                 partition_values=g.partition_values,
-                column_stats=out.written.column_stats,
                 delete_file=deletes,
             )
         )

@@ -64,6 +64,7 @@ from .parquet_writer import (
     write_parquet,
 )
 from .runtime import Report, fault_point, produce_and_commit, ran_on, run_in_process
+from .written_files import data_file_row, delete_file_row
 
 
 @dataclass
@@ -268,19 +269,16 @@ def _write_rows(
         if deleted:
             delete_path = new_file_name(directory, "-delete", work.marker)
             written_deletes = _write_delete_file(con, full, deleted, work.output(paths, delete_path), scratch)
-            delete_file = _delete_file_row(delete_path, written_deletes, [s for _, s in deleted], merged=False)
+            delete_file = delete_file_row(delete_path, written_deletes, [s for _, s in deleted], flushed=True)
         work.files.append(
-            NewDataFile(
-                path=relative,
-                record_count=written.record_count,
-                file_size_bytes=written.file_size_bytes,
-                footer_size=written.footer_size,
+            data_file_row(
+                relative,
+                written,
                 begin_snapshot=first,
                 row_id_start=row_id_start,
                 partial_max=last,
                 partition_id=spec.partition_id if spec and fields else None,
                 partition_values=tuple(enumerate(values)),
-                column_stats=written.column_stats,
                 delete_file=delete_file,
             )
         )
@@ -314,21 +312,6 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
         written = _write_delete_file(
             con, paths.full(f.path, f.path_is_relative), merged, work.output(paths, relative), scratch
         )
-        work.merged.append((data_file_id, _delete_file_row(relative, written, [s for _, s in merged], merged=True)))
+        work.merged.append((data_file_id, delete_file_row(relative, written, [s for _, s in merged])))
         if old is not None:
             work.replaced[data_file_id] = old.delete_file_id
-
-
-def _delete_file_row(path: str, written: WrittenFile, snapshots: list[int], *, merged: bool) -> NewDeleteFile:
-    """A delete file with per-row snapshots begins at the oldest. DuckDB 1.5.5 sets
-    partial_max to the newest on a merged delete file, and on the delete file of flushed
-    rows only when their snapshots differ (observed)."""
-    low, high = min(snapshots), max(snapshots)
-    return NewDeleteFile(
-        path,
-        len(snapshots),
-        written.file_size_bytes,
-        written.footer_size,
-        low,
-        high if merged or high != low else None,
-    )

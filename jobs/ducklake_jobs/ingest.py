@@ -65,6 +65,7 @@ from .parquet_writer import (
     write_parquet,
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, reason, run_in_process
+from .written_files import data_file_row, written_counts
 
 GROUP_BYTES = 64 * 1024 * 1024  # input per task (files are never split)
 BATCH = 8192  # converted rows handed to DuckDB at a time
@@ -497,17 +498,11 @@ def _write_task(
 def _new_files(t: TableState, results: list[WriteResult]) -> tuple[NewDataFile, ...]:
     fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
     return tuple(
-        NewDataFile(
-            path=o.path,
-            record_count=o.written.record_count,
-            file_size_bytes=o.written.file_size_bytes,
-            footer_size=o.written.footer_size,
-            begin_snapshot=None,
-            row_id_start=None,  # the commit's, from next_row_id
-            partial_max=None,
+        data_file_row(  # row ids: the commit's, from next_row_id
+            o.path,
+            o.written,
             partition_id=t.partition.partition_id if fields and t.partition else None,
             partition_values=tuple((f.key_index, v) for f, v in zip(fields, o.values, strict=True)),
-            column_stats=o.written.column_stats,
         )
         for r in results
         for o in r.outputs
@@ -515,11 +510,8 @@ def _new_files(t: TableState, results: list[WriteResult]) -> tuple[NewDataFile, 
 
 
 def _written(results: list[WriteResult], skipped: Skipped) -> dict[str, Any]:
-    files = [o.written for r in results for o in r.outputs]
     return {
-        "filesWritten": len(files),
-        "bytesWritten": sum(w.file_size_bytes for w in files),
-        "rowsWritten": sum(w.record_count for w in files),
+        **written_counts(o.written for r in results for o in r.outputs),
         "recordsSkipped": skipped.count,
         **({"firstSkipped": skipped.first} if skipped.first else {}),
     }

@@ -21,6 +21,11 @@ class TablePaths:
         """Where a data or delete file row's ``path`` points."""
         return resolve(self.directory, path, is_relative)
 
+    def relative(self, full: str) -> str:
+        """The catalog's relative path of a file a job wrote at ``full`` (in this directory)."""
+        assert full.startswith(self.directory), full
+        return full[len(self.directory) :]
+
 
 def table_paths(state: CatalogState, table: TableState) -> TablePaths:
     schema = state.schemas[table.schema_name]
@@ -44,14 +49,11 @@ def new_file_beside(path: str, is_relative: bool, suffix: str = "", marker: str 
 
 def option(state: CatalogState, table: TableState, key: str) -> str | None:
     """An option by scope precedence: table > schema > catalog."""
-    for scope in (table.options, state.schemas[table.schema_name].options, state.options):
-        if scope.get(key) is not None:
-            return scope[key]
-    return None
+    return state.options_in_force(table).get(key)
 
 
 def options_in_force(state: CatalogState, table: TableState) -> Mapping[str, str]:
-    return {**state.options, **state.schemas[table.schema_name].options, **table.options}
+    return state.options_in_force(table)
 
 
 def sort_sql(table: TableState) -> str:

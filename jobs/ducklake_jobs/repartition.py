@@ -43,7 +43,7 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import TableInputs, read_layouts, read_partition_specs
 from ducklake_operator.errors import CommitConflict, DuckLakeError
 from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, plan_repartition
-from ducklake_operator.model.file_changes import NewDataFile, NewDeleteFile, RepartitionFiles
+from ducklake_operator.model.file_changes import RepartitionFiles
 from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
 from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
 from ducklake_operator.model.state import ColumnState, DataFile, TableState
@@ -66,6 +66,7 @@ from .parquet_writer import (
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
 from .shuffle import Chunk, ChunkAccount, Routes, shuffle
+from .written_files import data_file_row, delete_file_row, written_counts
 
 MAP_INPUT_BYTES = 64 * 1024 * 1024  # source bytes per map task (a run of files of one schema version)
 
@@ -466,9 +467,7 @@ def _written(batch: Batch, outputs: list[Merged]) -> dict[str, Any]:
         "filesRead": len(batch.files),
         "bytesRead": batch.input_bytes,
         "rowsRead": batch.input_rows,
-        "filesWritten": len(outputs),
-        "bytesWritten": sum(o.written.file_size_bytes for o in outputs),
-        "rowsWritten": sum(o.written.record_count for o in outputs),
+        **written_counts(o.written for o in outputs),
         "deletedRowsDropped": batch.input_rows - sum(o.written.record_count for o in outputs),
         "deleteFilesWritten": sum(1 for o in outputs if o.delete_file),
         "unsortedFiles": sum(1 for o in outputs if o.task.order_by and not o.sorted),
@@ -483,27 +482,17 @@ def _change(
     for out in outputs:
         deletes = None
         if out.delete_file is not None:
-            snapshots = [s for _, s in out.deletes]
-            deletes = NewDeleteFile(
-                out.task.output_deletes[len(paths.directory) :],
-                len(out.deletes),
-                out.delete_file.file_size_bytes,
-                out.delete_file.footer_size,
-                min(snapshots),
-                max(snapshots),
+            deletes = delete_file_row(
+                paths.relative(out.task.output_deletes), out.delete_file, [s for _, s in out.deletes]
             )
         new_files.append(
-            NewDataFile(
-                path=out.task.output[len(paths.directory) :],
-                record_count=out.written.record_count,
-                file_size_bytes=out.written.file_size_bytes,
-                footer_size=out.written.footer_size,
+            data_file_row(
+                paths.relative(out.task.output),
+                out.written,
                 begin_snapshot=out.snapshots[0],
-                row_id_start=None,
                 partial_max=out.snapshots[1],
                 partition_id=plan.spec_id if fields else None,
                 partition_values=tuple((f.key_index, v) for f, v in zip(fields, out.task.values, strict=True)),
-                column_stats=out.written.column_stats,
                 delete_file=deletes,
             )
         )

@@ -46,7 +46,7 @@ from ducklake_operator.maintenance.column_rewrite import (
     retyped_layout,
 )
 from ducklake_operator.model.conversions import conversion_sql
-from ducklake_operator.model.file_changes import NewDataFile, PlannedInputs, RetypeColumn
+from ducklake_operator.model.file_changes import PlannedInputs, RetypeColumn
 from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import DuckLakeType, to_duckdb_sql
@@ -69,6 +69,7 @@ from .parquet_writer import (
     write_parquet,
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .written_files import data_file_row, written_counts
 
 FIRST_FAILURES = 5  # offending values named in a failed job's message
 CAST_FAILED = "ducklake: a value does not convert"  # the error() a failed value raises while writing
@@ -481,17 +482,11 @@ def _change(work: Work, defaults: tuple[str | None, str], paths: TablePaths) -> 
     t, plan = work.table, work.plan
     sources = tuple(sorted(work.sources))
     outputs = tuple(
-        NewDataFile(
-            path=o.task.output[len(paths.directory) :],
-            record_count=o.written.record_count,
-            file_size_bytes=o.written.file_size_bytes,
-            footer_size=o.written.footer_size,
-            begin_snapshot=None,
-            row_id_start=None,
-            partial_max=None,
+        data_file_row(
+            paths.relative(o.task.output),
+            o.written,
             partition_id=g.partition_id if g is not None else None,
             partition_values=g.partition_values if g is not None else (),
-            column_stats=o.written.column_stats,
         )
         for g, o in work.outputs
         if o.written is not None
@@ -516,11 +511,8 @@ def _change(work: Work, defaults: tuple[str | None, str], paths: TablePaths) -> 
 
 
 def _written(work: Work) -> dict[str, Any]:
-    files = [o.written for _, o in work.outputs if o.written]
     return {
-        "filesWritten": len(files),
-        "bytesWritten": sum(w.file_size_bytes for w in files),
-        "rowsWritten": sum(w.record_count for w in files),
+        **written_counts(o.written for _, o in work.outputs if o.written),
         "inlinedRowsRewritten": sum(len(ids) for ids in work.inlined.values()),
         "valuesNulled": sum(o.failed for _, o in work.outputs) if work.on_cast_error == "null" else 0,
         "catchUpRounds": work.rounds,

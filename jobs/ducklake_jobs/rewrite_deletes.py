@@ -18,7 +18,7 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import read_layouts
 from ducklake_operator.maintenance.delete_rewrite import RewriteGroup, plan_delete_rewrite
-from ducklake_operator.model.file_changes import NewDataFile, RewriteFiles
+from ducklake_operator.model.file_changes import RewriteFiles
 from ducklake_operator.model.maintenance_params import DELETE_THRESHOLD, DRY_RUN
 from ducklake_operator.model.state import TableState
 
@@ -28,6 +28,7 @@ from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .written_files import data_file_row, written_counts
 
 
 def rewrite_deletes(
@@ -111,12 +112,7 @@ def rewrite_deletes(
 
 def written(outputs: list[RewriteOutput]) -> dict[str, Any]:
     """The report's account of what the file groups wrote."""
-    files = [o.written for o in outputs if o.written]
-    return {
-        "filesWritten": len(files),
-        "bytesWritten": sum(w.file_size_bytes for w in files),
-        "rowsWritten": sum(w.record_count for w in files),
-    }
+    return written_counts(o.written for o in outputs if o.written)
 
 
 def rewrite_change(
@@ -130,17 +126,11 @@ def rewrite_change(
     """The rewritten files replace their sources from the commit's snapshot on."""
     sources = [i for g in groups for i in g.files]
     new_files = tuple(
-        NewDataFile(
-            path=out.task.output[len(paths.directory) :],
-            record_count=out.written.record_count,
-            file_size_bytes=out.written.file_size_bytes,
-            footer_size=out.written.footer_size,
-            begin_snapshot=None,
-            row_id_start=None,
-            partial_max=None,
+        data_file_row(
+            paths.relative(out.task.output),
+            out.written,
             partition_id=g.partition_id,
             partition_values=g.partition_values,
-            column_stats=out.written.column_stats,
         )
         for g, out in zip(groups, outputs, strict=False)
         if out.written is not None  # None: every row of the group was deleted
