@@ -109,7 +109,14 @@ def test_a_missed_schedule_runs_once(kube, operator, tmp_path) -> None:
     kube.kubectl(
         "patch", "dlmp", "nightly", "--subresource=status", "--type=merge", "-p", json.dumps({"status": missed})
     )
-    time.sleep(3)
+    # evaluated since: the policy published the cron time its run paid (from the run's annotation)
+    paid = run["metadata"]["annotations"]["ducklake.dev/schedule-time"]
+
+    def published() -> str | None:
+        operations = (kube.get("dlmp", "nightly") or {}).get("status", {}).get("operations", {})
+        return operations.get("compact", {}).get("tables", {}).get("main.orders", {}).get("lastScheduleTime")
+
+    wait_for("the paid cron time published", lambda: published() == paid)
     assert len(runs_of(kube, "nightly")) == 1
     status = kube.get("dlmp", "nightly")["status"]
     compact = status["operations"]["compact"]
