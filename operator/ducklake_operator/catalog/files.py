@@ -58,6 +58,17 @@ def check_inputs(ctx: CommitContext, table_id: int, job: str, base: int, inputs:
         raise inputs_changed(ctx, table_id, job, base)
 
 
+def check_partitioning(ctx: CommitContext, table_id: int, job: str, base: int, spec_id: int | None) -> None:
+    """Refuse when the table's partitioning is no longer the spec the job's files were laid
+    out by (``spec_id``; None: unpartitioned)."""
+    pi = T["ducklake_partition_info"]
+    now = ctx.conn.execute(
+        sa.select(pi.c.partition_id).where(pi.c.table_id == table_id, pi.c.end_snapshot.is_(None))
+    ).scalar_one_or_none()
+    if now != spec_id:
+        raise CommitConflict(f"{job}: its partitioning changed after snapshot {base}; nothing was committed")
+
+
 def add_data_file(ctx: CommitContext, table_id: int, f: NewDataFile) -> int:
     """Insert a new data file with its statistics, partition values and delete file."""
     df, st, pv = T["ducklake_data_file"], T["ducklake_file_column_stats"], T["ducklake_file_partition_value"]

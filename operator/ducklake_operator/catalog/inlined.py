@@ -34,6 +34,18 @@ class InlinedRows:
         return sum(1 for r in self.rows if r[2] is not None)
 
 
+def inlined_table(pg_schema: str | None, name: str) -> sa.Table:
+    """An inlined table's snapshot columns: enough to count, end or delete its rows, whatever
+    its layout's value columns."""
+    return sa.Table(
+        name,
+        sa.MetaData(),
+        sa.Column("begin_snapshot", sa.BigInteger),
+        sa.Column("end_snapshot", sa.BigInteger),
+        schema=pg_schema,
+    )
+
+
 def read_inlined(
     conn: sa.Connection, pg_schema: str | None, table_name: str, columns: tuple[ColumnState, ...], at_most: int
 ) -> list[tuple[Any, ...]]:

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from ..model.file_changes import FileColumnStats, NewDataFile
 from ..model.types import Decimal, from_catalog_name, to_duckdb_sql
 from .files import inlined_file_deletions
-from .inlined import SYSTEM_COLUMNS, InlinedRows, read_inlined
+from .inlined import SYSTEM_COLUMNS, InlinedRows, inlined_table, read_inlined
 from .read import layout_snapshot, load_layout_at, load_schema_versions
 from .tables import T
 from .write import CommitContext, live_columns
@@ -265,7 +265,7 @@ def _live_inlined_rows(ctx: CommitContext, table_id: int) -> list[InlinedRows]:
     for name, version in ctx.conn.execute(
         sa.select(it.c.table_name, it.c.schema_version).where(it.c.table_id == table_id).order_by(it.c.schema_version)
     ).all():
-        t = sa.Table(name, sa.MetaData(), sa.Column("end_snapshot", sa.BigInteger), schema=ctx.pg_schema)
+        t = inlined_table(ctx.pg_schema, name)
         if not ctx.conn.execute(sa.select(sa.func.count()).select_from(t).where(t.c.end_snapshot.is_(None))).scalar():
             continue
         versions = load_schema_versions(ctx.conn, table_id) if versions is None else versions

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import sqlalchemy as sa
-
 from ..errors import CommitConflict, DuckLakeError
 from ..model.file_changes import AppendFiles
 from .changes_made import Change as Token
-from .files import add_data_file, table_directory_now
+from .files import add_data_file, check_partitioning, table_directory_now
 from .ingested import ingested_by_snapshot
 from .table_stats import add_inserted_files
-from .tables import T
 from .write import CommitContext, live_columns, write_change
 
 
@@ -44,14 +41,7 @@ def _append_files(change: AppendFiles, ctx: CommitContext) -> None:
             f"{job}: its columns changed after snapshot {change.base_snapshot} (the files were written for "
             "the columns then); nothing was committed"
         )
-    pi = T["ducklake_partition_info"]
-    spec_now = ctx.conn.execute(
-        sa.select(pi.c.partition_id).where(pi.c.table_id == change.table_id, pi.c.end_snapshot.is_(None))
-    ).scalar_one_or_none()
-    if spec_now != change.partition_id:
-        raise CommitConflict(
-            f"{job}: its partitioning changed after snapshot {change.base_snapshot}; nothing was committed"
-        )
+    check_partitioning(ctx, change.table_id, job, change.base_snapshot, change.partition_id)
     if not change.reingest and change.sources:
         since = ingested_by_snapshot(ctx.conn, change.table_id, change.base_snapshot)
         again = sorted((f.path, s) for f in change.sources if (s := since.get(f)) is not None)

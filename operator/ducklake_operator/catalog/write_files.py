@@ -7,32 +7,23 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ..errors import CommitConflict
 from ..model.file_changes import FlushInlinedDeletions, FlushInlinedRows, MergeFiles, RepartitionFiles, RewriteFiles
 from .changes_made import Change as Token
 from .files import (
     add_data_file,
     add_delete_file,
     check_inputs,
+    check_partitioning,
     inputs_changed,
     remove_data_files,
     remove_inlined_file_deletions,
     schedule_deletion,
     table_directory_now,
 )
+from .inlined import inlined_table
 from .table_stats import add_file_sizes, recompute_if_delete_free, widen_table_stats
 from .tables import T
 from .write import CommitContext, write_change
-
-
-def _inlined_table(ctx: CommitContext, name: str) -> sa.Table:
-    return sa.Table(
-        name,
-        sa.MetaData(),
-        sa.Column("begin_snapshot", sa.BigInteger),
-        sa.Column("end_snapshot", sa.BigInteger),
-        schema=ctx.pg_schema,
-    )
 
 
 @write_change.register
@@ -42,16 +33,9 @@ def _merge_files(change: MergeFiles, ctx: CommitContext) -> None:
 
 @write_change.register
 def _repartition_files(change: RepartitionFiles, ctx: CommitContext) -> None:
-    pi = T["ducklake_partition_info"]
-    spec_now = ctx.conn.execute(
-        sa.select(pi.c.partition_id).where(pi.c.table_id == change.table_id, pi.c.end_snapshot.is_(None))
-    ).scalar_one_or_none()
-    if spec_now != change.spec_id:
-        raise CommitConflict(
-            f"repartition of {change.table_name}: its partitioning changed after snapshot {change.base_snapshot}; "
-            "nothing was committed"
-        )
-    _merge(change, f"repartition of {change.table_name}", ctx)
+    job = f"repartition of {change.table_name}"
+    check_partitioning(ctx, change.table_id, job, change.base_snapshot, change.spec_id)
+    _merge(change, job, ctx)
 
 
 def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) -> None:
@@ -94,7 +78,7 @@ def _flush_inlined_rows(change: FlushInlinedRows, ctx: CommitContext) -> None:
     reading the dropped table at that version; an empty table costs nothing to read."""
     base = change.base_snapshot
     for name, count, deleted in change.flushed:
-        it = _inlined_table(ctx, name)
+        it = inlined_table(ctx.pg_schema, name)
         now = ctx.conn.execute(
             sa.select(sa.func.count(), sa.func.count(it.c.end_snapshot)).where(it.c.begin_snapshot <= base)
         ).one()
@@ -103,7 +87,7 @@ def _flush_inlined_rows(change: FlushInlinedRows, ctx: CommitContext) -> None:
     for output in change.outputs:
         add_data_file(ctx, change.table_id, output)
     for name, _, _ in change.flushed:
-        it = _inlined_table(ctx, name)
+        it = inlined_table(ctx.pg_schema, name)
         ctx.emit(it.delete().where(it.c.begin_snapshot <= base))
     if change.outputs:
         widen_table_stats(ctx, change.table_id, dict(change.column_types), [f.column_stats for f in change.outputs])

@@ -19,22 +19,13 @@ from ..errors import CommitConflict
 from ..model.file_changes import RetypeColumn
 from .changes_made import Change as Token
 from .files import add_data_file, check_inputs, inputs_changed
+from .inlined import inlined_table
 from .table_stats import stats_after_full_rewrite
 from .tables import T
 from .write import CommitContext, live_columns, resolve_path, write_change
 from .write_columns import edit_column, mark_altered
 
 _ADDED_ROWS = ("inserted_into_table", "inlined_insert", "inline_flush")
-
-
-def _inlined(ctx: CommitContext, name: str) -> sa.Table:
-    return sa.Table(
-        name,
-        sa.MetaData(),
-        sa.Column("begin_snapshot", sa.BigInteger),
-        sa.Column("end_snapshot", sa.BigInteger),
-        schema=ctx.pg_schema,
-    )
 
 
 def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumn, job: str) -> None:
@@ -49,7 +40,7 @@ def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumn, job: str) 
     planned = dict(change.inlined)
     live_rows = {}
     for name in ctx.conn.execute(sa.select(it.c.table_name).where(it.c.table_id == change.table_id)).scalars():
-        inlined = _inlined(ctx, name)
+        inlined = inlined_table(ctx.pg_schema, name)
         live_rows[name] = ctx.conn.execute(
             sa.select(sa.func.count()).select_from(inlined).where(inlined.c.end_snapshot.is_(None))
         ).scalar_one()
@@ -89,7 +80,7 @@ def _retype_column(change: RetypeColumn, ctx: CommitContext) -> None:
         ctx.tokens.append(Token("rewrite_delete", id=change.table_id))
     ended = [name for name, rows in change.inlined if rows]
     for name in ended:
-        inlined = _inlined(ctx, name)
+        inlined = inlined_table(ctx.pg_schema, name)
         ctx.emit(inlined.update().where(inlined.c.end_snapshot.is_(None)).values(end_snapshot=ctx.snapshot_id))
     if ended:
         ctx.tokens.append(Token("inlined_delete", id=change.table_id))
