@@ -31,7 +31,7 @@ from ..model.changes import (
 from ..model.names import check_identifier, column_reference_sql, fold, path_for
 from ..model.options import DEFAULT_INLINING_ROW_LIMIT, catalog_key, normalize_option
 from ..model.state import SnapshotInfo
-from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
+from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested, member_fields
 from . import tables as tb
 from .changes_made import Change as Token
 from .read import Row, attached_data_path, with_slash
@@ -233,13 +233,8 @@ def _nested_structs(t: DuckLakeType, path: str) -> list[tuple[Struct, str]]:
 
 def type_names(t: DuckLakeType) -> list[str]:
     out = [t.name]
-    if isinstance(t, Struct):
-        for f in t.fields:
-            out += type_names(f.type)
-    elif isinstance(t, ListOf):
-        out += type_names(t.element)
-    elif isinstance(t, MapOf):
-        out += type_names(t.key) + type_names(t.value)
+    for sub in member_fields(t):
+        out += type_names(sub.type)
     return out
 
 
@@ -261,18 +256,11 @@ def column_rows(
     tags: list[dict[str, Any]] = []
     next_id = first_id
 
-    def add(
-        name: str,
-        t: DuckLakeType,
-        nullable: bool,
-        default: Any,
-        parent: int | None,
-        comment: str | None,
-        extra_tags: tuple[tuple[str, str], ...],
-    ) -> None:
+    def add(c: Field, parent: int | None) -> None:
         nonlocal next_id
         cid = next_id
         next_id += 1
+        t, default = c.type, c.default
         if is_nested(t):
             initial, value, kind = None, "NULL", ""
         elif default is None:
@@ -287,17 +275,17 @@ def column_rows(
                 end_snapshot=None,
                 table_id=table_id,
                 column_order=cid,
-                column_name=name,
+                column_name=c.name,
                 column_type=t.name,
                 initial_default=initial,
                 default_value=value,
-                nulls_allowed=nullable,
+                nulls_allowed=c.nullable,
                 parent_column=parent,
                 default_value_type=kind,
                 default_value_dialect="duckdb",
             )
         )
-        for key, tag_value in ((("comment", comment),) if comment is not None else ()) + extra_tags:
+        for key, tag_value in ((("comment", c.comment),) if c.comment is not None else ()) + c.tags:
             tags.append(
                 dict(
                     table_id=table_id,
@@ -308,16 +296,10 @@ def column_rows(
                     value=tag_value,
                 )
             )
-        if isinstance(t, Struct):
-            for sub in t.fields:
-                add(sub.name, sub.type, sub.nullable, sub.default, cid, sub.comment, sub.tags)
-        elif isinstance(t, ListOf):
-            add("element", t.element, True, None, cid, None, ())
-        elif isinstance(t, MapOf):
-            add("key", t.key, True, None, cid, None, ())
-            add("value", t.value, True, None, cid, None, ())
+        for sub in member_fields(t):
+            add(sub, cid)
 
-    add(f.name, f.type, f.nullable, f.default, parent_id, f.comment, f.tags)
+    add(f, parent_id)
     return columns, tags, next_id
 
 

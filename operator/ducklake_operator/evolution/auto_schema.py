@@ -35,7 +35,7 @@ from ..errors import DuckLakeError
 from ..model.changes import AddColumn
 from ..model.names import fold, identifier_problem
 from ..model.state import ColumnState, TableState
-from ..model.types import Field, ListOf, MapOf, Struct
+from ..model.types import Field, Struct, member_fields
 from ..model.value_kinds import (
     BOOLEAN,
     DOUBLE,
@@ -366,16 +366,7 @@ def _states(f: Field, next_id: int, parent: int | None) -> tuple[ColumnState, in
     cid, next_id = next_id, next_id + 1
     children: list[ColumnState] = []
     t = f.type
-    subs = (
-        list(t.fields)
-        if isinstance(t, Struct)
-        else [Field("element", t.element)]
-        if isinstance(t, ListOf)
-        else [Field("key", t.key), Field("value", t.value)]
-        if isinstance(t, MapOf)
-        else []
-    )
-    for sub in subs:
+    for sub in member_fields(t):
         child, next_id = _states(sub, next_id, cid)
         children.append(child)
     state = ColumnState(

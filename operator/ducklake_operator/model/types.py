@@ -182,6 +182,18 @@ def is_nested(t: DuckLakeType) -> bool:
     return isinstance(t, (Struct, ListOf, MapOf))
 
 
+def member_fields(t: DuckLakeType) -> tuple[Field, ...]:
+    """The child columns of a column of type ``t``, as DuckLake stores them: a struct's fields,
+    a list's ``element``, a map's ``key`` and ``value`` (nullable, no default); none else."""
+    if isinstance(t, Struct):
+        return t.fields
+    if isinstance(t, ListOf):
+        return (Field("element", t.element),)
+    if isinstance(t, MapOf):
+        return (Field("key", t.key), Field("value", t.value))
+    return ()
+
+
 # --------------------------------------------------------------------------- parsing
 
 _TOKEN = re.compile(r'\s*(?:(?P<q>"(?:[^"]|"")*")|(?P<w>[A-Za-z_][A-Za-z0-9_]*)|(?P<n>\d+)|(?P<p>\[\]|[(),<>:]))')
