@@ -11,7 +11,6 @@ every file it may have left behind.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,7 @@ from .parquet_writer import (
     field_ids_from_columns,
     quote,
     read_delete_file,
-    scratch_connection,
+    scratch_session,
     write_delete_file,
     write_parquet,
 )
@@ -123,14 +122,8 @@ def _deletions(src: SourceFile, scratch: str) -> list[tuple[int, int]]:
 
 
 def rewrite_files(task: RewriteTask) -> RewriteOutput:
-    if task.s3 is not None:
-        storage.configure(task.s3)
-    with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
-        con = scratch_connection(spill=os.path.join(scratch, "spill"))
-        try:
-            return _rewrite(con, task, scratch)
-        finally:
-            con.close()
+    with scratch_session(task.s3) as (con, scratch):
+        return _rewrite(con, task, scratch)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,13 @@ from ducklake_operator.model.file_changes import (
     PlannedInputs,
 )
 from ducklake_operator.model.maintenance_params import DRY_RUN
-from ducklake_operator.model.partitioning import hive_directory, key_names, needs_ducklake_functions, transform_sql
+from ducklake_operator.model.partitioning import (
+    hive_directory,
+    key_fields,
+    key_names,
+    needs_ducklake_functions,
+    transform_sql,
+)
 from ducklake_operator.model.spec import DEFAULT_SCHEMA
 from ducklake_operator.model.state import CatalogState, ColumnState, PartitionSpec, TableState
 
@@ -175,7 +181,9 @@ def _flush_table(
 
     def produce() -> FlushWork:
         with tempfile.TemporaryDirectory(prefix="ducklake-flush-") as scratch:
-            bucketed = any(needs_ducklake_functions(rows.partition) for rows in inlined.batches)
+            bucketed = needs_ducklake_functions(
+                f.transform for rows in inlined.batches for f in key_fields(rows.partition)
+            )
             con = scratch_connection(extensions=bucketed)
             try:
                 if bucketed:
@@ -226,7 +234,7 @@ def _write_rows(
     columns: tuple[ColumnState, ...] = rows.columns
     work.type_names.update({c.column_id: c.type_name for top in columns for c in top.walk()})
     by_id = {c.column_id: c for c in columns}
-    fields = sorted(spec.fields, key=lambda f: f.key_index) if spec else []
+    fields = key_fields(spec)
     parts = [f"{transform_sql(f.transform, quote(by_id[f.column_id].name))} AS __part{i}" for i, f in enumerate(fields)]
     part_cols = [f"__part{i}" for i in range(len(fields))]
     order = ", ".join(x for x in (order_by, "row_id", "begin_snapshot") if x)
@@ -235,7 +243,7 @@ def _write_rows(
         f"CREATE OR REPLACE TEMP TABLE ordered AS SELECT *, row_number() OVER ({over}ORDER BY {order}) - 1 AS __pos "
         f"FROM (SELECT *{', ' if parts else ''}{', '.join(parts)} FROM flushed)"
     )
-    names = key_names(spec, columns) if fields and spec is not None else []
+    names = key_names(spec, columns)
     select = ", ".join(
         [quote(c.name) for c in columns] + [f"row_id AS {quote(ROW_ID)}", f"begin_snapshot AS {quote(SNAPSHOT_ID)}"]
     )

@@ -46,22 +46,27 @@ from ducklake_operator.evolution.routing import convert_record
 from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
 from ducklake_operator.model.ingested_files import ingest_extra_info
 from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
-from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
+from ducklake_operator.model.partitioning import (
+    hive_directory,
+    key_fields,
+    key_names,
+    needs_ducklake_functions,
+    transform_sql,
+)
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, to_duckdb_sql
 
 from .ingest_sources import Skipped, Source, SourceReader, list_sources, read_local
 from .inputs import read_inputs
 from .job_run import PLAIN_RUN, JobRun
-from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .lake_paths import TablePaths, new_file_name, option_on, options_in_force, sort_sql, table_paths
 from .parquet_writer import (
     WrittenFile,
     copy_options,
     field_ids_from_columns,
     literal,
-    load_ducklake_functions,
     quote,
-    scratch_connection,
+    scratch_session,
     write_parquet,
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, reason, run_in_process
@@ -148,20 +153,12 @@ class WriteResult:
 def write_files(task: WriteTask) -> WriteResult:
     """Pass 2: the task's records as rows of the evolved table, in Parquet. Never raises: a
     failure is returned with the files already stored, for the driver to delete."""
-    if task.s3 is not None:
-        storage.configure(task.s3)
     stored: list[str] = []
+    bucketed = needs_ducklake_functions(t for _, t in task.partition)
     try:
-        with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch:
-            bucketed = any(t.startswith("bucket(") for _, t in task.partition)
-            con = scratch_connection(extensions=bucketed, spill=os.path.join(scratch, "spill"))
-            try:
-                if bucketed:
-                    load_ducklake_functions(con)
-                rows, skipped = _load_rows(con, task, scratch)
-                outputs = _write_partitions(con, task, scratch, stored) if rows else ()
-            finally:
-                con.close()
+        with scratch_session(task.s3, "ducklake-ingest-", ducklake_functions=bucketed) as (con, scratch):
+            rows, skipped = _load_rows(con, task, scratch)
+            outputs = _write_partitions(con, task, scratch, stored) if rows else ()
         return WriteResult(outputs, rows, skipped, tuple(stored))
     except Exception as exc:  # noqa: BLE001  (reported to the driver, which deletes what was stored)
         message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
@@ -476,18 +473,16 @@ def _write_task(
     marker: str,
     s3: storage.S3Config | None,
 ) -> WriteTask:
-    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    fields = key_fields(t.partition)
     by_id = {c.column_id: c.name for c in plan.layout}
-    hive = (option(state, t, "hive_file_pattern") or "true").lower() != "false"
-    sort_on_insert = (option(state, t, "sort_on_insert") or "true").lower() != "false"
     return WriteTask(
         sources=group,
         on_bad_record=on_bad_record,
         level=plan.level,
         layout=plan.layout,
         partition=tuple((by_id[f.column_id], f.transform) for f in fields),
-        hive_names=tuple(key_names(t.partition, plan.layout)) if fields and hive and t.partition else (),
-        order_by=sort_sql(t) if sort_on_insert else "",
+        hive_names=tuple(key_names(t.partition, plan.layout)) if option_on(state, t, "hive_file_pattern") else (),
+        order_by=sort_sql(t) if option_on(state, t, "sort_on_insert") else "",
         options=copy_options(options_in_force(state, t)),
         paths=paths,
         marker=marker,
@@ -496,7 +491,7 @@ def _write_task(
 
 
 def _new_files(t: TableState, results: list[WriteResult]) -> tuple[NewDataFile, ...]:
-    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    fields = key_fields(t.partition)
     return tuple(
         data_file_row(  # row ids: the commit's, from next_row_id
             o.path,

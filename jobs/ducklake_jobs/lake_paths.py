@@ -52,6 +52,12 @@ def option(state: CatalogState, table: TableState, key: str) -> str | None:
     return state.options_in_force(table).get(key)
 
 
+def option_on(state: CatalogState, table: TableState, key: str) -> bool:
+    """A boolean option in force, on unless set to false (as DuckDB's ``hive_file_pattern`` and
+    ``sort_on_insert`` are)."""
+    return (option(state, table, key) or "true").lower() != "false"
+
+
 def options_in_force(state: CatalogState, table: TableState) -> Mapping[str, str]:
     return state.options_in_force(table)
 

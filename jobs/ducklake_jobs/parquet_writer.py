@@ -10,13 +10,16 @@ statistics in the very text forms DuckDB stores in ``ducklake_file_column_stats`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from ducklake_operator import storage
 from ducklake_operator.errors import DuckLakeError
 from ducklake_operator.model.file_changes import FileColumnStats
 from ducklake_operator.model.state import ColumnState
@@ -141,6 +144,24 @@ def scratch_connection(*, extensions: bool = False, spill: str | None = None) ->
     con = duckdb.connect(config=config)
     con.execute("SET TimeZone = 'UTC'")  # timestamptz statistics are stored normalised to UTC
     return con
+
+
+@contextmanager
+def scratch_session(
+    s3: storage.S3Config | None, prefix: str = "ducklake-", *, ducklake_functions: bool = False
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+    """A task's scratch directory and a ``scratch_connection`` spilling into it, with the
+    driver's S3 settings ``s3`` in force; ``ducklake_functions``: with the extension's loaded."""
+    if s3 is not None:
+        storage.configure(s3)
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        con = scratch_connection(extensions=ducklake_functions, spill=os.path.join(scratch, "spill"))
+        try:
+            if ducklake_functions:
+                load_ducklake_functions(con)
+            yield con, scratch
+        finally:
+            con.close()
 
 
 def load_ducklake_functions(con: duckdb.DuckDBPyConnection) -> None:

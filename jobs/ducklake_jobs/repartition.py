@@ -28,7 +28,6 @@ DuckDB computes them in the writing session's time zone (the same in a UTC sessi
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,13 +44,19 @@ from ducklake_operator.errors import CommitConflict, DuckLakeError
 from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, plan_repartition
 from ducklake_operator.model.file_changes import RepartitionFiles
 from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
-from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
+from ducklake_operator.model.partitioning import (
+    hive_directory,
+    key_fields,
+    key_names,
+    needs_ducklake_functions,
+    transform_sql,
+)
 from ducklake_operator.model.state import ColumnState, DataFile, TableState
 
 from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
 from .inputs import planned_inputs, read_inputs
 from .job_run import PLAIN_RUN, JobRun
-from .lake_paths import TablePaths, new_file_name, option, options_in_force, sort_sql, table_paths
+from .lake_paths import TablePaths, new_file_name, option, option_on, options_in_force, sort_sql, table_paths
 from .layout_projection import projection
 from .operations import REPLANS  # a batch refused by a concurrent writer plans again as often
 from .parquet_writer import (
@@ -59,9 +64,8 @@ from .parquet_writer import (
     WrittenFile,
     copy_options,
     literal,
-    load_ducklake_functions,
     quote,
-    scratch_connection,
+    scratch_session,
     write_delete_file,
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
@@ -121,32 +125,24 @@ def _keyed_rows(task: SplitTask) -> Iterator[tuple[duckdb.DuckDBPyConnection, st
     """A connection and a query of the task's rows (deleted ones too unless dropped) with
     their lineage, ``__deleted_at``, partition values ``__p<i>`` (DuckDB's own expressions on
     the key columns as the current layout reads them) and ``__key``, a hash of the values."""
-    if task.s3 is not None:
-        storage.configure(task.s3)
-    bucketed = any(t.startswith("bucket(") for _, t in task.keys)
-    with tempfile.TemporaryDirectory(prefix="ducklake-split-") as scratch:
-        con = scratch_connection(extensions=bucketed, spill=os.path.join(scratch, "spill"))
-        try:
-            if bucketed:
-                load_ducklake_functions(con)
-            keyed = [replace(column, name=f"__k{i}") for i, (column, _) in enumerate(task.keys)]
-            scan = scan_sources(con, task.sources, task.columns, scratch, extra=lambda found: projection(found, keyed))
-            parts = _parts(len(task.keys))
-            values = "".join(
-                f", {transform_sql(transform, f'__k{i}')} AS {p}"
-                for i, ((_, transform), p) in enumerate(zip(task.keys, parts, strict=True))
-            )
-            key = f"hash({', '.join(parts)})" if parts else "0"  # checked: one partition per key
-            internal = ", ".join(["__file", "__row", *(f"__k{i}" for i in range(len(keyed)))])
-            yield (
-                con,
-                f"SELECT * EXCLUDE ({internal}), {key}::VARCHAR AS __key FROM (SELECT *{values} FROM ({scan.sql}) "
-                f"WHERE __deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})",
-                scan.params,
-                parts,
-            )
-        finally:
-            con.close()
+    bucketed = needs_ducklake_functions(t for _, t in task.keys)
+    with scratch_session(task.s3, "ducklake-split-", ducklake_functions=bucketed) as (con, scratch):
+        keyed = [replace(column, name=f"__k{i}") for i, (column, _) in enumerate(task.keys)]
+        scan = scan_sources(con, task.sources, task.columns, scratch, extra=lambda found: projection(found, keyed))
+        parts = _parts(len(task.keys))
+        values = "".join(
+            f", {transform_sql(transform, f'__k{i}')} AS {p}"
+            for i, ((_, transform), p) in enumerate(zip(task.keys, parts, strict=True))
+        )
+        key = f"hash({', '.join(parts)})" if parts else "0"  # checked: one partition per key
+        internal = ", ".join(["__file", "__row", *(f"__k{i}" for i in range(len(keyed)))])
+        yield (
+            con,
+            f"SELECT * EXCLUDE ({internal}), {key}::VARCHAR AS __key FROM (SELECT *{values} FROM ({scan.sql}) "
+            f"WHERE __deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})",
+            scan.params,
+            parts,
+        )
 
 
 def _one_partition(found: list[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -204,46 +200,38 @@ def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
 
 
 def merge_chunks(task: MergeTask, files: list[str]) -> Merged:
-    if task.s3 is not None:
-        storage.configure(task.s3)
-    with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
-        con = scratch_connection(spill=os.path.join(scratch, "spill"))
-        try:
-            params = {"chunks": files}
-            source = "read_parquet($chunks, hive_partitioning = false, union_by_name = true)"
-            row = con.execute(
-                f"SELECT count(__deleted_at), min({quote(SNAPSHOT_ID)}), max({quote(SNAPSHOT_ID)}) FROM {source}",
-                params,
-            ).fetchone()
-            assert row is not None
-            deleted, oldest, newest = row
-            out = write_ordered(
-                con,
-                f"SELECT * FROM {source}",
-                params,
-                OrderedOutput(
-                    columns=task.columns,
-                    embed_row_ids=True,  # rows of many files: never contiguous
-                    keep_snapshot_ids=True,
-                    order_by=task.order_by,
-                    tiebreak="",  # rows of many files: row-id order is no better than chunk order
-                    drop_deleted_until=task.drop_deleted_until,
-                    with_deletes=deleted > 0,
-                    options=task.options,
-                    internal=_parts(len(task.values)),
-                ),
-                scratch,
-            )
-            delete_file = None
-            if out.deletes:
-                delete_file = write_delete_file(
-                    con, task.output, out.deletes, os.path.join(scratch, "out-delete.parquet")
-                )
-                storage.store(delete_file.local_path, task.output_deletes)
-            storage.store(out.written.local_path, task.output)
-            return Merged(task, out.written, out.sorted, tuple(out.deletes), delete_file, (oldest, newest))
-        finally:
-            con.close()
+    with scratch_session(task.s3) as (con, scratch):
+        params = {"chunks": files}
+        source = "read_parquet($chunks, hive_partitioning = false, union_by_name = true)"
+        row = con.execute(
+            f"SELECT count(__deleted_at), min({quote(SNAPSHOT_ID)}), max({quote(SNAPSHOT_ID)}) FROM {source}",
+            params,
+        ).fetchone()
+        assert row is not None
+        deleted, oldest, newest = row
+        out = write_ordered(
+            con,
+            f"SELECT * FROM {source}",
+            params,
+            OrderedOutput(
+                columns=task.columns,
+                embed_row_ids=True,  # rows of many files: never contiguous
+                keep_snapshot_ids=True,
+                order_by=task.order_by,
+                tiebreak="",  # rows of many files: row-id order is no better than chunk order
+                drop_deleted_until=task.drop_deleted_until,
+                with_deletes=deleted > 0,
+                options=task.options,
+                internal=_parts(len(task.values)),
+            ),
+            scratch,
+        )
+        delete_file = None
+        if out.deletes:
+            delete_file = write_delete_file(con, task.output, out.deletes, os.path.join(scratch, "out-delete.parquet"))
+            storage.store(delete_file.local_path, task.output_deletes)
+        storage.store(out.written.local_path, task.output)
+        return Merged(task, out.written, out.sorted, tuple(out.deletes), delete_file, (oldest, newest))
 
 
 def repartition(
@@ -313,7 +301,7 @@ def _plan(catalog: Catalog, schema: str, table: str, max_bytes: int | None) -> t
 
 def _describe(t: TableState) -> str:
     """The current partitioning as DuckDB's SET PARTITIONED BY says it ('' when none)."""
-    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    fields = key_fields(t.partition)
     names = [c.name for f in fields if (c := t.column_by_id(f.column_id)) is not None]
     return ", ".join(_key_sql(f.transform, n) for f, n in zip(fields, names, strict=True))
 
@@ -350,7 +338,7 @@ def _run_batch(
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
     layouts = read_layouts(catalog, inputs, (g.schema_version for g in batch.groups))
-    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    fields = key_fields(t.partition)
     keys = tuple((_column(t, f.column_id), f.transform) for f in fields)
     s3 = storage.s3_config(paths.directory)
     splits = []
@@ -382,8 +370,7 @@ def _run_batch(
                 )
                 run_of = []
     planned: list[str] = []  # every output path, known once the chunks are routed
-    hive = (option(state, t, "hive_file_pattern") or "true").lower() != "false"
-    names = key_names(t.partition, t.columns) if fields and t.partition is not None and hive else []
+    names = key_names(t.partition, t.columns) if option_on(state, t, "hive_file_pattern") else []
     parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
 
     def route(chunks: list[ChunkAccount]) -> Routes[MergeTask]:
@@ -477,7 +464,7 @@ def _written(batch: Batch, outputs: list[Merged]) -> dict[str, Any]:
 def _change(
     t: TableState, plan: RepartitionPlan, batch: Batch, outputs: list[Merged], paths: TablePaths, inputs: TableInputs
 ) -> RepartitionFiles:
-    fields = sorted(t.partition.fields, key=lambda f: f.key_index) if t.partition else []
+    fields = key_fields(t.partition)
     new_files = []
     for out in outputs:
         deletes = None

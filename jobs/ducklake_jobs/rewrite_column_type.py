@@ -66,6 +66,7 @@ from .parquet_writer import (
     literal,
     quote,
     scratch_connection,
+    scratch_session,
     write_parquet,
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
@@ -138,14 +139,8 @@ def _converted(chain: list[ColumnState], ref: str, leaf: Callable[[str], str]) -
 
 
 def retype_files(task: RetypeTask) -> RetypeOutput:
-    if task.s3 is not None:
-        storage.configure(task.s3)
-    with tempfile.TemporaryDirectory(prefix="ducklake-") as scratch:
-        con = scratch_connection(spill=os.path.join(scratch, "spill"))
-        try:
-            return _retype(con, task, scratch)
-        finally:
-            con.close()
+    with scratch_session(task.s3) as (con, scratch):
+        return _retype(con, task, scratch)
 
 
 def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> RetypeOutput:

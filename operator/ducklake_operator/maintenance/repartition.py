@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..model.partitioning import key_fields
 from ..model.state import DataFile, PartitionSpec, TableState
 from .compaction import schema_version_at
 
@@ -84,7 +85,7 @@ class RepartitionPlan:
 
 
 def spec_keys(spec: PartitionSpec | None) -> Keys:
-    return tuple((f.column_id, f.transform) for f in sorted(spec.fields, key=lambda f: f.key_index)) if spec else ()
+    return tuple((f.column_id, f.transform) for f in key_fields(spec))
 
 
 def plan_repartition(

@@ -4,9 +4,10 @@ transform, hive directory key names and the text form of values."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import quote
 
-from .state import ColumnState, PartitionSpec
+from .state import ColumnState, PartitionField, PartitionSpec
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _BUCKET = re.compile(r"bucket\((\d+)\)$")
@@ -24,16 +25,23 @@ def transform_sql(transform: str, column_sql: str) -> str:
     raise ValueError(f"unknown partition transform {transform!r}")
 
 
-def needs_ducklake_functions(spec: PartitionSpec | None) -> bool:
-    return spec is not None and any(_BUCKET.match(f.transform) for f in spec.fields)
+def needs_ducklake_functions(transforms: Iterable[str]) -> bool:
+    """Whether DuckDB computes these transforms only with the ducklake extension loaded
+    (``bucket(N)``: its murmur3_32)."""
+    return any(_BUCKET.match(t) for t in transforms)
 
 
-def key_names(spec: PartitionSpec, columns: tuple[ColumnState, ...]) -> list[str]:
+def key_fields(spec: PartitionSpec | None) -> list[PartitionField]:
+    """The spec's fields in key order (none: unpartitioned)."""
+    return sorted(spec.fields, key=lambda f: f.key_index) if spec else []
+
+
+def key_names(spec: PartitionSpec | None, columns: tuple[ColumnState, ...]) -> list[str]:
     """Hive directory key of each partition field: the column name for identity, else the
     transform's name, suffixed ``_<column>`` when already taken."""
     by_id = {c.column_id: c.name for c in columns}
     names: list[str] = []
-    for f in sorted(spec.fields, key=lambda f: f.key_index):
+    for f in key_fields(spec):
         column = by_id[f.column_id]
         name = column if f.transform == "identity" else f.transform.split("(")[0]
         if name in names:
