@@ -344,9 +344,11 @@ def _run_batch(
     splits = []
     for g in batch.groups:
         run_of: list[DataFile] = []
+        run_bytes = 0
         for i in g.files:
             run_of.append(files[i])
-            if sum(f.file_size_bytes for f in run_of) >= MAP_INPUT_BYTES or i == g.files[-1]:
+            run_bytes += files[i].file_size_bytes
+            if run_bytes >= MAP_INPUT_BYTES or i == g.files[-1]:
                 splits.append(
                     SplitTask(
                         tuple(
@@ -362,13 +364,13 @@ def _run_batch(
                         g.schema_version,
                         keys,
                         inputs.oldest_snapshot,
-                        sum(f.file_size_bytes for f in run_of),
+                        run_bytes,
                         sum(f.record_count for f in run_of),
                         s3,
                         "uncompressed" if runner is run_in_process else "lz4_raw",  # Spark ships the chunks
                     )
                 )
-                run_of = []
+                run_of, run_bytes = [], 0
     planned: list[str] = []  # every output path, known once the chunks are routed
     names = key_names(t.partition, t.columns) if option_on(state, t, "hive_file_pattern") else []
     parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
