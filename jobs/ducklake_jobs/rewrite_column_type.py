@@ -99,7 +99,7 @@ class RetypeOutput:
     written: WrittenFile | None  # None: no live row, or values that failed (nothing written)
     rows: int  # live rows converted
     failed: int  # non-NULL values that did not convert
-    first_failed: tuple[tuple[int, str], ...]  # (row id, value) of the first of them
+    first_failed: tuple[tuple[int, str], ...]  # (row id, value) of the first of them (onCastError: fail)
 
 
 def _chain(columns: tuple[ColumnState, ...], ids: tuple[int, ...]) -> list[ColumnState]:
@@ -186,8 +186,10 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     if out is not None and task.on_cast_error == "fail":
         return _stored(task, out.written, 0, ())
     counted = con.execute(f"SELECT count(*) FROM ({failed})", scan.params).fetchone()
-    first = con.execute(f"SELECT row_id, value FROM ({failed}) ORDER BY row_id LIMIT {FIRST_FAILURES}", scan.params)
-    failures = tuple((int(r), str(v)) for r, v in first.fetchall())
+    failures: tuple[tuple[int, str], ...] = ()
+    if task.on_cast_error == "fail":  # the job's message names the first (values nulled are only counted)
+        first = con.execute(f"SELECT row_id, value FROM ({failed}) ORDER BY row_id LIMIT {FIRST_FAILURES}", scan.params)
+        failures = tuple((int(r), str(v)) for r, v in first.fetchall())
     return _stored(task, out.written if out else None, counted[0] if counted else 0, failures)
 
 
