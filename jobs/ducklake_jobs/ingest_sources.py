@@ -125,6 +125,7 @@ class SourceReader:
         self.source, self.local, self.on_bad_record, self.skipped = source, local, on_bad_record, skipped
         self.columns: tuple[TypedField, ...] = ()
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
+        self._rows = 0  # of a CSV or Parquet file (those that parse)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._rejected: set[int] = set()
         if source.format != "json":
@@ -220,17 +221,16 @@ class SourceReader:
                     f"ingest: columns {other} and {c.name} of {path} name the same column (names are case-insensitive)"
                 )
         longs = [c.name for c in columns if c.shape.dims == 0 and c.shape.kind == LONG]
-        if longs:
-            items = ", ".join(f"min({quote(n)}), max({quote(n)})" for n in longs)
-            (row,) = self._con.execute(f"SELECT {items} FROM {self._scan()}").fetchall()
-            self.ranges = {n: (row[2 * i], row[2 * i + 1]) for i, n in enumerate(longs)}
+        # one scan of the whole file: a CSV file's rejects are stored by its end
+        items = "".join(f", min({quote(n)}), max({quote(n)})" for n in longs)
+        ((self._rows, *bounds),) = self._con.execute(f"SELECT count(*){items} FROM {self._scan()}").fetchall()
+        self.ranges = {n: (bounds[2 * i], bounds[2 * i + 1]) for i, n in enumerate(longs)}
         if self.source.format == "csv":
             self._check_rejects()
 
     def _check_rejects(self) -> None:
         """Rows of a CSV file that did not parse: fail on the first, or count them skipped."""
         assert self._con is not None
-        self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchall()  # all: the rejects are stored at its end
         try:
             rejected = self._con.execute(
                 "SELECT line, min(error_message) FROM reject_errors GROUP BY line ORDER BY line"
@@ -243,9 +243,7 @@ class SourceReader:
 
     def count(self) -> int:
         """The rows of a CSV or Parquet file (those that parse)."""
-        assert self._con is not None
-        ((rows,),) = self._con.execute(f"SELECT count(*) FROM {self._scan()}").fetchall()
-        return int(rows)
+        return int(self._rows)
 
     def _typed(self) -> Iterator[Record]:
         assert self._con is not None
