@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..model.names import fold
-from ..model.types import DuckLakeType, ListOf, Struct
+from ..model.types import DuckLakeType, Struct
 from ..model.value_kinds import (
     BOOLEAN,
     DOUBLE,
@@ -26,6 +26,7 @@ from ..model.value_kinds import (
     RECORD,
     STRING,
     Shape,
+    innermost,
     read_kind,
     widest,
 )
@@ -185,9 +186,7 @@ class TypedField:
 def typed_field(name: str, t: DuckLakeType) -> TypedField:
     """``UnreadableType`` (from ``read_kind``) when the type has no kind."""
     shape = read_kind(t)
-    inner = t
-    while isinstance(inner, ListOf):
-        inner = inner.element
+    _, inner = innermost(t)
     fields = tuple(typed_field(f.name, f.type) for f in inner.fields) if isinstance(inner, Struct) else ()
     return TypedField(name, shape, fields)
 

@@ -135,11 +135,13 @@ def file_groups(table: TableState, files: Iterable[DataFile], target_file_size: 
     groups: list[RetypeGroup] = []
     for (partition_id, values), members in by_key.items():
         batch: list[DataFile] = []
+        size = 0
         for f in members:
-            if batch and sum(b.file_size_bytes for b in batch) + f.file_size_bytes > target_file_size:
+            if batch and size + f.file_size_bytes > target_file_size:
                 groups.append(_group(batch, partition_id, values))
-                batch = []
+                batch, size = [], 0
             batch.append(f)
+            size += f.file_size_bytes
         groups.append(_group(batch, partition_id, values))
     return tuple(groups)
 

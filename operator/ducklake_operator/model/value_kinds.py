@@ -173,12 +173,18 @@ def evolved_name(field: str, shape: Shape) -> str:
     return f"{field}_{dims}{suffix(shape.kind)}"
 
 
-def column_kind(t: DuckLakeType) -> Shape:
-    """The shape of a table column of type ``t``: its list nesting and what is innermost
-    (a seed kind when the column's type is the seed's own, else the type's name)."""
+def innermost(t: DuckLakeType) -> tuple[int, DuckLakeType]:
+    """How many lists ``t`` nests, and the type the innermost holds."""
     dims = 0
     while isinstance(t, ListOf):
         dims, t = dims + 1, t.element
+    return dims, t
+
+
+def column_kind(t: DuckLakeType) -> Shape:
+    """The shape of a table column of type ``t``: its list nesting and what is innermost
+    (a seed kind when the column's type is the seed's own, else the type's name)."""
+    dims, t = innermost(t)
     if isinstance(t, Struct):
         return Shape(dims, RECORD)
     kind = next((k for k, name in DUCKLAKE_TYPE.items() if name == t.name), None)
@@ -192,9 +198,7 @@ class UnreadableType(ValueError):
 def read_kind(t: DuckLakeType) -> Shape:
     """How values of a source column of type ``t`` count (innermost kind; records' fields
     are read separately); ``UnreadableType`` for maps and types without a kind."""
-    dims = 0
-    while isinstance(t, ListOf):
-        dims, t = dims + 1, t.element
+    dims, t = innermost(t)
     if isinstance(t, Struct):
         return Shape(dims, RECORD)
     if isinstance(t, MapOf):
