@@ -145,10 +145,15 @@ def _keyed_rows(task: SplitTask) -> Iterator[tuple[duckdb.DuckDBPyConnection, st
         )
 
 
-def _one_partition(found: list[tuple[Any, ...]]) -> tuple[Any, ...]:
-    if len(found) != 1:  # two partitions' values with one 64-bit hash: never seen, never mixed either
-        raise DuckLakeError(f"partition values {sorted(r[:-1] for r in found)} share a hash")
-    return found[0]
+def _partitions(found: list[tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
+    """Rows of (key, partition values..., count) -> each key's (values..., count)."""
+    by_key: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for key, *rest in found:
+        by_key[key].append(tuple(rest))
+    for rows in by_key.values():
+        if len(rows) != 1:  # two partitions' values with one 64-bit hash: never seen, never mixed either
+            raise DuckLakeError(f"partition values {sorted(r[:-1] for r in rows)} share a hash")
+    return {key: rows[0] for key, rows in by_key.items()}
 
 
 def account_files(task: SplitTask, index: int) -> list[ChunkAccount]:
@@ -158,13 +163,9 @@ def account_files(task: SplitTask, index: int) -> list[ChunkAccount]:
         found = con.execute(
             f"SELECT __key, {''.join(p + ', ' for p in parts)}count(*) FROM ({query}) GROUP BY ALL", params
         ).fetchall()
-    by_key: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-    for key, *rest in found:
-        by_key[key].append(tuple(rest))
     per_row = task.input_bytes / max(1, task.input_rows)
     accounts = []
-    for key, partitions in sorted(by_key.items()):
-        *values, count = _one_partition(partitions)
+    for key, (*values, count) in sorted(_partitions(found).items()):
         accounts.append(ChunkAccount(index, key, count, int(count * per_row), (task.schema_version, tuple(values))))
     return accounts
 
@@ -177,25 +178,26 @@ def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
             f"(FORMAT parquet, PARTITION_BY (__key), COMPRESSION {task.chunk_compression})",
             params,
         )
-        chunks = []
+        files: dict[str, tuple[str, ...]] = {}  # key -> its chunk's files
         for entry in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:  # none: every row dropped
             directory = os.path.join(out_dir, entry)
-            files = tuple(sorted(os.path.join(directory, f) for f in os.listdir(directory)))
-            *values, count = _one_partition(
-                con.execute(
-                    f"SELECT {''.join(p + ', ' for p in parts)}count(*) "
-                    "FROM read_parquet(?, hive_partitioning = false) GROUP BY ALL",
-                    [list(files)],
-                ).fetchall()
-            )
+            files[entry.split("=", 1)[1]] = tuple(sorted(os.path.join(directory, f) for f in os.listdir(directory)))
+        if not files:
+            return []
+        found = _partitions(  # every chunk at once, its key from its directory
+            con.execute(
+                f"SELECT __key, {''.join(p + ', ' for p in parts)}count(*) "
+                "FROM read_parquet(?, hive_partitioning = true, hive_types_autocast = false) GROUP BY ALL",
+                [[f for chunk in files.values() for f in chunk]],
+            ).fetchall()
+        )
+        chunks = []
+        for key, chunk in files.items():
+            *values, count = found[key]
             account = ChunkAccount(
-                index,
-                entry.split("=", 1)[1],
-                count,
-                sum(os.path.getsize(f) for f in files),
-                (task.schema_version, tuple(values)),
+                index, key, count, sum(os.path.getsize(f) for f in chunk), (task.schema_version, tuple(values))
             )
-            chunks.append(Chunk(account, files))
+            chunks.append(Chunk(account, chunk))
         return chunks
 
 
