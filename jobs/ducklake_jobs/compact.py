@@ -34,7 +34,7 @@ from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .parquet_writer import copy_options
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
-from .written_files import data_file_row, delete_file_row, written_counts
+from .written_files import data_file_row, kept_deletes_row, written_counts
 
 
 def compaction_options(state: Any, table: TableState, **overrides: Any) -> CompactionOptions:
@@ -163,11 +163,6 @@ def merge_change(
     for g, out in zip(groups, outputs, strict=False):
         if out.written is None:
             continue  # every row of the group was deleted before the oldest snapshot
-        deletes = None
-        if out.delete_file is not None:
-            deletes = delete_file_row(
-                paths.relative(out.task.output_deletes), out.delete_file, [s for _, s in out.deletes]
-            )
         new_files.append(
             data_file_row(
                 paths.relative(out.task.output),
@@ -177,7 +172,7 @@ def merge_change(
                 partial_max=g.partial_max,
                 partition_id=g.partition_id,
                 partition_values=g.partition_values,
-                delete_file=deletes,
+                delete_file=kept_deletes_row(paths, out.task.output_deletes, out.delete_file, out.deletes),
             )
         )
     return MergeFiles(

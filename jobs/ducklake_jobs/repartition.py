@@ -70,7 +70,7 @@ from .parquet_writer import (
 )
 from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
 from .shuffle import Chunk, ChunkAccount, Routes, shuffle
-from .written_files import data_file_row, delete_file_row, written_counts
+from .written_files import data_file_row, kept_deletes_row, written_counts
 
 MAP_INPUT_BYTES = 64 * 1024 * 1024  # source bytes per map task (a run of files of one schema version)
 
@@ -471,11 +471,6 @@ def _change(
     fields = key_fields(t.partition)
     new_files = []
     for out in outputs:
-        deletes = None
-        if out.delete_file is not None:
-            deletes = delete_file_row(
-                paths.relative(out.task.output_deletes), out.delete_file, [s for _, s in out.deletes]
-            )
         new_files.append(
             data_file_row(
                 paths.relative(out.task.output),
@@ -484,7 +479,7 @@ def _change(
                 partial_max=out.snapshots[1],
                 partition_id=plan.spec_id if fields else None,
                 partition_values=tuple((f.key_index, v) for f, v in zip(fields, out.task.values, strict=True)),
-                delete_file=deletes,
+                delete_file=kept_deletes_row(paths, out.task.output_deletes, out.delete_file, out.deletes),
             )
         )
     return RepartitionFiles(

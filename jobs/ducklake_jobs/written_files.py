@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from ducklake_operator.model.file_changes import NewDataFile, NewDeleteFile
 
+from .lake_paths import TablePaths
 from .parquet_writer import WrittenFile
 
 
@@ -53,6 +54,14 @@ def delete_file_row(
         low,
         None if flushed and high == low else high,
     )
+
+
+def kept_deletes_row(
+    paths: TablePaths, full: str, written: WrittenFile | None, deletes: Sequence[tuple[int, int]]
+) -> NewDeleteFile | None:
+    """The delete file a rewrite wrote at ``full`` beside its output for the rows it keeps
+    deleted (``deletes``: position, snapshot), if it wrote one."""
+    return None if written is None else delete_file_row(paths.relative(full), written, [s for _, s in deletes])
 
 
 def written_counts(files: Iterable[WrittenFile]) -> dict[str, int]:
