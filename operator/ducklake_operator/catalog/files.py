@@ -5,6 +5,7 @@ file change writers (``write_files``), and the reads a job plans from."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -69,88 +70,64 @@ def check_partitioning(ctx: CommitContext, table_id: int, job: str, base: int, s
         raise CommitConflict(f"{job}: its partitioning changed after snapshot {base}; nothing was committed")
 
 
-def add_data_file(ctx: CommitContext, table_id: int, f: NewDataFile) -> int:
-    """Insert a new data file with its statistics, partition values and delete file."""
-    df, st, pv = T["ducklake_data_file"], T["ducklake_file_column_stats"], T["ducklake_file_partition_value"]
-    file_id = ctx.next_file_id
-    ctx.next_file_id += 1
-    ctx.emit(
-        df.insert().values(
-            data_file_id=file_id,
-            table_id=table_id,
-            begin_snapshot=ctx.snapshot_id if f.begin_snapshot is None else f.begin_snapshot,
-            end_snapshot=None,
-            file_order=None,
-            path=f.path,
-            path_is_relative=True,
-            file_format="parquet",
-            record_count=f.record_count,
-            file_size_bytes=f.file_size_bytes,
-            footer_size=f.footer_size,
-            row_id_start=f.row_id_start,
-            partition_id=f.partition_id,
-            encryption_key=None,
-            mapping_id=None,
-            partial_max=f.partial_max,
-        )
-    )
-    if f.column_stats:
-        ctx.emit(
-            st.insert().values(
-                [
-                    dict(
-                        data_file_id=file_id,
-                        table_id=table_id,
-                        column_id=s.column_id,
-                        column_size_bytes=s.column_size_bytes,
-                        value_count=s.value_count,
-                        null_count=s.null_count,
-                        min_value=s.min_value,
-                        max_value=s.max_value,
-                        contains_nan=s.contains_nan,
-                        extra_stats=None,
-                    )
-                    for s in f.column_stats
-                ]
+ROWS_PER_INSERT = 500  # SQLite binds at most 32,766 values per statement; a catalog row has up to 16
+
+
+def add_data_files(ctx: CommitContext, table_id: int, files: Sequence[NewDataFile]) -> list[int]:
+    """Insert new data files with their statistics, partition values and delete files, a
+    few rows per statement rather than a statement per file; their ids, in order."""
+    data_rows, stats_rows, value_rows, delete_rows, ids = [], [], [], [], []
+    for f in files:
+        file_id = ctx.next_file_id
+        ctx.next_file_id += 1
+        ids.append(file_id)
+        data_rows.append(
+            dict(
+                data_file_id=file_id, table_id=table_id, end_snapshot=None, file_order=None, path=f.path,
+                begin_snapshot=ctx.snapshot_id if f.begin_snapshot is None else f.begin_snapshot,
+                path_is_relative=True, file_format="parquet", record_count=f.record_count,
+                file_size_bytes=f.file_size_bytes, footer_size=f.footer_size, row_id_start=f.row_id_start,
+                partition_id=f.partition_id, encryption_key=None, mapping_id=None, partial_max=f.partial_max,
             )
-        )
-    if f.partition_values:
-        ctx.emit(
-            pv.insert().values(
-                [
-                    dict(data_file_id=file_id, table_id=table_id, partition_key_index=k, partition_value=v)
-                    for k, v in f.partition_values
-                ]
-            )
-        )
-    if f.delete_file is not None:
-        add_delete_file(ctx, table_id, file_id, f.delete_file)
-    return file_id
+        )  # fmt: skip
+        stats_rows += [
+            dict(data_file_id=file_id, table_id=table_id, column_id=s.column_id, column_size_bytes=s.column_size_bytes,
+                 value_count=s.value_count, null_count=s.null_count, min_value=s.min_value, max_value=s.max_value,
+                 contains_nan=s.contains_nan, extra_stats=None)
+            for s in f.column_stats
+        ]  # fmt: skip
+        value_rows += [
+            dict(data_file_id=file_id, table_id=table_id, partition_key_index=k, partition_value=v)
+            for k, v in f.partition_values
+        ]
+        if f.delete_file is not None:
+            delete_rows.append(_delete_file_row(ctx, table_id, file_id, f.delete_file))
+    _insert(ctx, T["ducklake_data_file"], data_rows)
+    _insert(ctx, T["ducklake_file_column_stats"], stats_rows)
+    _insert(ctx, T["ducklake_file_partition_value"], value_rows)
+    _insert(ctx, T["ducklake_delete_file"], delete_rows)
+    return ids
 
 
 def add_delete_file(ctx: CommitContext, table_id: int, data_file_id: int, f: NewDeleteFile) -> int:
+    row = _delete_file_row(ctx, table_id, data_file_id, f)
+    ctx.emit(T["ducklake_delete_file"].insert().values(row))
+    return int(row["delete_file_id"])
+
+
+def _delete_file_row(ctx: CommitContext, table_id: int, data_file_id: int, f: NewDeleteFile) -> dict[str, Any]:
     file_id = ctx.next_file_id
     ctx.next_file_id += 1
-    ctx.emit(
-        T["ducklake_delete_file"]
-        .insert()
-        .values(
-            delete_file_id=file_id,
-            table_id=table_id,
-            begin_snapshot=f.begin_snapshot,
-            end_snapshot=None,
-            data_file_id=data_file_id,
-            path=f.path,
-            path_is_relative=True,
-            format="parquet",
-            delete_count=f.delete_count,
-            file_size_bytes=f.file_size_bytes,
-            footer_size=f.footer_size,
-            encryption_key=None,
-            partial_max=f.partial_max,
-        )
-    )
-    return file_id
+    return dict(
+        delete_file_id=file_id, table_id=table_id, begin_snapshot=f.begin_snapshot, end_snapshot=None,
+        data_file_id=data_file_id, path=f.path, path_is_relative=True, format="parquet", delete_count=f.delete_count,
+        file_size_bytes=f.file_size_bytes, footer_size=f.footer_size, encryption_key=None, partial_max=f.partial_max,
+    )  # fmt: skip
+
+
+def _insert(ctx: CommitContext, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    for i in range(0, len(rows), ROWS_PER_INSERT):
+        ctx.emit(table.insert().values(rows[i : i + ROWS_PER_INSERT]))
 
 
 def table_directory_now(ctx: CommitContext, table_id: int) -> str:

@@ -12,12 +12,13 @@ ingested one of its files, unless the job was told to ingest them again."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from ..errors import CommitConflict, DuckLakeError
 from ..model.file_changes import AppendFiles
 from .changes_made import Change as Token
-from .files import add_data_file, check_partitioning, table_directory_now
+from .files import add_data_files, check_partitioning, table_directory_now
 from .ingested import ingested_by_snapshot
 from .table_stats import add_inserted_files
 from .write import CommitContext, live_columns, write_change
@@ -55,8 +56,9 @@ def _append_files(change: AppendFiles, ctx: CommitContext) -> None:
         return
     types = {r["column_id"]: r["column_type"] for r in columns}
     row_id = add_inserted_files(ctx, change.table_id, types, change.outputs)
-    for output in change.outputs:
-        add_data_file(ctx, change.table_id, replace(output, row_id_start=row_id))
-        row_id += output.record_count
+    starts = itertools.accumulate((o.record_count for o in change.outputs[:-1]), initial=row_id)
+    add_data_files(
+        ctx, change.table_id, [replace(o, row_id_start=s) for o, s in zip(change.outputs, starts, strict=True)]
+    )
     ctx.needs_snapshot = True
     ctx.tokens.append(Token("inserted_into_table", id=change.table_id))

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from ..model.file_changes import FlushInlinedDeletions, FlushInlinedRows, MergeFiles, RepartitionFiles, RewriteFiles
 from .changes_made import Change as Token
 from .files import (
-    add_data_file,
+    add_data_files,
     add_delete_file,
     check_inputs,
     check_partitioning,
@@ -41,8 +41,7 @@ def _repartition_files(change: RepartitionFiles, ctx: CommitContext) -> None:
 def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) -> None:
     """WriteMergeAdjacent: the inputs' rows are deleted, not ended, and their files scheduled."""
     check_inputs(ctx, change.table_id, job, change.base_snapshot, change.inputs)
-    for output in change.outputs:
-        add_data_file(ctx, change.table_id, output)
+    add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
     directory = table_directory_now(ctx, change.table_id)
     schedule_deletion(ctx, directory, T["ducklake_data_file"], sources)
@@ -59,8 +58,7 @@ def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) 
 def _rewrite_files(change: RewriteFiles, ctx: CommitContext) -> None:
     """The inputs and their delete files end (not scheduled: time travel still reads them)."""
     check_inputs(ctx, change.table_id, f"rewriteDeletes of {change.table_name}", change.base_snapshot, change.inputs)
-    for output in change.outputs:
-        add_data_file(ctx, change.table_id, output)
+    add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
     df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
     ctx.end_live(df, df.c.data_file_id.in_(sources))
@@ -84,8 +82,7 @@ def _flush_inlined_rows(change: FlushInlinedRows, ctx: CommitContext) -> None:
         ).one()
         if tuple(now) != (count, deleted):
             raise inputs_changed(ctx, change.table_id, f"flushInlinedData of {change.table_name} ({name})", base)
-    for output in change.outputs:
-        add_data_file(ctx, change.table_id, output)
+    add_data_files(ctx, change.table_id, change.outputs)
     for name, _, _ in change.flushed:
         it = inlined_table(ctx.pg_schema, name)
         ctx.emit(it.delete().where(it.c.begin_snapshot <= base))

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from ..errors import CommitConflict
 from ..model.file_changes import RetypeColumn
 from .changes_made import Change as Token
-from .files import add_data_file, check_inputs, inputs_changed
+from .files import add_data_files, check_inputs, inputs_changed
 from .inlined import inlined_table
 from .table_stats import stats_after_full_rewrite
 from .tables import T
@@ -70,8 +70,7 @@ def _retype_column(change: RetypeColumn, ctx: CommitContext) -> None:
         default_value=default_value,
     )
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
-    for output in change.outputs:
-        add_data_file(ctx, change.table_id, output)
+    add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
     if sources:
         df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
