@@ -151,6 +151,45 @@ def test_examples_2_to_4_fields_first_seen_together(lake: CatalogLocation, tmp_p
         assert got[1][2]["b_array_record"] == [{"x": "s"}] and got[2][2]["b_array2_record"] == [[{"y": "s"}]]
 
 
+def test_json_dates_and_timestamps_are_read_as_duckdbs_read_json_reads_them(
+    lake: CatalogLocation, tmp_path: Path
+) -> None:
+    """JSON has no dates: ISO strings are dates and timestamps (an offset: converted to UTC),
+    and the seed's rule 3 applies to them: a date arriving for a boolean column makes
+    ``a_string`` and ``a_date``."""
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT, a BOOLEAN)", "INSERT INTO lk.t VALUES (0, true)"])
+    records = [
+        {"id": 1, "a": "2024-01-15", "day": "2024-01-15", "at": "2024-01-15T10:30:00.25Z", "note": "2024-02-30"},
+        {"id": 2, "a": False, "day": "2024-01-16", "at": "2024-01-15 12:30:00+02:00", "note": "n"},
+    ]
+    source = write_json(tmp_path / "in.json", records)
+    ingest(lake, source)
+    assert columns(lake) == [
+        ("id", "BIGINT", None),
+        ("a", "BOOLEAN", None),
+        ("a_string", "VARCHAR", "evolved_from:a"),
+        ("a_date", "DATE", "evolved_from:a"),
+        ("day", "DATE", None),
+        ("at", "TIMESTAMP", None),
+        ("note", "VARCHAR", None),
+    ]
+    got = read(lake, 'SELECT id, a, a_string, a_date, day, "at", note FROM lk.t ORDER BY id')
+    assert got == [
+        (0, True, None, None, None, None, None),
+        (1, None, "2024-01-15", datetime.date(2024, 1, 15), datetime.date(2024, 1, 15),
+         datetime.datetime(2024, 1, 15, 10, 30, 0, 250000), "2024-02-30"),
+        (2, False, "false", None, datetime.date(2024, 1, 16), datetime.datetime(2024, 1, 15, 10, 30), "n"),
+    ]  # fmt: skip
+    # the same values as DuckDB's casts give the same strings (an offset: the instant, in UTC)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    theirs = con.execute(
+        'SELECT CAST(day AS DATE), CAST(CAST("at" AS TIMESTAMPTZ) AS TIMESTAMP) '
+        f"FROM read_json('{source}', columns = {{id: 'BIGINT', day: 'VARCHAR', \"at\": 'VARCHAR'}}) ORDER BY id"
+    ).fetchall()
+    assert theirs == [(g[4], g[5]) for g in got[1:]]
+
+
 # ------------------------------------------------------------------ the widest-type table
 
 SAMPLES = {

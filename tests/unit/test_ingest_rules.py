@@ -335,3 +335,45 @@ def test_longs_go_to_an_existing_double_column_of_their_field() -> None:
     again = plan(after(t, first), [{"a": [1]}, {"a": [2.5]}])
     assert again.changes == ()
     assert rows(again, [{"a": [1]}]) == [{"a": None, "a_array_double": [1.0]}]
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("2024-01-15", "date"),
+        ("2024-01-15T10:30:00", "timestamp"),
+        ("2024-01-15 10:30:00.25", "timestamp"),
+        ("2024-01-15T10:30:00.123456Z", "timestamp"),
+        ("2024-01-15T10:30:00+02:00", "timestamp"),
+        ("2024-02-30", None),  # no such day
+        ("2024-01-15T25:00:00", None),
+        ("2024-01-15T10:30:00.1234567", None),  # finer than a timestamp holds
+        ("2024-01-15T10:30", None),
+        ("01/15/2024", None),
+        ("20240115", None),
+        ("2024-01-15 is a day", None),
+        ("text", None),
+    ],
+)
+def test_json_strings_in_iso_form_are_dates_and_timestamps(text: str, kind: str | None) -> None:
+    assert json_shape(text) == Shape(0, kind or "string")
+    assert json_shape([text, None]) == Shape(1, kind or "string")
+
+
+def test_date_strings_convert_as_dates_and_keep_their_text_in_strings() -> None:
+    assert convert_value("2024-01-15", "date", "date") == datetime.date(2024, 1, 15)
+    assert convert_value("2024-01-15", "date", "timestamp") == datetime.datetime(2024, 1, 15)
+    assert convert_value("2024-01-15", "date", "long") == 1705276800000
+    assert convert_value("2024-01-15T10:30:00+02:00", "timestamp", "timestamp") == datetime.datetime(2024, 1, 15, 8, 30)
+    assert convert_value("2024-01-15T10:30:00Z", "timestamp", "string") == "2024-01-15T10:30:00Z"
+
+
+def test_seed_rule_3_a_date_after_a_boolean_makes_a_string_and_a_date_column() -> None:
+    """The seed's own example: ``a::boolean`` exists, ``a::date`` arrives (as JSON writes a date)."""
+    t = table(("a", "boolean"))
+    p = plan(t, [{"a": "2024-01-15"}])
+    assert [(c.field.name, str(c.field.type)) for c in p.changes] == [("a_string", "varchar"), ("a_date", "date")]
+    assert rows(p, [{"a": "2024-01-15"}, {"a": True}]) == [
+        {"a": None, "a_date": datetime.date(2024, 1, 15), "a_string": "2024-01-15"},
+        {"a": True, "a_date": None, "a_string": "true"},
+    ]

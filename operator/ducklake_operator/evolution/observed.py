@@ -19,17 +19,20 @@ from ..model.names import fold
 from ..model.types import DuckLakeType, Struct
 from ..model.value_kinds import (
     BOOLEAN,
+    DATE,
     DOUBLE,
     LONG,
     LONG_RANGE,
     NOTHING,
     RECORD,
     STRING,
+    TIMESTAMP,
     Shape,
     innermost,
     read_kind,
     widest,
 )
+from .text_dates import text_kind
 
 
 class BadRecord(ValueError):
@@ -93,17 +96,22 @@ def merged(parts: Iterable[Fields]) -> Fields:
 # --------------------------------------------------------------------- JSON values
 
 
-_KIND_OF_TYPE = {bool: BOOLEAN, float: DOUBLE, str: STRING, dict: RECORD}
-_SCALARS = {k: Shape(0, k) for k in (BOOLEAN, LONG, DOUBLE, STRING, RECORD)}  # made once: values are many
+_KIND_OF_TYPE = {bool: BOOLEAN, float: DOUBLE, dict: RECORD}  # str and int: by value
+_SCALARS = {
+    k: Shape(0, k) for k in (BOOLEAN, LONG, DOUBLE, DATE, TIMESTAMP, STRING, RECORD)
+}  # made once: values are many
 fold_name = lru_cache(maxsize=4096)(fold)  # the same few field names, record after record
 
 
 def json_kind(value: Any) -> str:
     """The kind of a primitive JSON value (as ``json.loads`` gives it); an integer beyond
-    64 bits counts as a string (its digits), which loses nothing."""
+    64 bits counts as a string (its digits), which loses nothing; a string in ISO date or
+    timestamp form is a date or a timestamp (``text_dates``)."""
     t = type(value)
     if t is int:
         return LONG if LONG_RANGE[0] <= value <= LONG_RANGE[1] else STRING
+    if t is str:
+        return text_kind(value) or STRING
     kind = _KIND_OF_TYPE.get(t)
     if kind is None:
         raise BadRecord(f"a value of type {t.__name__}")

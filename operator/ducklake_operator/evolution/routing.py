@@ -37,6 +37,7 @@ from ..model.value_kinds import (
 )
 from .auto_schema import Level, Target
 from .observed import BadRecord, MissingValue, TypedField, fold_name, json_kind, json_shape
+from .text_dates import parse_text
 
 EPOCH = datetime.datetime(1970, 1, 1)
 Typed = Mapping[str, TypedField]  # a typed source's columns (or a struct's fields) by folded name
@@ -112,12 +113,14 @@ def _leaf(value: Any, target: Target, source: TypedField | None) -> Any:
 
 def convert_value(value: Any, kind: str, to: str) -> Any:
     """A non-NULL primitive of ``kind`` as a value of ``to`` (``_NoFit`` when it does not go)."""
-    if kind == to and to != STRING:
-        return value
     if to == STRING:
         if not has_text_form(kind):
             raise _NoFit
-        return text_of(value, kind)
+        return text_of(value, kind)  # a JSON date string keeps its own text
+    if type(value) is str and kind in (DATE, TIMESTAMP):
+        value = parse_text(value, kind)  # JSON's dates and timestamps are strings
+    if kind == to:
+        return value
     if kind == BOOLEAN and (to in (LONG, DOUBLE) or to in INTEGER_RANGES):
         return float(value) if to == DOUBLE else int(value)
     if kind in (DATE, TIMESTAMP) and to in (LONG, DOUBLE):
