@@ -1,11 +1,15 @@
 """SIGKILL each data-writing job (compact, rewriteDeletes, flushInlinedData, repartition) before, during
 and after its commit: the table is consistent every time (DuckDB reads the same rows), and
 the files that never got committed are orphans that deleteOrphanFiles removes. And lose
-each job's COMMIT on the wire: the job learns whether it landed."""
+each job's COMMIT on the wire (rewriteColumnType and ingest too: their kills are tested
+with their jobs): the job learns whether it landed."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +137,70 @@ def test_expiry_whose_commit_is_lost(pg_server, pg_location, tmp_path) -> None:
         proxied.close()
         proxy.close()
     assert len(direct.snapshots()) == 1
+
+
+# the heavy jobs: what each does to the table, and how DuckDB reads it either way
+HEAVY: dict[str, tuple[list[str], str]] = {
+    "rewriteColumnType": (
+        ["INSERT INTO lk.t SELECT i, (i * 7)::VARCHAR FROM range(0, 300) t(i)", "DELETE FROM lk.t WHERE id < 5"],
+        "SELECT rowid, id, CAST(v AS VARCHAR) FROM lk.t ORDER BY rowid",
+    ),
+    "ingest": (
+        ["INSERT INTO lk.t SELECT i, 'v' || i FROM range(0, 10) t(i)"],
+        "SELECT rowid, id, v FROM lk.t ORDER BY rowid",
+    ),
+}
+
+
+def _heavy_params(operation: str, tmp_path: Path) -> dict[str, Any]:
+    if operation == "rewriteColumnType":
+        return {"column": "v", "type": "int64"}
+    source = tmp_path / "in.json"
+    source.write_text("".join(json.dumps({"id": i, "v": f"new{i}", "extra": i * 0.5}) + "\n" for i in range(100, 150)))
+    return {"path": str(source)}
+
+
+@pytest.mark.parametrize("operation", list(HEAVY))
+@pytest.mark.parametrize("mode", ["before", "after"])
+def test_heavy_job_whose_commit_is_lost_on_the_wire(
+    pg_server, pg_location, tmp_path, operation: str, mode: Mode
+) -> None:
+    """As above, for the jobs whose one snapshot also changes the table's columns (a column's
+    type; ingest's evolved columns): landed means the new columns and all the rows, not landed
+    means neither, and the job says which."""
+    setup, select = HEAVY[operation]
+    Catalog.create(pg_location, str(tmp_path / "data") + "/")
+    duck.run_workload(pg_location, ["CREATE TABLE lk.t(id BIGINT, v VARCHAR)", *setup])
+    con = duck.attach(pg_location)
+    rows = con.execute(select).fetchall()
+    columns = con.execute("SELECT column_name, column_type FROM (DESCRIBE lk.t)").fetchall()
+    con.close()
+    direct = Catalog.open(pg_location)
+    before = direct.snapshot().snapshot_id
+    params = _heavy_params(operation, tmp_path)
+    proxy = PgFaultProxy(pg_server.host, pg_server.port)
+    proxied = Catalog.open(replace(pg_location, host="127.0.0.1", port=proxy.port))
+    try:
+        proxy.arm(mode)
+        if mode == "after":
+            assert run_operation(proxied, operation, "main.t", params)["committedSnapshot"] == before + 1
+        else:
+            with pytest.raises(CatalogUnavailable, match="was not committed"):
+                run_operation(proxied, operation, "main.t", params)
+            assert direct.snapshot().snapshot_id == before
+        assert proxy.fired.is_set()
+    finally:
+        proxied.close()
+        proxy.close()
+    assert delete_orphan_files(direct, older_than="0s")["deleted"] == []
+    con = duck.attach(pg_location, con=duck.connect())
+    now = con.execute(select).fetchall()
+    types = con.execute("SELECT column_name, column_type FROM (DESCRIBE lk.t)").fetchall()
+    con.close()
+    if mode == "before":
+        assert (now, types) == (rows, columns)
+    elif operation == "rewriteColumnType":
+        assert now == rows and types == [("id", "BIGINT"), ("v", "BIGINT")]
+    else:
+        assert now == rows + [(10 + i, 100 + i, f"new{100 + i}") for i in range(50)]
+        assert types == [*columns, ("extra", "DOUBLE")]
