@@ -1,4 +1,4 @@
-"""Every job on an s3:// data path, against a real S3 API (moto's server on loopback), with
+"""Every job (the heavy ones too) on an s3:// data path, against a real S3 API (moto's server on loopback), with
 DuckDB reading the same lake through its httpfs extension: the rows never change, files
 land in and disappear from the bucket as they should."""
 
@@ -111,3 +111,46 @@ def test_cli_takes_the_s3_settings_of_the_catalog_manifest(
     assert report["filesRead"] == 3 and report["filesWritten"] == 1
     assert main(["sql", "-f", manifest, "SELECT count(*) AS n, sum(id) AS s FROM lake.t"]) == 0
     assert "300" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_heavy_jobs_on_s3(make_location, s3_bucket: str, kind: str) -> None:
+    """repartition and rewriteColumnType (its file groups as Spark tasks) on a lake in S3:
+    DuckDB reads the new partitioning and type now and the old values at the snapshot
+    before, whose files stay in the bucket for it."""
+    location, root = make_location(kind), s3_bucket + "lake/"
+    con = duckdb_on(location, root)
+    con.execute("CREATE TABLE lk.t(id INTEGER, p INTEGER, v VARCHAR)")
+    for k in range(3):
+        con.execute(f"INSERT INTO lk.t SELECT i, i % 4, (i * 7)::VARCHAR FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    con.execute("DELETE FROM lk.t WHERE id < 10")
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (p)")
+    con.close()
+    expected = rows(location)
+    catalog = Catalog.open(location)
+    before = catalog.snapshot().snapshot_id
+
+    moved = run_operation(catalog, "repartition", "main.t", {})
+    assert moved["filesRead"] == 3 and moved["filesWritten"] == 4 and rows(location) == expected
+    live = catalog.state().table("main", "t").data_files
+    assert sorted(f.path.split("/")[0] for f in live) == [f"p={k}" for k in range(4)]  # hive directories on S3
+    retyped = run_operation(
+        catalog, "rewriteColumnType", "main.t", {"column": "v", "type": "int64"}, runner=run_on_spark
+    )
+    assert retyped["filesWritten"] == 4
+    now_live = catalog.state().table("main", "t").data_files
+    assert {f.path for f in now_live}.isdisjoint(f.path for f in live)
+    in_bucket = bucket_files(root)
+    assert all(f"main/t/{f.path}" in in_bucket for f in (*live, *now_live))  # the replaced ones: for old snapshots
+
+    con = duckdb_on(location)
+    assert con.execute("SELECT column_type FROM (DESCRIBE lk.t) WHERE column_name = 'v'").fetchone() == ("BIGINT",)
+    assert con.execute("SELECT rowid, id, p, v::VARCHAR FROM lk.t ORDER BY rowid").fetchall() == expected
+    assert con.execute(f"SELECT rowid, * FROM lk.t AT (VERSION => {before}) ORDER BY rowid").fetchall() == expected
+    plan = con.execute("EXPLAIN ANALYZE SELECT count(*) FROM lk.t WHERE p = 2").fetchall()
+    assert "Total Files Read: 1" in plan[0][1]
+    con.execute("INSERT INTO lk.t VALUES (5000, 3, 1)")
+    con.execute("CALL ducklake_merge_adjacent_files('lk')")
+    total = sum(int(r[3]) for r in expected) + 1
+    assert con.execute("SELECT count(*), sum(v) FROM lk.t").fetchone() == (len(expected) + 1, total)
+    con.close()
