@@ -1,6 +1,6 @@
-"""Every job (the heavy ones too) on an s3:// data path, against a real S3 API (moto's server on loopback), with
-DuckDB reading the same lake through its httpfs extension: the rows never change, files
-land in and disappear from the bucket as they should."""
+"""Every job (the heavy ones too) on an s3:// data path, against a real S3 API (moto's server
+on loopback), with DuckDB reading the same lake through its httpfs extension: the rows never
+change, files land in and disappear from the bucket as they should."""
 
 from __future__ import annotations
 
