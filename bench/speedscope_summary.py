@@ -1,6 +1,6 @@
 """Summarise a py-spy speedscope profile: where the samples went, per thread and by function.
 
-python bench/speedscope_summary.py PROFILE.speedscope.json [--top 25] [--match ducklake]
+python bench/speedscope_summary.py PROFILE.speedscope.json [--top 25] [--match ducklake] [--thread MainThread]
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ def main() -> None:
     parser.add_argument("profile")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--match", default="", help="only frames whose file contains this (inclusive view)")
+    parser.add_argument(
+        "--thread", default="", help="only threads whose name contains this (the event loop: MainThread)"
+    )
     args = parser.parse_args()
     doc = json.load(open(args.profile))
     frames = doc["shared"]["frames"]
@@ -23,6 +26,8 @@ def main() -> None:
     per_thread: collections.Counter[str] = collections.Counter()
     total = 0
     for prof in doc["profiles"]:
+        if args.thread not in prof["name"]:
+            continue
         weights = prof.get("weights") or [1] * len(prof["samples"])
         for stack, w in zip(prof["samples"], weights, strict=True):
             total += w

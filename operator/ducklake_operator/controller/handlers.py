@@ -115,8 +115,13 @@ async def close_catalogs(memo: kopf.Memo, **_: Any) -> None:
         await memo.controller.stop()
 
 
+# Index handlers (here, in job_handlers and policy_handlers) are coroutines that only build a
+# dict: kopf runs a plain function on its thread pool, a thread hop per event of every object
+# (1,000 tables at a restart: ~0.5 s).
 @kopf.index(GROUP, VERSION, CATALOGS)
-def catalog_manifests(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
+async def catalog_manifests(
+    namespace: str | None, name: str, body: kopf.Body, **_: Any
+) -> dict[CatalogKey, dict[str, Any]]:
     return {
         (namespace, name): {
             "kind": body.get("kind"),
@@ -137,12 +142,14 @@ def _user(namespace: str | None, name: str, body: kopf.Body) -> dict[CatalogKey,
 
 # Schemas and tables by the catalog they use: a catalog with deletionPolicy Delete waits for them.
 @kopf.index(GROUP, VERSION, SCHEMAS)
-def schema_users(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, str]:
+async def schema_users(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, str]:
     return _user(namespace, name, body)
 
 
 @kopf.index(GROUP, VERSION, TABLES)
-def table_manifests(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
+async def table_manifests(
+    namespace: str | None, name: str, body: kopf.Body, **_: Any
+) -> dict[CatalogKey, dict[str, Any]]:
     """Tables by their catalog, as last seen: the catalog's drift pass and its deletion use it."""
     meta = body.get("metadata", {})
     kept = {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "resourceVersion", "labels")}

@@ -80,7 +80,7 @@ class Indexes:
 
 
 @kopf.index(GROUP, VERSION, JOBS)
-def active_runs(
+async def active_runs(
     namespace: str | None, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any
 ) -> dict[CatalogKey, OtherRun]:
     """Runs that have not ended, by catalog: waiting runs read who holds what from here.
@@ -109,7 +109,7 @@ def active_runs(
 
 
 @kopf.index(GROUP, VERSION, POLICIES)
-def policy_manifests(namespace: str | None, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
+async def policy_manifests(namespace: str | None, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
     meta = body.get("metadata", {})
     doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "spec": dict(body.get("spec", {})),
            "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "creationTimestamp")}}  # fmt: skip

@@ -56,7 +56,7 @@ def min_trigger_interval(env: Mapping[str, str] = os.environ) -> timedelta:
 
 
 @kopf.index(GROUP, VERSION, JOBS)
-def policy_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
+async def policy_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
     """Runs by the policy (uid) that created them: its history."""
     meta = body.get("metadata", {})
     owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
