@@ -10,12 +10,15 @@ import json
 import uuid
 from contextlib import closing
 
+import pytest
+
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.job_commits import delete_uncommitted_files, find_job_commit
+from ducklake_operator.errors import TableNotFound
 from ducklake_operator.model.job_marker import JobIdentity, commit_extra_info, file_marker, is_marked
 from support import duck
-from support.job_lakes import PARTS, Lake
+from support.job_lakes import PARTS, Lake, new_lake
 from support.job_program import NO_SPARK, paused_then_killed, run_document, run_program
 
 
@@ -83,3 +86,14 @@ def test_find_job_commit_reads_only_the_jobs_own_marker(lake: Lake) -> None:
         assert later is not None and later.snapshot_id == first + 4
         assert find_job_commit(catalog, uid, after_snapshot=first + 4) is None
         assert find_job_commit(catalog, other) is not None and find_job_commit(catalog, "%") is None
+
+
+def test_table_names_match_as_duckdb_matches_them(location, data_path: str) -> None:
+    """ASCII case only: ``Äpfel`` is found as ``ÄPFEL`` but is not ``äpfel`` (two tables to
+    DuckDB), on both backends (SQLite's ``lower`` folds ASCII only, PostgreSQL's folds more)."""
+    new_lake(location, data_path, ['CREATE TABLE lk."Äpfel"(id INTEGER)', 'INSERT INTO lk."Äpfel" VALUES (1)'])
+    with closing(Catalog.open(location)) as catalog:
+        assert delete_uncommitted_files(catalog, "main.Äpfel", str(uuid.uuid4())) == 0
+        assert delete_uncommitted_files(catalog, "MAIN.ÄPFEL", str(uuid.uuid4())) == 0
+        with pytest.raises(TableNotFound):
+            delete_uncommitted_files(catalog, "main.äpfel", str(uuid.uuid4()))

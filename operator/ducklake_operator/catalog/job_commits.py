@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from .. import storage
 from ..errors import SpecError, TableNotFound
 from ..model.job_marker import ends_run, file_marker, is_marked, job_commit_report, session_name
+from ..model.names import same_name
 from ..model.state import SnapshotRecord
 from ..storage import S3Config
 from .catalog import Catalog
@@ -85,11 +86,12 @@ def delete_uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Co
 
 
 def _table_ids(conn: sa.Connection, schema: str, name: str) -> set[int]:
-    """Ids of every table that was ever ``schema.name`` (names compared as DuckDB does, case-insensitively)."""
+    """Ids of every table that was ever ``schema.name``, names compared as DuckDB does (``names.same_name``:
+    ASCII case only; SQL's ``lower`` folds more on PostgreSQL, and differently on SQLite)."""
     tb, sc = T["ducklake_table"], T["ducklake_schema"]
     rows = conn.execute(
-        sa.select(tb.c.table_id)
-        .select_from(tb.join(sc, sc.c.schema_id == tb.c.schema_id))
-        .where(sa.func.lower(sc.c.schema_name) == schema.lower(), sa.func.lower(tb.c.table_name) == name.lower())
+        sa.select(tb.c.table_id, sc.c.schema_name, tb.c.table_name).select_from(
+            tb.join(sc, sc.c.schema_id == tb.c.schema_id)
+        )
     )
-    return {r.table_id for r in rows}
+    return {r.table_id for r in rows if same_name(r.schema_name, schema) and same_name(r.table_name, name)}
