@@ -105,3 +105,11 @@ def test_every_verb_in_a_fresh_venv(venv: Path, tmp_path: Path) -> None:
     in_process = run(venv, *job, "--no-spark", cwd=tmp_path)
     assert in_process.returncode == 0, in_process.stderr
     assert '"filesRead": 2' in in_process.stdout and '"filesWritten": 1' in in_process.stdout
+
+    # a SQLite catalog needs the ducklake and sqlite_scanner extensions, and nothing else:
+    # with only those two wheels (no postgres_scanner, no httpfs) `ducklake sql` works
+    pip(python, "install", "duckdb-extension-ducklake==1.5.5", "duckdb-extension-sqlite-scanner==1.5.5")
+    wheels = run(venv, python, "-c", "import importlib.util as u; print(u.find_spec('duckdb_extension_postgres_scanner'), u.find_spec('duckdb_extension_httpfs'))", cwd=tmp_path)  # fmt: skip
+    assert wheels.stdout.split() == ["None", "None"]
+    sql = run(venv, "ducklake", "sql", "-f", "examples/catalog.yaml", "SELECT count(*) FROM lake.sales.orders", cwd=tmp_path)  # fmt: skip
+    assert sql.returncode == 0 and "100" in sql.stdout, sql.stderr
