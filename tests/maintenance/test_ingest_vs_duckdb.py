@@ -151,6 +151,44 @@ def test_examples_2_to_4_fields_first_seen_together(lake: CatalogLocation, tmp_p
         assert got[1][2]["b_array_record"] == [{"x": "s"}] and got[2][2]["b_array2_record"] == [[{"y": "s"}]]
 
 
+def test_rule_8_every_value_reaches_the_string_array_column(lake: CatalogLocation, tmp_path: Path) -> None:
+    """The seed's rule 8: a field with columns of long, date, string, date[] and string[]
+    routes every value to every column that takes it, so all of them reach string[]."""
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    ingest(lake, write_json(tmp_path / "in" / "1.json", [{"id": 0, "a": "2024-01-15"}]))
+    values: list[Any] = [5, "2024-01-16", "x", ["2024-01-17"], ["y", "z"]]
+    report = ingest(lake, write_json(tmp_path / "in" / "2.json", [{"id": i + 1, "a": v} for i, v in enumerate(values)]))
+    assert report["columnsAdded"] == [
+        "+ add column a_long int64",
+        "+ add column a_string varchar",
+        "+ add column a_array_date list<date>",
+        "+ add column a_array_string list<varchar>",
+    ]
+    assert columns(lake) == [
+        ("id", "BIGINT", None),
+        ("a", "DATE", None),
+        ("a_long", "BIGINT", "evolved_from:a"),
+        ("a_string", "VARCHAR", "evolved_from:a"),
+        ("a_array_date", "DATE[]", "evolved_from:a"),
+        ("a_array_string", "VARCHAR[]", "evolved_from:a"),
+    ]
+    # the five types now have their columns: the same values again add none, and every one
+    # of them reaches a_array_string (a date as its text, a long as its digits)
+    again = ingest(lake, write_json(tmp_path / "in" / "3.json", [{"id": i + 10, "a": v} for i, v in enumerate(values)]))
+    assert again["columnsAdded"] == []
+    d = datetime.date
+    assert read(lake, "SELECT * EXCLUDE (id) FROM lk.t WHERE id >= 10 ORDER BY id") == [
+        (None, 5, "5", None, ["5"]),
+        (d(2024, 1, 16), 1705363200000, "2024-01-16", [d(2024, 1, 16)], ["2024-01-16"]),
+        (None, None, "x", None, ["x"]),
+        (None, None, None, [d(2024, 1, 17)], ["2024-01-17"]),
+        (None, None, None, None, ["y", "z"]),
+    ]
+    assert read(lake, "SELECT a_array_string FROM lk.t WHERE id BETWEEN 1 AND 5 ORDER BY id") == read(
+        lake, "SELECT a_array_string FROM lk.t WHERE id >= 10 ORDER BY id"
+    )
+
+
 def test_json_dates_and_timestamps_are_read_as_duckdbs_read_json_reads_them(
     lake: CatalogLocation, tmp_path: Path
 ) -> None:
