@@ -12,6 +12,7 @@ import decimal
 import gzip
 import json
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,11 @@ import pytest
 
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
+from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
+from ducklake_operator.model.spec import TableSpec
+from ducklake_operator.reconcile import apply_plan
 from support import duck
 from support.dump import dump
 from support.seed_rules import DUCKDB, WIDEST_TABLE
@@ -187,6 +191,42 @@ def test_rule_8_every_value_reaches_the_string_array_column(lake: CatalogLocatio
     assert read(lake, "SELECT a_array_string FROM lk.t WHERE id BETWEEN 1 AND 5 ORDER BY id") == read(
         lake, "SELECT a_array_string FROM lk.t WHERE id >= 10 ORDER BY id"
     )
+
+
+def test_a_manifest_declaring_an_evolved_column_keeps_its_marker(lake: CatalogLocation, tmp_path: Path) -> None:
+    """Applying a DuckLakeTable that declares ``a_string`` (without a comment, then with one)
+    keeps ingest's ``evolved_from:a``: the next ingests still route a's strings there."""
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT, a BIGINT)"])
+    ingest(lake, write_json(tmp_path / "in" / "1.json", [{"id": 1, "a": "x"}]))
+
+    def apply(comment: str | None) -> None:
+        column = {"name": "a_string", "type": "varchar"} | ({"comment": comment} if comment else {})
+        spec = parse_manifest(
+            {
+                "kind": "DuckLakeTable",
+                "metadata": {"name": "t", "namespace": "data"},
+                "spec": {
+                    "catalogRef": {"name": "lake"},
+                    "name": "t",
+                    "columns": [{"name": "id", "type": "int64"}, {"name": "a", "type": "int64"}, column],
+                },
+            }  # fmt: skip
+        )
+        assert isinstance(spec, TableSpec)
+        with closing(Catalog.open(lake)) as catalog:
+            apply_plan(catalog, spec)
+
+    apply(None)
+    assert columns(lake)[2] == ("a_string", "VARCHAR", "evolved_from:a")
+    assert ingest(lake, write_json(tmp_path / "in" / "2.json", [{"id": 2, "a": "y"}]))["columnsAdded"] == []
+    apply("a's values that are no numbers")
+    assert columns(lake)[2] == ("a_string", "VARCHAR", "evolved_from:a\na's values that are no numbers")
+    assert ingest(lake, write_json(tmp_path / "in" / "3.json", [{"id": 3, "a": "z"}]))["columnsAdded"] == []
+    assert read(lake, "SELECT id, a, a_string FROM lk.t ORDER BY id") == [
+        (1, None, "x"),
+        (2, None, "y"),
+        (3, None, "z"),
+    ]
 
 
 def test_json_dates_and_timestamps_are_read_as_duckdbs_read_json_reads_them(

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from ducklake_operator.evolution.auto_schema import EvolutionError, IngestPlan, layout_after, plan_ingest
+from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.evolution.auto_schema import EvolutionError, IngestPlan, evolved_from, layout_after, plan_ingest
 from ducklake_operator.evolution.observed import (
     BadRecord,
     Fields,
@@ -20,9 +21,11 @@ from ducklake_operator.evolution.observed import (
     json_shape,
     observe_record,
 )
+from ducklake_operator.evolution.planner import plan_table
 from ducklake_operator.evolution.routing import convert_record, convert_value, text_of
-from ducklake_operator.model.changes import AddColumn
-from ducklake_operator.model.state import ColumnState, TableState
+from ducklake_operator.model.changes import AddColumn, SetColumnTags
+from ducklake_operator.model.spec import TableSpec
+from ducklake_operator.model.state import CatalogState, ColumnState, SchemaState, SnapshotInfo, TableState
 from ducklake_operator.model.types import Field, parse_type
 from ducklake_operator.model.value_kinds import Shape, evolved_name, widest
 from support.seed_rules import DUCKLAKE, WIDEST_TABLE
@@ -377,3 +380,52 @@ def test_seed_rule_3_a_date_after_a_boolean_makes_a_string_and_a_date_column() -
         {"a": None, "a_date": datetime.date(2024, 1, 15), "a_string": "2024-01-15"},
         {"a": True, "a_date": None, "a_string": "true"},
     ]
+
+
+def test_a_manifest_declaring_an_evolved_column_keeps_its_marker() -> None:
+    """The schema planner keeps the ``evolved_from`` comment ingest wrote (rule 7): a manifest
+    that declares the column without a comment changes nothing; one with a comment gets it
+    after the marker's line, said in a note; ingest still reads the marker either way."""
+    t = table(("a", "int64"))
+    t = replace(after(t, plan(t, [{"a": "x"}])), schema_id=1)
+    assert columns(t)["a_string"] == ("varchar", "evolved_from:a")
+    state = CatalogState(
+        SnapshotInfo(3, None, 1, 4, 1), "1.0", "/d/", {}, {"main": SchemaState(1, "u", "main", "main/", True, 1)},
+        {("main", "t"): t},
+    )  # fmt: skip
+
+    def planned(comment: str | None) -> tuple[list[Any], list[str]]:
+        column: dict[str, Any] = {"name": "a_string", "type": "varchar"} | ({"comment": comment} if comment else {})
+        spec = parse_manifest(
+            {
+                "kind": "DuckLakeTable",
+                "metadata": {"name": "t", "namespace": "data"},
+                "spec": {
+                    "catalogRef": {"name": "lake"},
+                    "name": "t",
+                    "columns": [{"name": "a", "type": "int64"}, column],
+                },
+            }  # fmt: skip
+        )
+        assert isinstance(spec, TableSpec)
+        p = plan_table(spec, state)
+        return [c for c in p.changes if isinstance(c, SetColumnTags)], list(p.notes)
+
+    assert planned(None) == ([], [])
+    tags, notes = planned("what a held as text")
+    assert [c.tags for c in tags] == [(("comment", "evolved_from:a\nwhat a held as text"),)]
+    assert notes == [
+        "a_string: its comment keeps the line 'evolved_from:a' before the manifest's comment "
+        "(ingest routes the field's values by it)"
+    ]
+    assert planned("evolved_from:a") == ([], [])  # the marker declared as it is
+    with_comment = replace(t, columns=tuple(
+        replace(c, tags={"comment": "evolved_from:a\nwhat a held as text"}) if c.name == "a_string" else c
+        for c in t.columns
+    ))  # fmt: skip
+    assert evolved_from(with_comment.columns[1]) == "a"
+    assert plan(with_comment, [{"a": "y"}]).changes == ()  # a_string is still a's column
+    state = replace(state, tables={("main", "t"): with_comment})
+    assert planned("what a held as text") == ([], [])
+    tags, _ = planned(None)  # the manifest's comment removed: the marker stays
+    assert [c.tags for c in tags] == [(("comment", "evolved_from:a"),)]

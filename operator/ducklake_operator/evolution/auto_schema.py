@@ -16,7 +16,8 @@ where each value goes (pure). The seed's rules (``upsolver-iceberg-schema-evolut
 4. Columns added with a type suffix carry the comment ``evolved_from:<field>`` (rule 7's field
    documentation; a DuckLake column tag, the only key DuckDB 1.5.5 reads: any other column tag
    makes it refuse the table); a column of that name without it is a column of its own,
-   never reused.
+   never reused. The marker is the comment's first line: a manifest's comment for the column
+   goes after it (``comment_keeping_marker``, which the schema planner applies).
 5. Values go to every column of their field they fit into (rule 8): a long also into a
    timestamp column (edge case 2), a record into the field's own record column when it is
    as deep or deeper, and into the suffixed record column of exactly its dimension.
@@ -59,10 +60,30 @@ from .observed import Fields, FieldSeen, ShapeSeen, merge_fields
 EVOLVED_FROM = "evolved_from:"  # a suffixed column's comment starts so, then names its field (rule 7)
 
 
+def marker_field(comment: str | None) -> str | None:
+    """The field an ``evolved_from`` comment names (its first line), else None. Field names
+    hold no line breaks (they are column names in the suffixed column's name)."""
+    if not comment or not comment.startswith(EVOLVED_FROM):
+        return None
+    return comment[len(EVOLVED_FROM) :].split("\n", 1)[0]
+
+
 def evolved_from(column: ColumnState) -> str | None:
     """The field a column was added for with a type suffix (its comment says so), else None."""
-    comment = column.comment or ""
-    return comment[len(EVOLVED_FROM) :] if comment.startswith(EVOLVED_FROM) else None
+    return marker_field(column.comment)
+
+
+def comment_keeping_marker(current: str | None, declared: str | None) -> str | None:
+    """The comment a column should have when a manifest declares ``declared`` for it (None:
+    the manifest says nothing) and the catalog has ``current``. An ``evolved_from`` marker
+    ingest wrote is kept, or the next ingest would find a suffixed column of its own and fail:
+    alone when the manifest says nothing, else as the first line with the manifest's comment
+    after it. A manifest comment that is a marker itself is taken as it is."""
+    field = marker_field(current)
+    if field is None or (declared is not None and declared.startswith(EVOLVED_FROM)):
+        return declared
+    marker = EVOLVED_FROM + field
+    return f"{marker}\n{declared}" if declared else marker
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from ..model.promotion import promotion_problem
 from ..model.spec import SchemaSpec, TableSpec
 from ..model.state import CatalogState, ColumnState, TableState
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
+from .auto_schema import comment_keeping_marker
 
 
 def plan_table(spec: TableSpec, catalog: CatalogState, pending_schemas: frozenset[str] = frozenset()) -> TablePlan:
@@ -271,9 +272,19 @@ class _Differ:
             ):
                 self.defaults.append(SetDefault(self.tid, self.tname, c.column_id, path, want))
         desired_tags = dict(d.tags) | ({"comment": d.comment} if d.comment is not None else {})
+        declared = desired_tags.get("comment")
+        comment = comment_keeping_marker(c.tags.get("comment"), declared)
+        if comment is not None:
+            desired_tags["comment"] = comment
         diff = _tag_diff(c.tags, desired_tags)
         if diff:
             self.tags.append(SetColumnTags(self.tid, self.tname, c.column_id, path, diff))
+            if declared and comment != declared:
+                marker = (comment or "").split("\n", 1)[0]
+                self.notes.append(
+                    f"{'.'.join(path)}: its comment keeps the line {marker!r} before the manifest's comment "
+                    "(ingest routes the field's values by it)"
+                )
 
     def compare_type(self, c: ColumnState, want: DuckLakeType, path: tuple[str, ...]) -> None:
         have = c.type
