@@ -5,7 +5,7 @@ leaves on a twin lake."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.model.types import parse_type
 from support import duck
 from support.dump import dump
+from support.stats_oracle import assert_answers_exact, file_stats
 
 TABLE = "CREATE TABLE lk.t(id INTEGER, s VARCHAR, f DOUBLE, ts TIMESTAMP, n INTEGER, p INTEGER)"
 
@@ -58,27 +59,6 @@ JOBS: dict[str, tuple[list[str], Callable[[Catalog], Any]]] = {
         lambda c: rewrite_column_type(c, "main", "t", column=("s",), new_type=parse_type("int64")),
     ),
 }
-
-
-def answers(con: Any, table: str, columns: Iterable[str]) -> dict[str, str]:
-    """Each query on its own (DuckDB answers min/max from statistics only when alone), as
-    text (NaN is no number equal to itself)."""
-    out = {"count(*)": repr(con.execute(f"SELECT count(*) FROM {table}").fetchall())}
-    for c in columns:
-        for agg in (f"min({c}), max({c})", f"count({c})"):
-            out[agg] = repr(con.execute(f"SELECT {agg} FROM {table}").fetchall())
-    return out
-
-
-def assert_answers_exact(location: CatalogLocation) -> None:
-    """DuckDB's answers on ``lk.t`` are those on a copy of its rows (a full scan)."""
-    con = duck.attach(location, con=duck.connect())
-    try:
-        con.execute("CREATE TEMP TABLE scanned AS SELECT * FROM lk.t")
-        columns = [r[0] for r in con.execute("DESCRIBE lk.t").fetchall()]
-        assert answers(con, "lk.t", columns) == answers(con, "scanned", columns)
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -152,13 +132,6 @@ SCENARIOS: dict[str, list[str]] = {
         "DELETE FROM lk.t WHERE id = 99",
     ],
 }
-
-
-def file_stats(location: CatalogLocation) -> list[tuple[Any, ...]]:
-    """The live files' column statistics but for their files and sizes."""
-    d = dump(location)
-    live = {r[0] for r in d["ducklake_data_file"] if r[3] is None}
-    return sorted(r[2:3] + r[4:] for r in d["ducklake_file_column_stats"] if r[0] in live)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
