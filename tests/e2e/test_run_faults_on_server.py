@@ -52,6 +52,7 @@ def test_a_cancelled_run_stops_its_processes_and_commits_nothing(kube, operator,
         status = ended(kube, "cancel-me", timeout=60)["status"]
         assert status["state"] == "Cancelled", status
         assert status["message"].startswith("cancelled: spec.cancel is true; nothing was committed")
+        assert status["duration"].endswith("s")  # every end says how long the run took
     else:
         kube.delete("dlj", "cancel-me")
         wait_for("deleted", lambda: kube.get("dlj", "cancel-me") is None, timeout=60)
@@ -67,6 +68,7 @@ def test_a_run_past_its_timeout_is_stopped_and_fails(kube, operator, tmp_path) -
     pid = spark_pid(running(kube, "slow"))
     status = ended(kube, "slow", timeout=60)["status"]
     assert status["state"] == "Failed" and status["message"].startswith("timed out after 2 s; nothing was committed")
+    assert status["duration"].endswith("s")
     assert process_gone(pid) and kube.list("leases") == []
     assert duck.same_as_before(duck.observe_table(location, "orders"), before)
 

@@ -24,7 +24,9 @@ def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, op
     run = kube.get("dlj", "compact-1")
     status = run["status"]
     assert status["state"] == "Succeeded" and status["attempts"] == 1 and status["ranOn"] == "in-process"
-    assert status["filesRead"] == 6 and status["filesWritten"] == 1 and status["rowsWritten"] == 300
+    assert (
+        status["filesRead"] == 6 and status["filesWritten"] == 1 and status["rowsRead"] == status["rowsWritten"] == 300
+    )
     assert status["before"]["files"] == 6 and status["after"]["files"] == 1
     assert status["launched"]["kind"] == "Local" and status["progress"] == "done"
     assert condition(run, "Complete")["status"] == "True" and condition(run, "Failed")["status"] == "False"
@@ -34,9 +36,8 @@ def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, op
     extra = commit_report(con, status["committedSnapshot"])
     con.close()
     assert extra["ducklakeJob"]["uid"] == run["metadata"]["uid"]
-    assert {k: extra["report"][k] for k in ("filesRead", "filesWritten", "bytesWritten")} == {
-        k: status[k] for k in ("filesRead", "filesWritten", "bytesWritten")
-    }
+    figures = ("filesRead", "filesWritten", "bytesRead", "bytesWritten", "rowsRead", "rowsWritten")
+    assert {k: extra["report"][k] for k in figures} == {k: status[k] for k in figures}
     assert data_files(location) == 1 and duck.same_as_before(duck.observe_table(location, "orders"), before)
     header, row = kube.kubectl("get", "ducklakejobs").splitlines()[:2]
     assert header.split() == ["NAME", "TABLE", "OPERATION", "STATE", "PROGRESS", "STARTED", "DURATION", "MESSAGE"]

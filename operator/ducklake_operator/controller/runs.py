@@ -44,6 +44,7 @@ TERMINAL = ("Succeeded", "Failed", "Cancelled")
 RETRY_BACKOFF = 10.0  # seconds before the first retry; doubles per attempt
 RETRY_BACKOFF_CAP = 600.0
 FOLLOW_INTERVAL = 2.0  # seconds between looks at a running attempt (a Local one also wakes its run on exit)
+FIGURES = ("filesRead", "filesWritten", "bytesRead", "bytesWritten", "rowsRead", "rowsWritten")  # report -> status
 WAIT_INTERVAL = 10.0  # a waiting run looks again at least this often (it is woken when a run of its catalog ends)
 
 
@@ -151,10 +152,12 @@ class Runs:
         if state in TERMINAL:
             return Tick(again_in=None)
         if cancel:
-            return self._stop(spec, uid, status, ctx, now, "Cancelled", cancel)
-        if state == "Running":
-            return self._follow(spec, uid, status, ctx, now)
-        return self._start(spec, uid, status, ctx, now)
+            tick = self._stop(spec, uid, status, ctx, now, "Cancelled", cancel)
+        elif state == "Running":
+            tick = self._follow(spec, uid, status, ctx, now)
+        else:
+            tick = self._start(spec, uid, status, ctx, now)
+        return _with_duration(tick, status, now)
 
     def _start(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
         tick, generation = Tick(), spec.ref.generation
@@ -401,7 +404,7 @@ class Runs:
         now: float, note: str | None = None, result: Mapping[str, Any] | None = None,
     ) -> Tick:  # fmt: skip
         report = _report(landed, uid, status, result)
-        figures = {k: report.get(k) for k in ("filesRead", "filesWritten", "bytesRead", "bytesWritten", "rowsWritten")}
+        figures = {k: report.get(k) for k in FIGURES}
         tick.status.update({k: v for k, v in figures.items() if v is not None})
         if landed is not None:
             tick.status["committedSnapshot"] = landed.snapshot_id
@@ -419,10 +422,17 @@ class Runs:
         message = f"{note}: {what}" if note else what
         if figures.get("filesRead") is not None:
             message += f"; {figures['filesRead']} files read, {figures.get('filesWritten') or 0} written"
-        start = parse_stamp(status.get("startTime"))
+        return tick.end("Succeeded", message, now, spec.ref.generation)
+
+
+def _with_duration(tick: Tick, status: Mapping[str, Any], now: float) -> Tick:
+    """Every end of a run that started says how long it took, whatever the end (kubectl's
+    DURATION column): from its first attempt's start, retries included."""
+    if tick.status.get("state") in TERMINAL:
+        start = parse_stamp(tick.status.get("startTime") or status.get("startTime"))
         if start is not None:
             tick.status["duration"] = duration(now - start)
-        return tick.end("Succeeded", message, now, spec.ref.generation)
+    return tick
 
 
 def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float) -> str | None:
