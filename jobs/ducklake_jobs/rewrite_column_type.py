@@ -45,7 +45,7 @@ from ducklake_operator.maintenance.column_rewrite import (
     plan_column_rewrite,
     retyped_layout,
 )
-from ducklake_operator.model.conversions import conversion_sql
+from ducklake_operator.model.conversions import conversion_sql, values_limit
 from ducklake_operator.model.file_changes import PlannedInputs, RetypeColumn
 from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
 from ducklake_operator.model.state import ColumnState, TableState
@@ -312,8 +312,14 @@ def _check_failures(work: Work, outputs: list[RetypeOutput]) -> None:
         f"rewriteColumnType {work.table.qualified_name}: {failed} value(s) of {'.'.join(plan.path)} do not convert "
         f"from {plan.column.type} to {plan.new_type}: "
         + ", ".join(f"{value!r} (row id {row_id})" for row_id, value in first)
+        + _why(plan.new_type)
         + "; nothing was committed and the job's files were deleted (onCastError: null writes NULL instead)"
     )
+
+
+def _why(new_type: DuckLakeType) -> str:
+    limit = values_limit(new_type)
+    return f" ({limit})" if limit else ""
 
 
 def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str | None, str]:
@@ -338,7 +344,8 @@ def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str 
                 if on_cast_error == "fail":
                     raise JobFailed(
                         f"rewriteColumnType: the {what} of {'.'.join(plan.path)}, {text!r}, does not convert to "
-                        f"{plan.new_type}; change it first, or set onCastError: null to drop it; nothing was committed"
+                        f"{plan.new_type}{_why(plan.new_type)}; change it first, or set onCastError: null to drop it; "
+                        "nothing was committed"
                     )
                 return None
             return text if row[1] else str(row[0])

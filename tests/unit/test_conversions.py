@@ -110,6 +110,11 @@ VALUES = [
     ("decimal(10,2)", "varchar", [(Decimal("1.50"), "1.50")]),
     ("decimal(10,2)", "decimal(4,1)", [(Decimal("123.45"), Decimal("123.5")), (Decimal("12345.6"), None)]),
     ("int64", "int128", [(2**62, 2**62)]),
+    # int128 is a double in data files: only what a double holds exactly survives a rewrite
+    ("uint64", "int128", [(2**53, 2**53), (2**64 - 2**11, 2**64 - 2**11), (2**53 + 1, None), (2**64 - 1, None)]),
+    ("int64", "int128", [(-(2**53), -(2**53)), (2**63 - 1, None)]),
+    ("varchar", "int128", [("9007199254740993", None), ("-9007199254740992", -(2**53)), (str(2**127 - 1), None)]),
+    ("uint64", "uint128", [(2**64 - 1, None), (12, 12)]),
     ("timestamp", "date", [(datetime.datetime(2019, 12, 9, 21, 47, 5), datetime.date(2019, 12, 9))]),
     ("date", "timestamp", [(datetime.date(2019, 12, 9), datetime.datetime(2019, 12, 9))]),
     ("date", "timestamp_ns", [(datetime.date(9999, 12, 31), None)]),

@@ -34,6 +34,9 @@ _INTEGER_TEXT = "[+-]?[0-9]+"
 _NUMBER_TEXT = "[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]+)?"
 _FLOAT_WORDS = "[+-]?(inf|infinity|nan)"
 _YYYYMMDD = (10000101, 99991231)  # an integer date: 8 digits, years 1000 to 9999
+# DuckLake's Parquet files hold these as DOUBLE (docs/ducklake-format.md §4.6), DuckDB's too:
+# a rewrite writes every value into a file, so one beyond a double's 53 bits would change
+STORED_AS_DOUBLE = ("int128", "uint128")
 
 WHAT_EACH_BECOMES = {
     "integer": "a wider integer, float64 (float32 from 8 and 16 bits), a decimal with room for every value, "
@@ -111,8 +114,13 @@ def conversion_problem(old: DuckLakeType, new: DuckLakeType) -> str | None:
 
 def conversion_sql(old: DuckLakeType, new: DuckLakeType, value: str) -> str:
     """DuckDB SQL converting ``value`` (an expression of type ``old``) to ``new``: NULL when
-    the value is NULL or does not convert. Only for conversions ``conversion_problem`` allows."""
+    the value is NULL or does not convert (nor would survive in a data file). Only for
+    conversions ``conversion_problem`` allows."""
     assert _allowed(old, new), (old, new)
+    return _exact_in_files(new, _converted(old, new, value))
+
+
+def _converted(old: DuckLakeType, new: DuckLakeType, value: str) -> str:
     src, dst = _kind(old), _kind(new)
     target = to_duckdb_sql(new)
     if src == "varchar":
@@ -134,6 +142,21 @@ def conversion_sql(old: DuckLakeType, new: DuckLakeType, value: str) -> str:
             f"THEN try_strptime(CAST({value} AS VARCHAR), '%Y%m%d') END AS DATE)"
         )
     return f"TRY_CAST({value} AS {target})"
+
+
+def _exact_in_files(new: DuckLakeType, converted: str) -> str:
+    """``converted``, or NULL where a data file would not hold it exactly."""
+    if new.name not in STORED_AS_DOUBLE:
+        return converted
+    return f"CASE WHEN TRY_CAST(CAST({converted} AS DOUBLE) AS {to_duckdb_sql(new)}) = {converted} THEN {converted} END"
+
+
+def values_limit(new: DuckLakeType) -> str | None:
+    """Why values of a type that converted may still not be written (for a failed job's
+    message), if the type has such a limit."""
+    if new.name in STORED_AS_DOUBLE:
+        return f"DuckLake's data files hold {new} as a double, exact for integers up to ±2^53"
+    return None
 
 
 def column_rewrite_problem(
