@@ -36,6 +36,7 @@ ALLOWED = [
     ("date", "timestamp"),
     ("date", "timestamp_ns"),
     ("int32", "date"),
+    ("uint32", "date"),
 ]
 REFUSED = [
     ("int64", "int32"),  # narrower
@@ -43,6 +44,8 @@ REFUSED = [
     ("uint64", "int64"),  # not wider
     ("int32", "float32"),  # float32 holds 24 bits exactly
     ("int32", "decimal(9,0)"),  # no room for 2^31
+    ("int16", "date"),  # no yyyymmdd fits
+    ("uint16", "date"),
     ("float64", "int64"),
     ("float64", "decimal(10,2)"),
     ("varchar", "boolean"),

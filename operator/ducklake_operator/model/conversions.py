@@ -40,7 +40,7 @@ STORED_AS_DOUBLE = ("int128", "uint128")
 
 WHAT_EACH_BECOMES = {
     "integer": "a wider integer, float64 (float32 from 8 and 16 bits), a decimal with room for every value, "
-    "varchar, or date (from yyyymmdd)",
+    "varchar, or date (from yyyymmdd, 32 bits and more)",
     "float": "float64 or varchar",
     "decimal": "another decimal or varchar",
     "varchar": "an integer, a float, a decimal, or date (" + ", ".join(f for f, _ in DATE_FORMATS) + ")",
@@ -90,7 +90,8 @@ def _allowed(old: DuckLakeType, new: DuckLakeType) -> bool:
         if dst == "decimal":
             assert isinstance(new, Decimal)
             return new.precision - new.scale >= _digits(old)
-        return dst in ("varchar", "date")
+        # yyyymmdd needs 8 digits: 16 bits never hold one
+        return dst == "varchar" or (dst == "date" and _bits(old) >= 32)
     if src == "float":
         return new.name == "float64" or dst == "varchar"
     if src == "decimal":
