@@ -17,8 +17,9 @@ Spark tasks:
    current spec in its hive directory;
 
 -> one snapshot: the new columns (``AddColumn``, with their ``evolved_from`` tags) and the
-files (``AppendFiles``) together, so no reader sees one without the other; its
-``commit_extra_info`` remembers the files ingested (``model.ingested_files``). A commit
+files (``AppendFiles``) together, so no reader sees one without the other; the files ingested
+are noted in the ingest ledger (``catalog.ingested``, which snapshot expiry leaves alone) and
+in its ``commit_extra_info`` (``model.ingested_files``). A commit
 refused because of a concurrent commit that left the table's columns and partitioning alone
 (DuckDB refuses an insert after a concurrent delete) is tried again on the new snapshot;
 otherwise the files are deleted and the job plans again (``run_operation``). Any failure
@@ -425,7 +426,7 @@ def _groups(sources: list[Source]) -> list[tuple[Source, ...]]:
 
 
 def _refuse_ingested(catalog: Catalog, t: TableState, sources: list[Source]) -> None:
-    done = ingested_files(catalog, t.table_id)
+    done = ingested_files(catalog, t.table_id, [s.file for s in sources])
     again = [(s.file.path, done[s.file]) for s in sources if s.file in done]
     if again:
         listed = ", ".join(f"{p} (snapshot {snap})" for p, snap in again[:3]) + (

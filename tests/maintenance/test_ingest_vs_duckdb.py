@@ -534,6 +534,40 @@ def test_a_file_ingested_before_is_refused_unless_asked(lake: CatalogLocation, t
     assert json.loads(info[0][0])["ingest"]["files"][0][:2] == [str(src), src.stat().st_size]
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_what_was_ingested_is_remembered_after_its_snapshot_expires(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, kind: str
+) -> None:
+    """The ingest ledger outlives snapshot expiry (the expire job's, then DuckDB's own) beside
+    DuckDB's tables, which DuckDB keeps reading and writing; a purged table's rows go."""
+    lake = new_lake(make_location(kind), tmp_path / "data", "CREATE TABLE lk.t(id BIGINT)")
+    src = write_json(tmp_path / "in" / "a.json", [{"id": 1, "x": "s"}])
+    first = ingest(lake, src)["committedSnapshot"]
+    duck.run_workload(lake, ["INSERT INTO lk.t (id) VALUES (2)", "INSERT INTO lk.t (id) VALUES (3)"])
+    with closing(Catalog.open(lake)) as catalog:
+        expired = run_operation(catalog, "expireSnapshots", None, {"retainLast": 1})["expired"]
+    assert first in expired
+    assert read(lake, "SELECT count(*) FROM ducklake_snapshots('lk') WHERE commit_extra_info LIKE '%ingest%'") == [(0,)]
+    refused = f"already ingested: {src} \\(snapshot {first}\\)"
+    with pytest.raises(DuckLakeError, match=refused):
+        ingest(lake, src)
+    assert ingest(lake, src, reingest=True)["rowsWritten"] == 1
+    duck.run_workload(lake, [
+        "INSERT INTO lk.t (id, x) VALUES (4, 'd')",
+        "CALL ducklake_merge_adjacent_files('lk')",
+        "CALL ducklake_expire_snapshots('lk', older_than => now())",
+    ])  # fmt: skip
+    with pytest.raises(DuckLakeError, match=refused):
+        ingest(lake, src)
+    assert read(lake, "SELECT id, x FROM lk.t ORDER BY id") == [(1, "s"), (1, "s"), (2, None), (3, None), (4, "d")]
+    ledger = "SELECT count(*) FROM __ducklake_metadata_lk.ducklake_operator_ingested_files"
+    assert read(lake, ledger) == [(2,)]
+    duck.run_workload(lake, ["DROP TABLE lk.t", "CREATE TABLE lk.u(id BIGINT)"])
+    with closing(Catalog.open(lake)) as catalog:
+        run_operation(catalog, "expireSnapshots", None, {"retainLast": 1})
+    assert read(lake, ledger) == [(0,)]
+
+
 def test_dry_run_plans_and_writes_nothing(lake: CatalogLocation, tmp_path: Path) -> None:
     duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
     before = read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')")

@@ -4,8 +4,9 @@ Expiry creates no snapshot. In one transaction it deletes the snapshot rows, the
 catalog row that no remaining snapshot can see (a row is visible to snapshot S when
 ``begin_snapshot <= S < end_snapshot``): ended data and delete files (their paths are
 scheduled in ``ducklake_files_scheduled_for_deletion``, relative to the data path), tables
-dropped before every remaining snapshot (with all their rows and inlined tables), and
-ended schemas, views, tags and macros.
+dropped before every remaining snapshot (with all their rows and inlined tables, and their
+rows of the operator's ingest ledger, ``ingested``), and ended schemas, views, tags and macros.
+The ledger is otherwise left alone: a file an expired snapshot ingested stays ingested.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from .ingested import forget_tables
 from .paths import relative_to_data_path
 from .read import load_lake_paths
 from .tables import T, catalog_now, inlined_delete_table_name, qualified
@@ -105,6 +107,7 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
             conn.execute(T[name].delete().where(T[name].c.table_id.in_(purged)))
         for name in inlined + [inlined_delete_table_name(t) for t in purged]:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {qualified(name, pg_schema)}")
+        forget_tables(conn, purged)
     for name in ("ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro"):
         conn.execute(T[name].delete().where(_unseen(T[name])))
     mac, impl, params, cm, nm = (

@@ -8,7 +8,8 @@ DuckDB commits an ``ALTER TABLE ... ADD COLUMN`` and an ``INSERT`` of one transa
 Checked inside the transaction: the table's columns, as this commit leaves them, are those
 the files were written for, and its partition spec the one they were laid out by (a
 concurrent ALTER also conflicts by DuckDB's rules, §2.5); no snapshot since the job's base
-ingested one of its files, unless the job was told to ingest them again."""
+ingested one of its files, unless the job was told to ingest them again. The files are noted
+in the ingest ledger (``ingested``) in the same transaction."""
 
 from __future__ import annotations
 
@@ -19,14 +20,14 @@ from ..errors import CommitConflict, DuckLakeError
 from ..model.file_changes import AppendFiles
 from .changes_made import Change as Token
 from .files import add_data_files, check_partitioning, table_directory_now
-from .ingested import ingested_by_snapshot
+from .ingested import ingested_by_snapshot, record_ingested
 from .table_stats import add_inserted_files
 from .write import CommitContext, live_columns, write_change
 
 
 class AlreadyIngested(DuckLakeError):
-    """A file was ingested into the table before (its snapshot's commit_extra_info says so);
-    nothing was committed."""
+    """A file was ingested into the table before (the ingest ledger says so); nothing was
+    committed."""
 
     cleanable = True
 
@@ -44,7 +45,7 @@ def _append_files(change: AppendFiles, ctx: CommitContext) -> None:
         )
     check_partitioning(ctx, change.table_id, job, change.base_snapshot, change.partition_id)
     if not change.reingest and change.sources:
-        since = ingested_by_snapshot(ctx.conn, change.table_id, change.base_snapshot)
+        since = ingested_by_snapshot(ctx.conn, change.table_id, change.sources, change.base_snapshot)
         again = sorted((f.path, s) for f in change.sources if (s := since.get(f)) is not None)
         if again:
             path, snapshot = again[0]
@@ -60,5 +61,6 @@ def _append_files(change: AppendFiles, ctx: CommitContext) -> None:
     add_data_files(
         ctx, change.table_id, [replace(o, row_id_start=s) for o, s in zip(change.outputs, starts, strict=True)]
     )
+    record_ingested(ctx.conn, change.table_id, ctx.snapshot_id, change.sources)
     ctx.needs_snapshot = True
     ctx.tokens.append(Token("inserted_into_table", id=change.table_id))

@@ -1,9 +1,9 @@
 """What an ingest remembers of the files it took in (pure): each source file's path, size and
-modification time, in its snapshot's ``commit_extra_info`` (JSON, beside a launched run's
-job and report, ``job_marker``), so a later ingest of the same table can refuse the same
-file (the same path, size and time; a file written again is a new file).
-
-Forgotten when the snapshot expires: expiry deletes its ``ducklake_snapshot_changes`` row.
+modification time, so a later ingest of the same table can refuse the same file (the same
+path, size and time; a file written again is a new file). Kept in the ingest ledger
+(``catalog.ingested``), and listed in the ingest's snapshot's ``commit_extra_info`` (JSON,
+beside a launched run's job and report, ``job_marker``) for DuckDB's ``snapshots()``: that
+copy goes when the snapshot expires, the ledger's stays.
 """
 
 from __future__ import annotations
