@@ -27,6 +27,7 @@ from support.runs import (
     data_files,
     ended,
     insert,
+    job,
     policy,
     secret,
     small_files_lake,
@@ -164,6 +165,54 @@ def test_suspend_and_history(kube, operator, tmp_path) -> None:
     time.sleep(3)
     assert {r["metadata"]["name"] for r in runs_of(kube, "often")} <= before  # none new (history may trim)
     assert data_files(location) >= 3
+
+
+def test_a_policys_run_starts_only_inside_its_window(kube, operator, tmp_path) -> None:
+    """A run its policy created inside the window that has not started when the window
+    closes (it waited for its table, a slot or a retry) takes nothing and launches nothing
+    until the window opens; it is still owed, so the policy creates no second one."""
+    small_files_lake(kube, tmp_path, inserts=3)
+    now = datetime.now(UTC)
+    closed = {
+        "start": f"{now + timedelta(hours=2):%H:%M}",
+        "end": f"{now + timedelta(hours=3):%H:%M}",
+        "timezone": "UTC",
+    }
+    compaction = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 1}
+    kube.apply(policy("nightly", spark=IN_PROCESS, window=closed, compaction=compaction))
+    wait_for("published", lambda: "compact" in ((kube.get("dlmp", "nightly") or {}).get("status") or {})
+             .get("operations", {}))  # fmt: skip
+    assert runs_of(kube, "nightly") == []  # the trigger is due, but the window is closed
+    # the run as the policy created it before the window closed: owned by the policy, no spark of its own
+    meta = kube.get("dlmp", "nightly")["metadata"]
+    owner = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeMaintenancePolicy", "name": "nightly",
+             "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    run = job("nightly-compact-1")
+    run["metadata"].update(ownerReferences=[owner], labels={"ducklake.dev/policy": "nightly"})
+    kube.apply(run)
+    status = wait_for("waiting for the window", lambda: (kube.get("dlj", "nightly-compact-1") or {}).get("status", {})
+                      .get("waitingFor") and kube.get("dlj", "nightly-compact-1")["status"])  # fmt: skip
+    opens = f"{now + timedelta(hours=2):%Y-%m-%d %H:%M} UTC"
+    assert status["waitingFor"] == (
+        f"the maintenance window {closed['start']}-{closed['end']} UTC of DuckLakeMaintenancePolicy nightly, "
+        f"closed until {opens}"
+    )
+    assert status["message"] == f"waiting for {status['waitingFor']}" and status["state"] == "Pending"
+    time.sleep(3)  # a few more looks (the policy evaluates every second)
+    status = kube.get("dlj", "nightly-compact-1")["status"]
+    assert status["state"] == "Pending" and not status.get("launched") and not status.get("locks")
+    assert kube.list("leases") == [] and len(runs_of(kube, "nightly")) == 1
+    assert "Launched" not in {e["reason"] for e in kube.events("nightly-compact-1")}
+    # the window opens (edited to hold now): the owed run starts, and stays the only one
+    opened = {
+        "start": f"{now - timedelta(hours=1):%H:%M}",
+        "end": f"{now + timedelta(hours=1):%H:%M}",
+        "timezone": "UTC",
+    }
+    kube.apply(policy("nightly", spark=IN_PROCESS, window=opened, compaction=compaction))
+    status = ended(kube, "nightly-compact-1")["status"]
+    assert status["state"] == "Succeeded" and status["ranOn"] == "in-process" and status["filesRead"] == 3
+    assert [r["metadata"]["name"] for r in runs_of(kube, "nightly")] == ["nightly-compact-1"]
 
 
 def test_two_policies_due_at_once_on_one_table_run_one_after_the_other(kube, operator, tmp_path) -> None:

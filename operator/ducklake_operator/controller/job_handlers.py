@@ -34,6 +34,7 @@ from .runs import (
     TERMINAL,
     WAIT_INTERVAL,
     OtherRun,
+    PolicyWindow,
     RunContext,
     Runs,
     Tick,
@@ -104,8 +105,14 @@ async def active_runs(
         holds=holds,
         retry_at=status.get("nextAttemptAt"),
         locks=tuple(status.get("locks") or ()),
+        policy=policy_uid(meta),
     )
     return {catalog: run}
+
+
+def policy_uid(meta: Mapping[str, Any]) -> str | None:
+    """The uid of the policy that created a run (its owner), if one did."""
+    return next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
 
 
 @kopf.index(GROUP, VERSION, POLICIES)
@@ -177,10 +184,12 @@ def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: Spar
     catalog = _catalog_for(spec, catalog_manifests)
     doc = next(iter(catalog_manifests.get((namespace, spec.catalog)) or []), None)
     meta = body.get("metadata", {})
-    owner_uid = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
+    owner_uid = policy_uid(meta)
     policies = [(d, parsed_policy(d)) for d in policy_manifests.get((namespace, spec.catalog)) or []]
     owner = next((p for d, p in policies if d["metadata"].get("uid") == owner_uid and p is not None), None)
     limits = [p.max_jobs_per_catalog for _, p in policies if p is not None and p.max_jobs_per_catalog]
+    windows = {str(d["metadata"].get("uid")): PolicyWindow(str(d["metadata"].get("name")), p.window)
+               for d, p in policies if p is not None and p.window is not None}  # fmt: skip
     catalog_doc = {k: doc.get(k) for k in ("apiVersion", "kind", "metadata", "spec")} if doc else None
     return RunContext(
         catalog=catalog,
@@ -190,6 +199,8 @@ def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: Spar
         spark=effective_spark(spec.spark, owner.spark if owner else None, defaults),
         others=tuple(indexes.active_runs.get((namespace, spec.catalog)) or ()),
         created=str(meta.get("creationTimestamp") or ""),
+        policy=owner_uid,
+        windows=windows,
     )
 
 

@@ -38,7 +38,7 @@ from ..model.durations import parse_duration
 from ..model.spec import GROUP, JOBS, OPERATION_LABEL, POLICIES, VERSION, CatalogSpec, MaintenancePolicySpec
 from .context import Controller
 from .handlers import CatalogKey, ManifestIndex, _catalog_for, _custom_objects_api, _manifest
-from .job_handlers import POLICY_KIND, parsed_policy
+from .job_handlers import POLICY_KIND, parsed_policy, policy_uid
 from .runs import ACTIVE, TERMINAL
 from .status import condition, merge_conditions
 
@@ -59,7 +59,7 @@ def min_trigger_interval(env: Mapping[str, str] = os.environ) -> timedelta:
 async def policy_runs(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
     """Runs by the policy (uid) that created them: its history."""
     meta = body.get("metadata", {})
-    owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
+    owner = policy_uid(meta)
     if owner is None:
         return {}
     spec, annotations = body.get("spec", {}), meta.get("annotations") or {}

@@ -2,11 +2,11 @@
 
 ``Pending → Running → Succeeded | Failed | Cancelled``. Each tick looks at where the run is
 and does the next thing: check the request (operation and parameters, catalog Ready, table
-present, launcher installed), take the table's lock and a catalog slot, launch an attempt,
-follow it, and end it. The catalog is the source of truth for "did it commit": before
-launching, after a failure, a timeout or a cancellation, and after a restart, the run asks
-the catalog for a snapshot carrying its uid, so a landed run is never run again and is
-reported Succeeded.
+present, launcher installed), wait while its policy's window is closed, take the table's
+lock and a catalog slot, launch an attempt, follow it, and end it. The catalog is the
+source of truth for "did it commit": before launching, after a failure, a timeout or a
+cancellation, and after a restart, the run asks the catalog for a snapshot carrying its
+uid, so a landed run is never run again and is reported Succeeded.
 
 Nothing is concluded about an attempt while it may still run: a cancelled or timed-out
 attempt is stopped first (its process group, or its pods), then the catalog's sessions of
@@ -27,11 +27,12 @@ from typing import Any
 
 from ..catalog.job_commits import find_job_commit
 from ..errors import DuckLakeError
+from ..maintenance.windows import closed_until, describe_instant, describe_window, in_window, window_zone
 from ..model import timestamps
 from ..model.job_marker import EXIT_UNKNOWN, ends_run, job_commit_report
 from ..model.job_params import OPERATIONS
 from ..model.names import fold
-from ..model.spec import CATALOG_LABEL, OPERATION_LABEL, CatalogSpec, JobSpec, PostgresSpec
+from ..model.spec import CATALOG_LABEL, OPERATION_LABEL, CatalogSpec, JobSpec, PostgresSpec, Window
 from ..model.state import CatalogState, SnapshotRecord, TableState
 from .launchers.spec import Launched, Launcher, launch_spec
 from .locks import Holder, Leases, lease_name
@@ -106,6 +107,15 @@ class OtherRun:
     holds: bool  # it holds locks (Running, or between taking them and launching)
     retry_at: str | None = None  # a failed attempt's retry waits until then
     locks: tuple[str, ...] = ()  # the Leases it holds
+    policy: str | None = None  # the uid of the policy that created it (its window applies)
+
+
+@dataclass(frozen=True)
+class PolicyWindow:
+    """The window of a policy: its runs start only inside it."""
+
+    name: str  # the policy's, for messages
+    window: Window
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,8 @@ class RunContext:
     spark: Mapping[str, Any]  # the effective spark settings (job over policy over defaults)
     others: tuple[OtherRun, ...] = ()
     created: str = ""  # this run's creationTimestamp
+    policy: str | None = None  # the uid of the policy that created this run
+    windows: Mapping[str, PolicyWindow] = field(default_factory=dict)  # by policy uid: the catalog's policies' windows
 
 
 class Runs:
@@ -435,12 +447,30 @@ def _with_duration(tick: Tick, status: Mapping[str, Any], now: float) -> Tick:
     return tick
 
 
+def window_wait(policy: PolicyWindow | None, now: float) -> str | None:
+    """What a run created by a policy with a window waits for while the window is closed
+    (None: it may start): nothing starts outside the window, neither a first attempt nor a
+    retry, however long the run waited for its table or a slot inside it."""
+    if policy is None:
+        return None
+    opens = closed_until(policy.window, datetime.fromtimestamp(now, UTC))
+    if opens is None:
+        return None
+    return (f"the maintenance window {describe_window(policy.window)} of DuckLakeMaintenancePolicy {policy.name}, "
+            f"closed until {describe_instant(opens, window_zone(policy.window))}")  # fmt: skip
+
+
 def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float) -> str | None:
     """What the controller's own view of the catalog's runs says a run waits for (None: try
     the Leases), so waiting runs cost no API calls; the Leases decide when this says go.
-    A run waits for the run holding its table (a catalog-wide run: the catalog-wide one), and
-    for a slot when the runs holding slots and the runs waiting for one, created before it,
-    fill ``maxJobsPerCatalog``; a run waiting for a table or a retry does not count as ahead."""
+    A run of a policy whose window is closed waits for it to open (``window_wait``). A run
+    waits for the run holding its table (a catalog-wide run: the catalog-wide one), and for
+    a slot when the runs holding slots and the runs waiting for one, created before it, fill
+    ``maxJobsPerCatalog``; a run waiting for a table, a retry or its window does not count
+    as ahead."""
+    closed = window_wait(ctx.windows.get(ctx.policy or ""), now)
+    if closed is not None:
+        return closed
     others = [o for o in ctx.others if o.uid != uid]
     held = {fold(o.table) if o.table else "*": o for o in others if o.holds}
     holder = held.get(fold(spec.table) if spec.table else "*")
@@ -457,11 +487,16 @@ def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float) -> str | Non
         and (o.created, o.name) < (ctx.created, spec.ref.name)
         and (fold(o.table) if o.table else "*") not in held
         and (parse_stamp(o.retry_at) or 0) <= now
+        and _window_open(ctx.windows.get(o.policy or ""), now)
     )
     if running + ahead < ctx.max_jobs:
         return None
     return (f"a slot in catalog {spec.catalog}: {running} of {ctx.max_jobs} runs (maxJobsPerCatalog) running, "
             f"{ahead} waiting before this one")  # fmt: skip
+
+
+def _window_open(policy: PolicyWindow | None, now: float) -> bool:
+    return policy is None or in_window(policy.window, datetime.fromtimestamp(now, UTC))
 
 
 def _launched(status: Mapping[str, Any]) -> Launched | None:

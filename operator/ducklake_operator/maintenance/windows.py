@@ -101,6 +101,11 @@ def next_opening(window: Window | None, instant: datetime) -> datetime:
     raise AssertionError(f"window {window} never opens")  # unreachable: start < end on most days
 
 
+def closed_until(window: Window | None, instant: datetime) -> datetime | None:
+    """None when a run may start at ``instant``; else when the window opens next."""
+    return None if in_window(window, instant) else next_opening(window, instant)
+
+
 def describe_window(window: Window) -> str:
     return f"{window.start}-{window.end} {window.timezone}"
 
