@@ -41,12 +41,12 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR, CommitResult
 from ducklake_operator.catalog.ingested import ingested_files
 from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
-from ducklake_operator.evolution.auto_schema import IngestPlan, Level, plan_ingest
+from ducklake_operator.evolution.auto_schema import IngestPlan, Level, marker_field, plan_ingest
 from ducklake_operator.evolution.observed import BadRecord, Fields, MissingValue, merged, observe_record, observe_typed
 from ducklake_operator.evolution.routing import convert_record
 from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
 from ducklake_operator.model.ingested_files import ingest_extra_info
-from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
+from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_EVOLVE, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
 from ducklake_operator.model.partitioning import (
     hive_directory,
     key_fields,
@@ -325,6 +325,7 @@ def ingest(
     file_format: str = INGEST_FORMAT.default,
     on_bad_record: str = ON_BAD_RECORD.default,
     reingest: bool = REINGEST.default,
+    evolve: bool = INGEST_EVOLVE.default,
     dry_run: bool = DRY_RUN.default,
     author: str = DEFAULT_AUTHOR,
     runner: Runner = run_in_process,
@@ -368,6 +369,8 @@ def ingest(
         **({"firstSkipped": skipped.first} if skipped.first else {}),
         columnsAdded=plan.describe(),
     )
+    if plan.changes and not evolve:
+        raise DuckLakeError(_not_evolving(t, plan))
     if dry_run or not records:
         return report.done(filesWritten=0, rowsWritten=0, committedSnapshot=None)
     paths = table_paths(state, t)
@@ -423,6 +426,21 @@ def _groups(sources: list[Source]) -> list[tuple[Source, ...]]:
         groups[-1].append(s)
         size += s.file.size
     return [tuple(g) for g in groups]
+
+
+def _not_evolving(t: TableState, plan: IngestPlan) -> str:
+    """Why a run that may not add columns fails: the fields that need them (a suffixed
+    column's by its marker), and what would be added."""
+    fields = dict.fromkeys(
+        ".".join(c.parent_path + (marker_field(c.field.comment) or c.field.name,)) for c in plan.changes
+    )
+    return (
+        f"ingest into {t.qualified_name}: values of {', '.join(fields)} fit none of the table's columns (they "
+        f"need: {'; '.join(d.removeprefix('+ ') for d in plan.describe())}), and evolve is false (the operator "
+        "sets it so when the table's DuckLakeTable does not have spec.evolution.mode: auto); nothing was "
+        "committed. Set spec.evolution.mode: auto on that DuckLakeTable to let ingest add columns, or declare "
+        "the columns there"
+    )
 
 
 def _refuse_ingested(catalog: Catalog, t: TableState, sources: list[Source]) -> None:

@@ -229,6 +229,32 @@ def test_a_manifest_declaring_an_evolved_column_keeps_its_marker(lake: CatalogLo
     ]
 
 
+def test_without_evolve_only_records_that_fit_the_columns_are_ingested(lake: CatalogLocation, tmp_path: Path) -> None:
+    """``evolve: false`` (a table whose DuckLakeTable is not ``mode: auto``): records that
+    need a column fail the run naming their fields, before anything is written; records that
+    fit, converted, go in as with evolution."""
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT, a BIGINT, s STRUCT(x BIGINT))"])
+    before = read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')")
+    needs = write_json(tmp_path / "in" / "1.json", [{"id": 1, "a": "x", "s": {"x": 1, "y": 2}, "b": 3}])
+    for dry_run in (True, False):
+        with pytest.raises(DuckLakeError) as info:
+            ingest(lake, needs, evolve=False, dryRun=dry_run)
+        assert str(info.value) == (
+            "ingest into main.t: values of s.y, a, b fit none of the table's columns (they need: add field s.y "
+            "int64; add column a_string varchar; add column b int64), and evolve is false (the operator sets "
+            "it so when the table's DuckLakeTable does not have spec.evolution.mode: auto); nothing was committed. "
+            "Set spec.evolution.mode: auto on that DuckLakeTable to let ingest add columns, or declare the columns "
+            "there"
+        )
+    assert read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')") == before
+    assert not list((tmp_path / "data").rglob("*.parquet"))
+    fits = write_json(tmp_path / "in" / "2.json", [{"id": 2, "a": True, "s": {"x": 5}}, {"id": 3}])
+    assert ingest(lake, fits, evolve=False)["rowsWritten"] == 2
+    assert columns(lake) == [("id", "BIGINT", None), ("a", "BIGINT", None), ("s", "STRUCT(x BIGINT)", None)]
+    assert read(lake, "SELECT id, a, s FROM lk.t ORDER BY id") == [(2, 1, {"x": 5}), (3, None, None)]
+    assert ingest(lake, needs)["columnsAdded"]  # evolve: true, the default, adds them
+
+
 def test_json_dates_and_timestamps_are_read_as_duckdbs_read_json_reads_them(
     lake: CatalogLocation, tmp_path: Path
 ) -> None:

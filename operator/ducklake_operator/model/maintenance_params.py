@@ -290,6 +290,14 @@ REINGEST = Param(
     keyword="reingest",
     default=False,
 )
+INGEST_EVOLVE = Param(
+    "boolean",
+    "add the columns the records need (the table's schema evolves); false: the records must fit the columns the "
+    "table has, else the job fails naming the fields and commits nothing. On Kubernetes the operator sets it from "
+    "the table's DuckLakeTable: false unless its spec.evolution.mode is auto",
+    keyword="evolve",
+    default=True,
+)
 
 # Policy settings that are not job parameters.
 FILE_CLEANUP_OLDER_THAN = Param(
