@@ -37,6 +37,7 @@ ALLOWED = [
     ("date", "timestamp_ns"),
     ("int32", "date"),
     ("uint32", "date"),
+    ("boolean", "varchar"),
 ]
 REFUSED = [
     ("int64", "int32"),  # narrower
@@ -49,8 +50,8 @@ REFUSED = [
     ("float64", "int64"),
     ("float64", "decimal(10,2)"),
     ("varchar", "boolean"),
+    ("boolean", "int32"),
     ("varchar", "timestamp"),
-    ("boolean", "varchar"),
     ("date", "varchar"),
     ("timestamptz", "date"),
     ("date", "timestamptz"),
@@ -110,6 +111,7 @@ VALUES = [
     ),
     ("int32", "date", [(20240115, datetime.date(2024, 1, 15)), (20240230, None), (240115, None), (-20240115, None)]),
     ("int64", "varchar", [(-42, "-42")]),
+    ("boolean", "varchar", [(True, "true"), (False, "false")]),
     ("decimal(10,2)", "varchar", [(Decimal("1.50"), "1.50")]),
     ("decimal(10,2)", "decimal(4,1)", [(Decimal("123.45"), Decimal("123.5")), (Decimal("12345.6"), None)]),
     ("int64", "int128", [(2**62, 2**62)]),

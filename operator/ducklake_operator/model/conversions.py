@@ -3,7 +3,8 @@
 Doris's list of heavy schema changes (``ALTER TABLE ... MODIFY COLUMN``), in DuckLake types:
 numbers to wider numbers and to varchar; varchar to numbers; varchar to date in six formats;
 timestamp (without time zone) <-> date; integer (``yyyymmdd``) to date; decimal precision
-changes. Anything else is refused with a sentence naming both types. The lossless promotions
+changes; boolean to varchar (Doris: every type but DATE and DATETIME to STRING; its text
+is DuckDB's, ``true``/``false``). Anything else is refused with a sentence naming both types. The lossless promotions
 (``promotion``) never get here: they change the catalog only.
 
 ``conversion_sql`` is the DuckDB expression the job evaluates per value: NULL exactly when a
@@ -46,6 +47,7 @@ WHAT_EACH_BECOMES = {
     "varchar": "an integer, a float, a decimal, or date (" + ", ".join(f for f, _ in DATE_FORMATS) + ")",
     "date": "a timestamp without time zone",
     "timestamp": "date",
+    "boolean": "varchar",
 }
 
 
@@ -60,7 +62,7 @@ def _kind(t: DuckLakeType) -> str | None:
         return "float"
     if t.name in TIMESTAMPS:
         return "timestamp"
-    return t.name if t.name in ("varchar", "date") else None
+    return t.name if t.name in ("varchar", "date", "boolean") else None
 
 
 def _bits(t: DuckLakeType) -> int:
@@ -100,6 +102,8 @@ def _allowed(old: DuckLakeType, new: DuckLakeType) -> bool:
         return dst in ("integer", "float", "decimal", "date")
     if src == "date":
         return dst == "timestamp"
+    if src == "boolean":
+        return dst == "varchar"
     return src == "timestamp" and dst == "date"
 
 
