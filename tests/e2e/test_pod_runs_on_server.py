@@ -62,6 +62,10 @@ def finish_job(kube, name: str, ok: bool) -> None:
                                      **({"completionTime": now} if ok else {})})  # fmt: skip
 
 
+def stamp_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
 def owned_by(obj: dict[str, Any], run: dict[str, Any]) -> bool:
     return [o["uid"] for o in obj["metadata"].get("ownerReferences") or []] == [run["metadata"]["uid"]]
 
@@ -89,6 +93,10 @@ def test_a_run_as_a_batch_job_is_retried_then_succeeds_and_its_objects_go_with_i
     finish_job(kube, first["name"], ok=False)
     second = launched(kube, "by-job", 2)  # nothing landed: tried again (backoff 1 s in the test operator)
     assert second["name"] != first["name"]
+    # the timeout bounds the whole run: the retry's Job gets what is left of it
+    retry, started = kube.get("job", second["name"]), kube.get("dlj", "by-job")["status"]["startTime"]
+    spent = (stamp_time(retry["metadata"]["creationTimestamp"]) - stamp_time(started)).total_seconds()
+    assert 1800 - spent - 2 <= retry["spec"]["activeDeadlineSeconds"] < 1800  # the backoff alone took 1 s
     events = kube.events("by-job")
     assert any(e["reason"] == "AttemptFailed" and "Job has reached the specified backoff limit" in e["message"]
                for e in events)  # fmt: skip

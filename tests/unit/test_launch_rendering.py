@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.controller.launchers.observe import (
     last_result,
     observe_finished_program,
@@ -26,7 +27,9 @@ from ducklake_operator.controller.launchers.spec import (
     launch_spec,
     object_name,
 )
+from ducklake_operator.controller.runs import RunContext, attempt_spec, parse_stamp, time_left
 from ducklake_operator.errors import LaunchFailed
+from ducklake_operator.model.spec import JobSpec
 
 UID = "5f1c2d3e-aaaa-bbbb-cccc-000000000001"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -164,6 +167,27 @@ def test_the_batch_job_runs_spark_submit_in_client_mode_with_the_settings() -> N
     assert volumes[mounts["/etc/ducklake"]]["configMap"] == {"name": s.name} and "emptyDir" in volumes[mounts["/tmp"]]
     assert "activeDeadlineSeconds" not in render_job(spec(timeout_seconds=None))["spec"]
     assert "serviceAccountName" not in render_job(spec())["spec"]["template"]["spec"]
+
+
+def test_a_retry_gets_what_is_left_of_the_runs_timeout() -> None:
+    """``timeout`` bounds the whole run, retries included: each attempt's Job gets the time
+    left from the first attempt's start (fixed clock)."""
+    run = parse_manifest({"kind": "DuckLakeJob", "metadata": {"name": "compact-orders-1", "namespace": "data"},
+                          "spec": {"catalogRef": {"name": "lake"}, "table": "sales.orders", "operation": "compact",
+                                   "timeout": "30m", "retries": 2}})  # fmt: skip
+    assert isinstance(run, JobSpec) and run.timeout_seconds == 1800
+    ctx = RunContext(None, None, True, None, {"launcher": "Job", "image": "registry/ducklake-operator:1.0"})
+    start = parse_stamp("2026-01-01T02:00:00Z") or 0.0
+
+    def deadline(attempt: int, now: float) -> Any:
+        left = time_left(run.timeout_seconds, start, now)
+        return render_job(attempt_spec(run, UID, ctx, attempt, left))["spec"].get("activeDeadlineSeconds")
+
+    assert deadline(1, start) == 1800
+    assert deadline(2, start + 95.5) == 1705  # the first attempt and the backoff took 95.5 s
+    assert deadline(3, start + 1799.2) == 1
+    assert time_left(run.timeout_seconds, start, start + 1800) == 0  # no attempt starts then: the run fails
+    assert time_left(None, start, start + 10**6) is None
 
 
 def test_a_job_without_executors_runs_spark_in_its_pod() -> None:

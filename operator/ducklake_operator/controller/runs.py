@@ -19,8 +19,9 @@ events to post and when to look again; the kopf daemon writes them.
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,9 +33,18 @@ from ..model import timestamps
 from ..model.job_marker import EXIT_UNKNOWN, ends_run, job_commit_report
 from ..model.job_params import OPERATIONS
 from ..model.names import fold
-from ..model.spec import CATALOG_LABEL, OPERATION_LABEL, CatalogSpec, JobSpec, PostgresSpec, Window
+from ..model.spec import (
+    CATALOG_LABEL,
+    DEFAULT_SCHEMA,
+    EVOLUTION_MODE,
+    OPERATION_LABEL,
+    CatalogSpec,
+    JobSpec,
+    PostgresSpec,
+    Window,
+)
 from ..model.state import CatalogState, SnapshotRecord, TableState
-from .launchers.spec import Launched, Launcher, launch_spec
+from .launchers.spec import Launched, Launcher, LaunchSpec, launch_spec
 from .locks import Holder, Leases, lease_name
 from .reconcilers import CatalogPool
 from .status import condition, table_health
@@ -131,6 +141,7 @@ class RunContext:
     created: str = ""  # this run's creationTimestamp
     policy: str | None = None  # the uid of the policy that created this run
     windows: Mapping[str, PolicyWindow] = field(default_factory=dict)  # by policy uid: the catalog's policies' windows
+    table_evolution: str | None = None  # evolution.mode of the DuckLakeTable declaring the table (None: none)
 
 
 class Runs:
@@ -184,6 +195,12 @@ class Runs:
         if retry_at is not None and now < retry_at:
             tick.again_in = retry_at - now
             return tick
+        attempt = int(status.get("attempts") or 0) + 1
+        start = parse_stamp(status.get("startTime")) or now  # a retry's run started with its first attempt
+        left = time_left(spec.timeout_seconds, start, now)
+        if left == 0:  # a retry that waited (for its table, a slot, its window) past the run's deadline
+            return tick.end("Failed", f"timed out after {spec.timeout_seconds} s (retries included) before attempt "
+                            f"{attempt} could start; it was not launched", now, generation)  # fmt: skip
         busy = waits_for(spec, uid, ctx, now)
         if busy is not None:
             return self._waiting(tick, status, busy)
@@ -200,14 +217,12 @@ class Runs:
             return self._succeeded(tick, spec, uid, status, ctx, landed, now)
         state = self.pool.state(ctx.catalog, catalog)  # the base the run plans against: checked now
         table = self._table(state, spec)
-        attempt = int(status.get("attempts") or 0) + 1
         name = str(ctx.spark.get("launcher"))
         try:
-            launched = self.launchers[name].launch(self._launch_spec(spec, uid, ctx, attempt))
+            launched = self.launchers[name].launch(attempt_spec(spec, uid, ctx, attempt, left))
         except DuckLakeError as exc:
             self._unlock(spec, uid, tick, status)
             return tick.end("Failed", self.scrub(f"could not launch: {exc}"), now, generation)
-        start = parse_stamp(status.get("startTime")) or now
         timeout = spec.timeout_seconds
         tick.status.update(
             state="Running",
@@ -262,8 +277,12 @@ class Runs:
         reason = self.scrub(observed.message or "failed")
         committed, files = after.committed, after.files
         attempts = int(status.get("attempts") or 1)
+        deadline = parse_stamp(status.get("deadline"))
+        wait = min(self.retry_backoff * 2 ** (attempts - 1), RETRY_BACKOFF_CAP)
+        if attempts <= spec.retries and deadline is not None and now + wait >= deadline:
+            why = f"not retried: the run's timeout ({spec.timeout_seconds} s, retries included) ends before a retry"
+            return tick.end("Failed", f"{reason}; {committed}, {files}; {why}", now, spec.ref.generation)
         if attempts <= spec.retries:
-            wait = min(self.retry_backoff * 2 ** (attempts - 1), RETRY_BACKOFF_CAP)
             tick.status.update(
                 state="Pending",
                 nextAttemptAt=stamp(now + wait),
@@ -394,19 +413,6 @@ class Runs:
         self._release(spec.ref.namespace or "default", list(status.get("locks") or []), uid)
         tick.status["locks"] = []
 
-    def _launch_spec(self, spec: JobSpec, uid: str, ctx: RunContext, attempt: int) -> Any:
-        return launch_spec(
-            job_name=spec.ref.name,
-            namespace=spec.ref.namespace or "default",
-            uid=uid,
-            attempt=attempt,
-            run_document=run_document(spec, uid, attempt, ctx),
-            spark=ctx.spark,
-            env_from_secrets=env_from_secrets(ctx.catalog) if ctx.catalog else [],
-            timeout_seconds=spec.timeout_seconds,
-            labels={CATALOG_LABEL: spec.catalog, OPERATION_LABEL: spec.operation},
-        )
-
     def _release(self, namespace: str, names: list[str], uid: str) -> None:
         for name in names:
             self.leases.release(namespace, name, uid)
@@ -435,6 +441,30 @@ class Runs:
         if figures.get("filesRead") is not None:
             message += f"; {figures['filesRead']} files read, {figures.get('filesWritten') or 0} written"
         return tick.end("Succeeded", message, now, spec.ref.generation)
+
+
+def time_left(timeout: int | None, start: float, now: float) -> int | None:
+    """The seconds an attempt launched at ``now`` may run (None: no timeout). ``timeout``
+    bounds the whole run, from its first attempt's start: retries, and the waits before
+    them, spend it, so each attempt gets what is left (a Job's ``activeDeadlineSeconds``)."""
+    if not timeout:
+        return None
+    return max(math.ceil(start + timeout - now), 0)
+
+
+def attempt_spec(spec: JobSpec, uid: str, ctx: RunContext, attempt: int, timeout_seconds: int | None) -> LaunchSpec:
+    """What the launcher gets for one attempt; ``timeout_seconds``: its share (``time_left``)."""
+    return launch_spec(
+        job_name=spec.ref.name,
+        namespace=spec.ref.namespace or "default",
+        uid=uid,
+        attempt=attempt,
+        run_document=run_document(spec, uid, attempt, ctx),
+        spark=ctx.spark,
+        env_from_secrets=env_from_secrets(ctx.catalog) if ctx.catalog else [],
+        timeout_seconds=timeout_seconds,
+        labels={CATALOG_LABEL: spec.catalog, OPERATION_LABEL: spec.operation},
+    )
 
 
 def _with_duration(tick: Tick, status: Mapping[str, Any], now: float) -> Tick:
@@ -553,7 +583,35 @@ def run_document(spec: JobSpec, uid: str, attempt: int, ctx: RunContext) -> dict
         "catalog": ctx.catalog_doc,
         "table": spec.table,
         "operation": spec.operation,
-        "params": dict(spec.params),
+        "params": run_params(spec, ctx),
         "inProcessBelow": spark.get("inProcessBelow"),
         "spark": {"master": spark.get("master"), "conf": dict(spark.get("conf") or {})},
     }
+
+
+def run_params(spec: JobSpec, ctx: RunContext) -> dict[str, Any]:
+    """The job's parameters as the run gets them: an ingest into a table whose DuckLakeTable
+    does not have ``evolution.mode: auto`` may only append into the columns the table has
+    (``evolve: false``, whatever the DuckLakeJob says): columns it added would be drift, and
+    ``onDrift: revert`` could drop them with their data."""
+    params = dict(spec.params)
+    if spec.operation == "ingest" and ctx.table_evolution not in (None, "auto"):
+        params["evolve"] = False
+    return params
+
+
+def table_evolution(table: str, docs: Iterable[Mapping[str, Any]]) -> str | None:
+    """The ``spec.evolution.mode`` of the DuckLakeTable manifests (as the controller's index
+    holds them) that declare ``table`` (``schema.name``, or a name in their ``renamedFrom``,
+    matched as DuckDB matches names); None when none does. When several do, any mode but
+    ``auto`` wins."""
+    schema, _, name = table.partition(".")
+    modes = []
+    for doc in docs:
+        spec = doc.get("spec") or {}
+        names = [spec.get("name"), *(spec.get("renamedFrom") or [])]
+        if fold(str(spec.get("schema") or DEFAULT_SCHEMA)) == fold(schema) and any(
+            isinstance(n, str) and fold(n) == fold(name) for n in names
+        ):
+            modes.append(str((spec.get("evolution") or {}).get("mode") or EVOLUTION_MODE.default))
+    return next((m for m in modes if m != "auto"), "auto" if modes else None)
