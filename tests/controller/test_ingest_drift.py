@@ -19,9 +19,12 @@ from ducklake_operator.controller.reconcilers import (
     reconcile_catalog,
     reconcile_table,
 )
-from ducklake_operator.model.spec import TableSpec
+from ducklake_operator.controller.runs import RunContext, run_document, table_evolution
+from ducklake_operator.model.spec import JobSpec, TableSpec
 from support import duck, reconcile_specs
-from support.reconcile_specs import catalog_spec, conditions
+from support.job_program import catalog_manifest, run_program
+from support.manifests import parse_as
+from support.reconcile_specs import catalog_spec, conditions, table_manifest
 
 COLUMNS: list[dict[str, Any]] = [
     {"name": "id", "type": "int64"},
@@ -89,3 +92,63 @@ def test_columns_an_ingest_added_are_not_drift_in_auto_mode(tmp_path: Path, pool
         "v is in the catalog but not in the manifest",
         "v_long is in the catalog but not in the manifest",
     ]
+
+
+def ingest_run(path: Path, tables: list[dict[str, Any]], table: str = "main.events") -> dict[str, Any]:
+    """The run document the controller writes for an ingest DuckLakeJob, given the catalog's
+    DuckLakeTable manifests as its index holds them."""
+    job = parse_as(JobSpec, {"kind": "DuckLakeJob", "metadata": {"name": "load", "namespace": "ns"},
+                             "spec": {"catalogRef": {"name": "lake"}, "table": table, "operation": "ingest",
+                                      "params": {"path": str(path)}}})  # fmt: skip
+    ctx = RunContext(None, None, True, None, {"inProcessBelow": "1GB", "master": "no-such-master"},
+                     table_evolution=table_evolution(table, tables))  # fmt: skip
+    return run_document(job, "uid-1", 1, ctx)
+
+
+def test_the_controller_passes_the_tables_mode_to_its_ingest_runs(tmp_path: Path) -> None:
+    src = tmp_path / "in.json"
+
+    def params(*tables: dict[str, Any], table: str = "main.events") -> dict[str, Any]:
+        return dict(ingest_run(src, list(tables), table)["params"])
+
+    declared, auto = table_manifest("events", COLUMNS), table_manifest("events", COLUMNS, evolution={"mode": "auto"})
+    assert params() == {"path": str(src)}  # no DuckLakeTable declares the table: the job's default, evolve
+    assert params(auto) == {"path": str(src)}
+    assert params(declared) == params(declared, auto) == {"path": str(src), "evolve": False}
+    assert (
+        params(table_manifest("events", COLUMNS, evolution={"mode": "declared"}), table="MAIN.Events")["evolve"]
+        is False
+    )
+    renamed = table_manifest("evts", COLUMNS, renamedFrom=["events"])
+    assert params(renamed)["evolve"] is False  # its rename not applied yet: still the manifest's table
+    assert params(table_manifest("events", COLUMNS, schema="other")) == {"path": str(src)}
+
+
+def test_an_ingest_run_into_a_declared_table_adds_no_column(tmp_path: Path, pool: CatalogPool) -> None:
+    """With ``mode: declared`` an ingest DuckLakeJob appends only what fits the columns: records
+    that need one fail the run before anything is written, so there is nothing to report as
+    drift (or for ``onDrift: revert`` to drop with its data)."""
+    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
+    cat = catalog_spec(location, str(tmp_path / "data") + "/")
+    reconcile_catalog(cat, pool)
+    assert conditions(reconcile_table(table_spec(COLUMNS), cat, pool))["Ready"] == ("True", "Applied")
+    manifests = [table_manifest("events", COLUMNS)]
+    src = tmp_path / "in" / "1.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps({"id": 1, "v": "a", "s": {"x": 1, "y": True}}) + "\n")
+    doc = ingest_run(src, manifests)
+    doc["catalog"] = catalog_manifest(location, str(tmp_path / "data") + "/")
+    run = run_program(doc, str(tmp_path))
+    assert run.exit_code != 0 and run.result["state"] == "Failed"
+    assert "values of s.y, v fit none of the table's columns" in run.result["message"]
+    assert "Set spec.evolution.mode: auto on that DuckLakeTable" in run.result["message"]
+    assert described(location) == [("id", "BIGINT"), ("s", "STRUCT(x BIGINT)")]
+    report = check_table_drift(table_spec(COLUMNS), cat, pool)
+    assert conditions(report)["Drifted"] == ("False", "InSync") and report.status["drift"] == []
+
+    fits = tmp_path / "in" / "2.json"
+    fits.write_text(json.dumps({"id": 2, "s": {"x": 2}}) + "\n")
+    doc = ingest_run(fits, manifests) | {"catalog": doc["catalog"], "job": {**doc["job"], "uid": "uid-2"}}
+    run = run_program(doc, str(tmp_path))
+    assert run.exit_code == 0 and run.result["report"]["rowsWritten"] == 1, run.stderr
+    assert conditions(check_table_drift(table_spec(COLUMNS), cat, pool))["Drifted"] == ("False", "InSync")

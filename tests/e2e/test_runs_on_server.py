@@ -111,11 +111,18 @@ def test_one_run_per_table_and_max_jobs_per_catalog(kube, operator, tmp_path) ->
 
 def test_heavy_operations_run_as_ducklakejobs_too(kube, operator, tmp_path) -> None:
     """ingest (with its schema evolution) and repartition, as DuckLakeJobs through the Local
-    launcher: the same program, the same guarantees."""
+    launcher: the same program, the same guarantees. An ingest adds columns only to a table
+    whose DuckLakeTable has evolution.mode auto."""
     location = small_files_lake(kube, tmp_path, inserts=3)
     landing = tmp_path / "landing"
     landing.mkdir()
     (landing / "a.jsonl").write_text("".join(f'{{"id": {i}, "amount": {i}, "note": "n{i}"}}\n' for i in range(20)))
+    kube.apply(job("ingest-0", operation="ingest", params={"path": str(landing) + "/"}, spark=IN_PROCESS))
+    refused = ended(kube, "ingest-0")["status"]
+    assert refused["state"] == "Failed" and "values of note fit none of the table's columns" in refused["message"]
+    assert "Set spec.evolution.mode: auto on that DuckLakeTable" in refused["message"]
+    kube.apply(table("orders", "lake", evolution={"mode": "auto"}))
+    wait_for("mode auto applied", lambda: kube.get("dlt", "orders")["status"].get("observedGeneration") == 2)
     kube.apply(job("ingest-1", operation="ingest", params={"path": str(landing) + "/"}, spark=IN_PROCESS))
     status = ended(kube, "ingest-1")["status"]
     assert status["state"] == "Succeeded", status

@@ -19,16 +19,18 @@ def catalog_spec(location: CatalogLocation, data_path: str, **spec: Any) -> Cata
     return parse_as(CatalogSpec, doc)
 
 
+def table_manifest(name: str, columns: list[dict[str, Any]], generation: int = 1, **spec: Any) -> dict[str, Any]:
+    """The DuckLakeTable of the table ``name`` (its manifest's name too) of the catalog ``lake``."""
+    return {
+        "kind": "DuckLakeTable",
+        "metadata": {"name": name, "namespace": "ns", "generation": generation},
+        "spec": {"catalogRef": {"name": "lake"}, "name": name, "columns": copy.deepcopy(columns), **spec},
+    }
+
+
 def table_spec(name: str, columns: list[dict[str, Any]], generation: int = 1, **spec: Any) -> TableSpec:
-    """The table ``name`` (its manifest's name too) of the catalog ``lake``."""
-    return parse_as(
-        TableSpec,
-        {
-            "kind": "DuckLakeTable",
-            "metadata": {"name": name, "namespace": "ns", "generation": generation},
-            "spec": {"catalogRef": {"name": "lake"}, "name": name, "columns": copy.deepcopy(columns), **spec},
-        },
-    )
+    """``table_manifest``, parsed."""
+    return parse_as(TableSpec, table_manifest(name, columns, generation, **spec))
 
 
 def conditions(outcome: Any) -> dict[str, tuple[str, str]]:

@@ -39,6 +39,7 @@ from .runs import (
     Runs,
     Tick,
     parse_stamp,
+    table_evolution,
     waits_for,
 )
 from .status import merge_conditions
@@ -74,10 +75,13 @@ class Indexes:
     catalog_manifests: ManifestIndex
     policy_manifests: ManifestIndex
     active_runs: RunIndex
+    table_manifests: ManifestIndex
 
     @classmethod
     def of(cls, kwargs: Mapping[str, Any]) -> Indexes:
-        return cls(kwargs["catalog_manifests"], kwargs["policy_manifests"], kwargs["active_runs"])
+        return cls(
+            kwargs["catalog_manifests"], kwargs["policy_manifests"], kwargs["active_runs"], kwargs["table_manifests"]
+        )
 
 
 @kopf.index(GROUP, VERSION, JOBS)
@@ -191,6 +195,7 @@ def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: Spar
     windows = {str(d["metadata"].get("uid")): PolicyWindow(str(d["metadata"].get("name")), p.window)
                for d, p in policies if p is not None and p.window is not None}  # fmt: skip
     catalog_doc = {k: doc.get(k) for k in ("apiVersion", "kind", "metadata", "spec")} if doc else None
+    tables = list(indexes.table_manifests.get((namespace, spec.catalog)) or ())  # an ingest's evolve: its table's mode
     return RunContext(
         catalog=catalog,
         catalog_doc=catalog_doc,
@@ -201,6 +206,7 @@ def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: Spar
         created=str(meta.get("creationTimestamp") or ""),
         policy=owner_uid,
         windows=windows,
+        table_evolution=table_evolution(spec.table, tables) if spec.table else None,
     )
 
 
