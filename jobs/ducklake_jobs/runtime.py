@@ -112,11 +112,15 @@ def _finished_tasks(tracker: Any, group: str) -> int:
 
 def fault_point(name: str) -> None:
     """Test seam: with DUCKLAKE_FAULT_PAUSE=<name>, announce the point in DUCKLAKE_FAULT_MARKER
-    and hang, so a test can SIGKILL the job exactly here. Inert otherwise."""
+    and hang there while that file exists (10 minutes at most), so a test can SIGKILL the job
+    exactly here, or hold it and let it go on by deleting the file. Inert otherwise."""
     if os.environ.get("DUCKLAKE_FAULT_PAUSE") == name:
-        with open(os.environ["DUCKLAKE_FAULT_MARKER"], "w") as fh:
+        marker = os.environ["DUCKLAKE_FAULT_MARKER"]
+        with open(marker, "w") as fh:
             fh.write(name)
-        time.sleep(600)
+        until = time.monotonic() + 600
+        while os.path.exists(marker) and time.monotonic() < until:
+            time.sleep(0.05)
 
 
 def discard(paths: Iterable[str]) -> None:

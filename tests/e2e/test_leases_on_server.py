@@ -59,7 +59,12 @@ def test_a_lease_whose_holder_ended_is_taken_over(kube, api) -> None:
     name = lease_name("table", kube.namespace, "lake", "main.orders")
     asked: list[tuple[str, str, str]] = []
     assert leases(api, set()).acquire(kube.namespace, name, A, "table main.orders") is None
-    locks = Leases(api, lambda *holder: bool(asked.append(holder)))  # A's run has ended (or is gone)
+
+    def ended(namespace: str, job: str, uid: str) -> bool:  # A's run has ended (or is gone)
+        asked.append((namespace, job, uid))
+        return False
+
+    locks = Leases(api, ended)
     assert locks.acquire(kube.namespace, name, B, "table main.orders") is None
     assert asked == [(kube.namespace, A.name, A.uid)]
     lease = api().read_namespaced_lease(name, kube.namespace)

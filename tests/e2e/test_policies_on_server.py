@@ -7,6 +7,7 @@ fire again after 2 s (``DUCKLAKE_POLICY_INTERVAL``, ``DUCKLAKE_TRIGGER_INTERVAL`
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -26,14 +27,22 @@ from support.runs import (
     commit_report,
     data_files,
     ended,
+    ended_going_on,
     insert,
     job,
+    paused_programs,
     policy,
     secret,
     small_files_lake,
+    state,
 )
 
 INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
+
+
+def evaluated(kube, name: str) -> bool:
+    """The policy has been evaluated: it published its compaction's status."""
+    return "compact" in ((kube.get("dlmp", name) or {}).get("status") or {}).get("operations", {})
 
 
 def runs_of(kube, policy_name: str) -> list[dict[str, Any]]:
@@ -94,8 +103,7 @@ def test_a_policy_compacts_a_table_that_duckdb_keeps_inserting_into(kube, operat
 def test_a_missed_schedule_runs_once(kube, operator, tmp_path) -> None:
     small_files_lake(kube, tmp_path, inserts=3)
     kube.apply(policy("nightly", spark=IN_PROCESS, compaction={"schedule": "0 3 * * *"}))
-    wait_for("published", lambda: "compact" in ((kube.get("dlmp", "nightly") or {}).get("status") or {})
-             .get("operations", {}))  # fmt: skip
+    wait_for("published", lambda: evaluated(kube, "nightly"))
     assert runs_of(kube, "nightly") == []  # created now: 03:00 has not come yet
     # the operator was down for two days: the latest owed cron time runs, once
     long_ago = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -180,8 +188,7 @@ def test_a_policys_run_starts_only_inside_its_window(kube, operator, tmp_path) -
     }
     compaction = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 1}
     kube.apply(policy("nightly", spark=IN_PROCESS, window=closed, compaction=compaction))
-    wait_for("published", lambda: "compact" in ((kube.get("dlmp", "nightly") or {}).get("status") or {})
-             .get("operations", {}))  # fmt: skip
+    wait_for("published", lambda: evaluated(kube, "nightly"))
     assert runs_of(kube, "nightly") == []  # the trigger is due, but the window is closed
     # the run as the policy created it before the window closed: owned by the policy, no spark of its own
     meta = kube.get("dlmp", "nightly")["metadata"]
@@ -216,17 +223,30 @@ def test_a_policys_run_starts_only_inside_its_window(kube, operator, tmp_path) -
 
 
 def test_two_policies_due_at_once_on_one_table_run_one_after_the_other(kube, operator, tmp_path) -> None:
-    small_files_lake(kube, tmp_path, inserts=4)
+    """Both policies' triggers become due at the same instant (the insert that puts the
+    table's small files over their threshold); the run that takes the table first is held
+    before its commit, so the other has to wait for the table, and says so."""
+    location = small_files_lake(kube, tmp_path, inserts=2)
     trigger = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 2}
-    kube.apply(policy("one", spark=IN_PROCESS, compaction=trigger), policy("two", spark=IN_PROCESS, compaction=trigger))
-    first = wait_for("one's run", lambda: runs_of(kube, "one"))[0]["metadata"]["name"]
-    second = wait_for("two's run", lambda: runs_of(kube, "two"))[0]["metadata"]["name"]
-    a, b = ended(kube, first)["status"], ended(kube, second)["status"]
-    assert a["state"] == b["state"] == "Succeeded"
-    (_, end_first), (start_second, _) = sorted([(a["startTime"], a["completionTime"]),
-                                                (b["startTime"], b["completionTime"])])  # fmt: skip
-    assert end_first <= start_second
-    waited = [e["message"] for name in (first, second) for e in kube.events(name)]
-    assert any("waiting for DuckLakeJob" in m for m in waited) or any(
-        "nothing to do" in s["message"] for s in (a, b)
-    ), waited
+    marker = tmp_path / "paused"
+    with paused_programs(operator, "before_commit", marker):
+        kube.apply(
+            policy("one", spark=IN_PROCESS, compaction=trigger), policy("two", spark=IN_PROCESS, compaction=trigger)
+        )
+        for name in ("one", "two"):  # evaluated with 2 small files: nothing due
+            wait_for(f"{name} published", functools.partial(evaluated, kube, name))
+        assert runs_of(kube, "one") == runs_of(kube, "two") == []
+        insert(location, 1)  # 3 small files: both due from this instant
+        wait_for("the first run held before its commit", marker.exists, timeout=60)
+        runs = wait_for("both runs", lambda: [r["metadata"]["name"] for p in ("one", "two") for r in runs_of(kube, p)]
+                        if len(runs_of(kube, "one")) == len(runs_of(kube, "two")) == 1 else None)  # fmt: skip
+        (holder,) = [n for n in runs if state(kube, n) == "Running"]
+        (waiter,) = [n for n in runs if n != holder]
+        waiting = wait_for(f"{waiter} waiting", lambda: kube.get("dlj", waiter).get("status", {}).get("waitingFor"))
+        assert waiting == f"DuckLakeJob {holder}, which holds table main.orders"
+        assert state(kube, waiter) == "Pending"
+        first = ended_going_on(kube, holder, marker)["status"]
+        second = ended_going_on(kube, waiter, marker)["status"]
+    assert first["state"] == second["state"] == "Succeeded", (first, second)
+    assert first["startTime"] <= first["completionTime"] <= second["startTime"] <= second["completionTime"]
+    assert any(e["reason"] == "Waiting" and waiting in e["message"] for e in kube.events(waiter))

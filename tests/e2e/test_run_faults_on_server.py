@@ -8,15 +8,26 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 import pytest
 
 from ducklake_operator.model.job_marker import file_marker, is_marked
 from support import duck
-from support.job_program import pause_env
 from support.operator_process import wait_for
-from support.runs import IN_PROCESS, LOCAL, ended, job, small_files_lake, state
+from support.runs import (
+    IN_PROCESS,
+    LOCAL,
+    commit_report,
+    data_files,
+    ended,
+    ended_going_on,
+    job,
+    paused_programs,
+    small_files_lake,
+    state,
+)
 
 
 def running(kube, name: str) -> dict[str, Any]:
@@ -94,10 +105,7 @@ def test_a_killed_job_program_fails_the_run_and_its_files_are_deleted(kube, oper
     location = small_files_lake(kube, tmp_path, inserts=4)
     before = duck.observe_table(location, "orders")
     marker = tmp_path / "paused"
-    paused = pause_env("before_commit", str(marker))
-    operator.env.update(paused)
-    operator.restart()  # its runs hang right before their commit (the job program's test seam)
-    try:
+    with paused_programs(operator, "before_commit", marker):  # its runs hang right before their commit
         kube.apply(job("killed", spark=IN_PROCESS))
         wait_for("paused before its commit", marker.exists, timeout=60)
         run = kube.get("dlj", "killed")
@@ -106,12 +114,65 @@ def test_a_killed_job_program_fails_the_run_and_its_files_are_deleted(kube, oper
         assert written  # its merged file, not committed
         os.kill(spark_pid(run), signal.SIGKILL)
         status = ended(kube, "killed", timeout=60)["status"]
-    finally:
-        for name in paused:
-            del operator.env[name]
-        operator.restart()
     assert status["state"] == "Failed", status
     assert "without a result" in status["message"] and f"{len(written)} uncommitted files deleted" in status["message"]
     assert not any(os.path.exists(f) for f in written)
     assert duck.same_as_before(duck.observe_table(location, "orders"), before)
     assert kube.list("leases") == []  # released before the run's end was written
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "spec.cancel"])
+def test_a_run_stopped_after_its_commit_landed_succeeded_and_is_not_run_again(kube, operator, tmp_path, how) -> None:
+    """The job program stopped right after its commit, before it could say so: the catalog
+    says the run landed, so it ends Succeeded with its snapshot, and its retries are not
+    used (one launch)."""
+    location = small_files_lake(kube, tmp_path, inserts=4)
+    marker = tmp_path / "paused"
+    with paused_programs(operator, "after_commit", marker):
+        kube.apply(job("landed", spark=IN_PROCESS, retries=2))
+        wait_for("paused after its commit", marker.exists, timeout=60)
+        run = kube.get("dlj", "landed")
+        if how == "SIGKILL":
+            os.kill(spark_pid(run), signal.SIGKILL)
+        else:
+            kube.kubectl("patch", "dlj", "landed", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+        status = ended(kube, "landed", timeout=60)["status"]
+    assert status["state"] == "Succeeded" and status["attempts"] == 1, status
+    con = duck.attach(location, con=duck.connect())
+    try:
+        latest = duck.scalar(con, "SELECT max(snapshot_id) FROM lk.snapshots()")
+        report = commit_report(con, status["committedSnapshot"])
+    finally:
+        con.close()
+    assert status["committedSnapshot"] == latest and report["ducklakeJob"]["uid"] == run["metadata"]["uid"]
+    assert status["filesRead"] == 4 and status["filesWritten"] == 1 and status["after"]["files"] == 1
+    note = "" if how == "SIGKILL" else "cancelled: spec.cancel is true, but it had committed: "
+    assert status["message"].startswith(f"{note}committed snapshot {latest}"), status["message"]
+    assert [e["reason"] for e in kube.events("landed")].count("Launched") == 1
+    assert process_gone(spark_pid(run)) and kube.list("leases") == [] and data_files(location) == 1
+
+
+def test_a_held_table_stays_held_across_an_operator_restart(kube, operator, tmp_path) -> None:
+    """A run holding its table (held before its commit) keeps it while the operator restarts:
+    a run on the same table created afterwards waits for it, and starts once it has ended."""
+    small_files_lake(kube, tmp_path, inserts=4)
+    marker = tmp_path / "paused"
+    with paused_programs(operator, "before_commit", marker):
+        kube.apply(job("first", spark=IN_PROCESS))
+        wait_for("first paused before its commit", marker.exists, timeout=60)
+        uid = kube.get("dlj", "first")["metadata"]["uid"]
+        (lease,) = [item for item in kube.list("leases") if item["spec"]["holderIdentity"] == uid]
+        operator.restart()
+        kube.apply(job("second", operation="rewriteDeletes", spark=IN_PROCESS))  # any operation: one run per table
+        waiting = wait_for("second waiting", lambda: kube.get("dlj", "second").get("status", {}).get("waitingFor"))
+        assert waiting == "DuckLakeJob first, which holds table main.orders"
+        time.sleep(3)  # the restarted operator looks again meanwhile
+        assert state(kube, "second") == "Pending" and state(kube, "first") == "Running"
+        held = kube.get("lease", lease["metadata"]["name"])
+        assert held["spec"]["holderIdentity"] == uid and not kube.get("dlj", "second")["status"].get("locks")
+        first = ended_going_on(kube, "first", marker)["status"]
+        second = ended_going_on(kube, "second", marker)["status"]
+    assert first["state"] == second["state"] == "Succeeded" and first["attempts"] == second["attempts"] == 1
+    assert first["completionTime"] <= second["startTime"]
+    assert any(e["reason"] == "Waiting" and "DuckLakeJob first" in e["message"] for e in kube.events("second"))
+    assert kube.list("leases") == []

@@ -146,7 +146,7 @@ def run_job_command(catalog: dict[str, Any], directory: str, *args: str) -> list
 
 def pause_env(point: str, marker: str) -> dict[str, str]:
     """The environment that makes a job announce ``point`` in the file ``marker`` and hang there
-    (the test seam ``ducklake_jobs.runtime.fault_point``)."""
+    until the file is deleted (the test seam ``ducklake_jobs.runtime.fault_point``)."""
     return {"DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": marker}
 
 

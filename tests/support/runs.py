@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from ducklake_operator.catalog import CatalogLocation
 from support import duck
+from support.job_program import pause_env
 from support.manifests import manifest, sqlite_catalog, table
-from support.operator_process import is_ready, wait_for
+from support.operator_process import Operator, is_ready, wait_for
 
 LOCAL = {"launcher": "Local"}  # the job program as a child of the operator, Spark in local mode
 IN_PROCESS = {"launcher": "Local", "inProcessBelow": "1GB"}  # no Spark session: a run takes about a second
@@ -68,3 +72,30 @@ def data_files(location: CatalogLocation, table_name: str = "orders") -> int:
         return int(duck.scalar(con, f"SELECT count(*) FROM ducklake_list_files('lk', '{table_name}')"))
     finally:
         con.close()
+
+
+@contextmanager
+def paused_programs(operator: Operator, point: str, marker: Path) -> Iterator[None]:
+    """The operator restarted so that every job program it launches stops at the fault point
+    ``point``, announces it in ``marker`` and goes on once ``marker`` is deleted; restarted
+    as it was afterwards."""
+    paused = pause_env(point, str(marker))
+    operator.env.update(paused)
+    operator.restart()
+    try:
+        yield
+    finally:
+        for name in paused:
+            del operator.env[name]
+        operator.restart()
+
+
+def ended_going_on(kube, name: str, marker: Path, timeout: float = 90) -> dict[str, Any]:
+    """``ended``, letting every paused job program go on meanwhile (``paused_programs``)."""
+
+    def done() -> bool:
+        marker.unlink(missing_ok=True)
+        return state(kube, name) in ENDED
+
+    wait_for(f"{name} ended", done, timeout=timeout)
+    return kube.get("dlj", name)
