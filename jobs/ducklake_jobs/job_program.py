@@ -142,11 +142,18 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
                 run=JobRun(doc.job, doc.in_process_below, events.progress),
             )
         except Exception as exc:
-            return outcome_of_failure(catalog, doc, what, started, exc)
+            return outcome_of_failure(catalog, doc, what, {**started, **commit_counts(catalog)}, exc)
         finally:
             storage.configure(None)
     committed = _committed_snapshot(report)
+    report = {**report, **commit_counts(catalog)}
     return Outcome("Succeeded", EXIT_SUCCEEDED, _summary(what, report, committed), report, committed)
+
+
+def commit_counts(catalog: Catalog) -> dict[str, int]:
+    """The run's own commit retries and conflicts (each conflict made it plan again, or
+    fail): the controller adds them to its commit metrics."""
+    return {"commitRetries": catalog.commit_retries, "commitConflicts": catalog.commit_conflicts}
 
 
 def catalog_location(spec: CatalogSpec, env: Mapping[str, str]) -> CatalogLocation:

@@ -9,30 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from datetime import UTC, datetime
 from typing import Any
 
-from support.manifests import manifest, table
+from support.manifests import table
 from support.operator_process import condition, is_ready, wait_for
-from support.runs import ended, job, secret, small_files_lake, state
+from support.runs import PG_PASSWORD, ended, job, pg_lake, small_files_lake, state
 from support.shared import SPARK_APPLICATION_CRD, install_spark_application_crd
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
-PASSWORD = "Pod-Pa55word"
-
-
-def pg_lake(kube, pg_server, tmp_path) -> None:
-    """A Ready PostgreSQL catalog ``lake`` (credentials in Secret ``lake-pg``) with ``main.orders``."""
-    role = f"pod{int(time.time() * 1000) % 10**8}"
-    pg_server.create_password_role(role, PASSWORD)
-    pg_server.create_database(role, owner=role)
-    backend = {"host": pg_server.host, "port": pg_server.port, "database": role,
-               "credentialsSecretRef": {"name": "lake-pg"}}  # fmt: skip
-    kube.apply(secret("lake-pg", username=role, password=PASSWORD),
-               manifest("DuckLakeCatalog", "lake", {"metadata": {"postgres": backend}, "dataPath": f"{tmp_path}/d/"}),
-               table("orders", "lake"))  # fmt: skip
-    wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=30)
 
 
 def launched(kube, name: str, attempt: int) -> dict[str, Any]:
@@ -109,7 +94,7 @@ def test_a_run_as_a_batch_job_is_retried_then_succeeds_and_its_objects_go_with_i
     assert status["state"] == "Succeeded" and status["attempts"] == 2 and status["ranOn"] == "spark"
     assert status["message"] == "compact main.orders: nothing to do"  # the program's own words
     text = kube.kubectl("get", "jobs,configmaps,pods,ducklakejobs,events", "-o", "json") + operator.log()
-    assert PASSWORD not in text and base64.b64encode(PASSWORD.encode()).decode() not in text
+    assert PG_PASSWORD not in text and base64.b64encode(PG_PASSWORD.encode()).decode() not in text
     kube.delete("dlj", "by-job")  # ended: no finalizer; the garbage collector takes what it launched
 
     def collected() -> bool:

@@ -7,12 +7,31 @@ the server accepted and by driving their status with ``kubectl patch --subresour
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import closing
 
+import psycopg2
+
+from ducklake_operator.catalog import Catalog, CatalogLocation
+from ducklake_operator.model.changes import CreateSchema
+from ducklake_operator.model.job_marker import session_name
 from support import duck
 from support.manifests import manifest, table
 from support.operator_process import condition, is_ready, wait_for
-from support.runs import IN_PROCESS, commit_report, data_files, ended, job, small_files_lake
+from support.runs import (
+    IN_PROCESS,
+    commit_report,
+    data_files,
+    ended,
+    insert,
+    job,
+    paused_programs,
+    pg_lake,
+    small_files_lake,
+)
+
+RETRIES, CONFLICTS = "ducklake_catalog_commit_retries_total", "ducklake_catalog_commit_conflicts_total"
 
 
 def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, operator, tmp_path) -> None:
@@ -141,3 +160,63 @@ def test_heavy_operations_run_as_ducklakejobs_too(kube, operator, tmp_path) -> N
     status = ended(kube, "repartition-1")["status"]
     assert status["state"] == "Succeeded" and status["filesRead"] == 4, status
     assert duck.same_as_before(duck.observe_table(location, "orders"), before)
+
+
+def waits_for_a_lock(location: CatalogLocation, application_name: str) -> bool:
+    """Whether a session of the catalog database named so waits for a lock another holds."""
+    with closing(psycopg2.connect(host=location.host, port=location.port, dbname=location.database,
+                                  user=location.user, password=location.password)) as conn:  # fmt: skip
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND wait_event_type = 'Lock'",
+                        (application_name,))  # fmt: skip
+            row = cur.fetchone()
+    return bool(row and row[0])
+
+
+def test_a_jobs_own_commit_retries_and_conflicts_are_counted(kube, operator, pg_server, tmp_path) -> None:
+    """A maintenance job commits in the job program, not in the operator: its commit's
+    retries and conflicts travel in its report and the operator counts them under the job's
+    operation. DuckDB deletes from the compaction's inputs while it is held before its
+    commit (refused: it plans again); then the library holds the next snapshot reserved
+    while the compaction commits (a collision: retried)."""
+    location = pg_lake(kube, pg_server, tmp_path, options={"dataInliningRowLimit": 0})
+    insert(location, 4)
+    writer_catalog = Catalog.open(location)
+    marker = tmp_path / "paused"
+    try:
+        with paused_programs(operator, "before_commit", marker):  # (a restart: the counters start again)
+            before = {m: operator.metric_or_zero(m, operation="compact") for m in (RETRIES, CONFLICTS)}
+            kube.apply(job("contended", spark=IN_PROCESS))
+            wait_for("planned, written, held before its commit", marker.exists, timeout=60)
+            duck.run_workload(location, ["DELETE FROM lk.orders WHERE id = 0"])  # a row of every input
+            marker.unlink()
+            wait_for("planned again, held before its second commit", marker.exists, timeout=60)
+            reserved, release = threading.Event(), threading.Event()
+
+            def hold() -> None:  # inside the writer's commit transaction, right before its COMMIT
+                reserved.set()
+                release.wait(60)
+
+            writer = threading.Thread(target=writer_catalog.commit, args=([CreateSchema("elsewhere")],),
+                                      kwargs={"before_commit": hold})  # fmt: skip
+            writer.start()
+            assert reserved.wait(30)  # its snapshot row is written, its transaction open
+            marker.unlink()
+            session = session_name(kube.get("dlj", "contended")["metadata"]["uid"])
+            wait_for("the job's commit waiting for the reserved snapshot", lambda: waits_for_a_lock(location, session))
+            release.set()
+            writer.join(30)
+            status = ended(kube, "contended")["status"]
+            wait_for("counted", lambda: operator.metric(CONFLICTS, operation="compact") == before[CONFLICTS] + 1)
+            assert operator.metric(RETRIES, operation="compact") == before[RETRIES] + 1
+    finally:
+        writer_catalog.close()
+    assert status["state"] == "Succeeded" and status["attempts"] == 1, status
+    report = status["jobReport"]["report"]
+    assert (report["commitConflicts"], report["commitRetries"], report["replanned"]) == (1, 1, 1)
+    con = duck.attach(location, con=duck.connect())
+    try:  # the delete DuckDB made while the compaction ran is kept
+        assert con.execute("SELECT count(*), count(*) FILTER (WHERE id = 0) FROM lk.orders").fetchone() == (196, 0)
+    finally:
+        con.close()
+    assert data_files(location) == 1

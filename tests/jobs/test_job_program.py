@@ -80,7 +80,10 @@ def test_compact_on_spark_with_credentials_from_the_environment(role_location, d
         commit = find_job_commit(catalog, doc["job"]["uid"])
     assert commit is not None and commit.snapshot_id == result["committedSnapshot"]
     marked = job_commit_report(commit.commit_extra_info, doc["job"]["uid"]) or {}
-    unstamped = ("committedSnapshot", "seconds")  # the snapshot itself; the report's seconds end after the commit
+    # the snapshot itself; the report's seconds end after the commit, and what the commit cannot
+    # know of itself: its retries and conflicts
+    unstamped = ("committedSnapshot", "seconds", "commitRetries", "commitConflicts")
+    assert (result["report"]["commitRetries"], result["report"]["commitConflicts"]) == (0, 0)
     assert {k: v for k, v in marked.items() if k not in unstamped} == {
         k: v for k, v in result["report"].items() if k not in unstamped
     }

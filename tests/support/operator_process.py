@@ -139,18 +139,21 @@ class Operator:
         with open(self.log_path, errors="replace") as fh:
             return fh.read()
 
-    def metric_or_zero(self, name: str) -> float:
+    def metric_or_zero(self, name: str, **labels: str) -> float:
         """``metric``, or 0 while the process is not serving metrics yet."""
         try:
-            return self.metric(name)
+            return self.metric(name, **labels)
         except OSError:
             return 0.0
 
-    def metric(self, name: str) -> float:
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of the series of ``name`` that have ``labels``."""
         import urllib.request
 
         text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
-        return sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+]+)$", text, re.M))
+        series = re.findall(rf"^{name}(?:{{([^}}]*)}})? ([0-9.e+]+)$", text, re.M)
+        wanted = [f'{key}="{value}"' for key, value in labels.items()]
+        return sum(float(value) for found, value in series if all(w in found.split(",") for w in wanted))
 
 
 class Profile:

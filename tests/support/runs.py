@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,26 @@ def small_files_lake(kube, tmp_path, inserts: int = 6) -> CatalogLocation:
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite"))
     insert(location, inserts)
     return location
+
+
+PG_PASSWORD = "Pod-Pa55word"
+
+
+def pg_lake(kube, pg_server, tmp_path, **spec: Any) -> CatalogLocation:
+    """A Ready PostgreSQL catalog ``lake`` (credentials in Secret ``lake-pg``, ``spec``: more of
+    its spec) with ``main.orders``; where DuckDB finds it."""
+    role = f"pod{int(time.time() * 1000) % 10**8}"
+    pg_server.create_password_role(role, PG_PASSWORD)
+    pg_server.create_database(role, owner=role)
+    backend = {"host": pg_server.host, "port": pg_server.port, "database": role,
+               "credentialsSecretRef": {"name": "lake-pg"}}  # fmt: skip
+    kube.apply(secret("lake-pg", username=role, password=PG_PASSWORD),
+               manifest("DuckLakeCatalog", "lake", {"metadata": {"postgres": backend}, "dataPath": f"{tmp_path}/d/",
+                                                    **spec}),
+               table("orders", "lake"))  # fmt: skip
+    wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=30)
+    return CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database=role, user=role,
+                           password=PG_PASSWORD)  # fmt: skip
 
 
 def insert(location: CatalogLocation, files: int, table_name: str = "orders") -> None:

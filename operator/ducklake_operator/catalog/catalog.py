@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..errors import CatalogNotFound, CatalogUnavailable, SchemaNotFound, TableNotFound
+from ..errors import CatalogNotFound, CatalogUnavailable, CommitConflict, SchemaNotFound, TableNotFound
 from ..model.changes import Change
 from ..model.file_changes import FileChange
 from ..model.state import CatalogState, SnapshotInfo, SnapshotRecord, TableState
@@ -33,6 +33,10 @@ class Catalog:
         path is then resolved, and every new file written, under it."""
         self.location = location
         self.engine = engine or create_engine(location)
+        # this handle's commits so far, for a job's report: attempts that collided with a
+        # concurrent writer and were retried, and commits refused by a concurrent change
+        self.commit_retries = 0
+        self.commit_conflicts = 0
         if data_path is not None:
             self.engine = self.engine.execution_options(**{DATA_PATH_OPTION: normalize_data_path(data_path)})
 
@@ -144,17 +148,23 @@ class Catalog:
         **kwargs: Any,
     ) -> CommitResult:
         """Commit ``changes`` as one snapshot (see ``catalog.commit``)."""
-        return commit_changes(
-            self.engine,
-            changes,
-            dialect=self.location.dialect,
-            pg_schema=self.location.schema,
-            author=author,
-            message=message,
-            extra_info=extra_info,
-            base_snapshot=base_snapshot,
-            **kwargs,
-        )
+        try:
+            result = commit_changes(
+                self.engine,
+                changes,
+                dialect=self.location.dialect,
+                pg_schema=self.location.schema,
+                author=author,
+                message=message,
+                extra_info=extra_info,
+                base_snapshot=base_snapshot,
+                **kwargs,
+            )
+        except CommitConflict:
+            self.commit_conflicts += 1
+            raise
+        self.commit_retries += result.attempts - 1
+        return result
 
     # ------------------------------------------------------------------ plumbing
 

@@ -288,6 +288,8 @@ async def tick_once(
         kopf.event(body, type=type_, reason=reason, message=ctl.scrub(message))
     state = written.get("state") or ""
     metrics.run_seen(uid, spec.operation, state, parse_stamp(written.get("startTime")), now)
+    if tick.attempt_report:
+        metrics.job_commits(spec.operation, tick.attempt_report)
     if state in TERMINAL:  # a table waiting for its heavy change's run looks again
         ctl.signals.notify(catalog_channel(spec.ref.namespace, spec.catalog))
     return tick, written

@@ -15,11 +15,17 @@ RECONCILE_SECONDS = Histogram("ducklake_reconcile_seconds", "Time to reconcile o
 CATALOG_QUERIES = Counter(
     "ducklake_catalog_queries_total", "Statements sent to catalog databases (transaction control excluded)."
 )
+RECONCILE = "reconcile"  # the commit metrics' operation for the operator's own commits (a job's: its operation)
 COMMIT_RETRIES = Counter(
-    "ducklake_catalog_commit_retries_total", "Commit attempts that collided with a concurrent writer and were retried."
+    "ducklake_catalog_commit_retries_total",
+    "Commit attempts that collided with a concurrent writer and were retried, by operation (reconcile: the "
+    "operator's own commits; else the maintenance job's).",
+    ["operation"],
 )
 COMMIT_CONFLICTS = Counter(
-    "ducklake_catalog_commit_conflicts_total", "Commits refused because a concurrent commit changed what they change."
+    "ducklake_catalog_commit_conflicts_total",
+    "Commits refused because a concurrent commit changed what they change, by operation (a job's re-plans).",
+    ["operation"],
 )
 JOBS = Counter("ducklake_jobs_total", "Maintenance runs that ended, by operation and state.", ["operation", "state"])
 JOB_SECONDS = Histogram(
@@ -55,6 +61,14 @@ def run_seen(uid: str, operation: str, state: str, started: float | None, now: f
         JOBS.labels(operation=operation, state=state).inc()
         if started is not None and (was_running or state == "Succeeded"):
             JOB_SECONDS.labels(operation=operation).observe(max(now - started, 0.0))
+
+
+def job_commits(operation: str, report: Mapping[str, Any]) -> None:
+    """A job attempt's own commit retries and conflicts, as its report counts them."""
+    for counter, key in ((COMMIT_RETRIES, "commitRetries"), (COMMIT_CONFLICTS, "commitConflicts")):
+        count = report.get(key)
+        if isinstance(count, int) and count > 0:
+            counter.labels(operation=operation).inc(count)
 
 
 def table_seen(uid: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:

@@ -22,7 +22,7 @@ from ..model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ..model.state import CatalogState
 from ..reconcile import Credentials, apply_plan, destroy_catalog, ensure_catalog, location_for, plan_for, s3_settings
 from .boundary import Failure, classify
-from .metrics import CATALOG_QUERIES, COMMIT_CONFLICTS, COMMIT_RETRIES
+from .metrics import CATALOG_QUERIES, COMMIT_CONFLICTS, COMMIT_RETRIES, RECONCILE
 from .status import condition, plan_fields, table_fields
 
 # A freshness check of the catalog is trusted this long before planning: a storm of
@@ -126,7 +126,7 @@ class CatalogPool:
 def _failed(exc: BaseException, generation: int | None, extra: list[dict[str, Any]] | None = None) -> Outcome:
     failure = classify(exc)
     if isinstance(exc, CommitConflict):
-        COMMIT_CONFLICTS.inc()
+        COMMIT_CONFLICTS.labels(operation=RECONCILE).inc()
     conditions = [
         condition("Ready", False, failure.reason, failure.message, generation),
         condition("Progressing", False, failure.reason, "", generation),
@@ -259,7 +259,7 @@ def _apply(
     plan = result.plan
     snapshot = result.commit.snapshot_id if result.commit else None
     if result.commit is not None and result.commit.attempts > 1:
-        COMMIT_RETRIES.inc(result.commit.attempts - 1)
+        COMMIT_RETRIES.labels(operation=RECONCILE).inc(result.commit.attempts - 1)
     status: dict[str, Any] = {"observedGeneration": generation, **plan_fields(plan, snapshot)}
     events = []
     if plan.is_refused:

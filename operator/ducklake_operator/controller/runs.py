@@ -66,6 +66,7 @@ class Tick:
     status: dict[str, Any] = field(default_factory=dict)
     events: list[tuple[str, str, str]] = field(default_factory=list)
     again_in: float | None = FOLLOW_INTERVAL  # None: the run has ended
+    attempt_report: Mapping[str, Any] | None = None  # the program's report of an attempt that ended (for metrics)
 
     def end(self, state: str, message: str, now: float, generation: int | None) -> Tick:
         ok = state == "Succeeded"
@@ -240,6 +241,8 @@ class Runs:
                 condition("Failed", False, "Running", "", generation),
             ],  # fmt: skip
         )
+        if attempt > 1:
+            tick.status["jobReport"] = None  # the last attempt's: this one's program writes its own
         if attempt == 1 and table is not None:
             tick.status["before"] = table_health(table)
         tick.events.append(("Normal", "Launched", tick.status["message"]))
@@ -261,13 +264,14 @@ class Runs:
             return tick
         if not launcher.stopped(launched):  # e.g. a deleted Job whose pod is still terminating
             return Tick(status={"message": f"{observed.message}; waiting for it to stop"})
+        said = _report(None, uid, status, observed.detail.get("result"))  # the program's own word on the attempt
         if ctx.catalog is None:  # the catalog's manifest was deleted meanwhile: the catalog cannot be asked
-            tick = Tick()
+            tick = Tick(attempt_report=said)
             self._unlock(spec, uid, tick, status)
             state = "Succeeded" if observed.state == "Succeeded" else "Failed"
             why = f"{self.scrub(observed.message)}; {CATALOG_GONE.format(spec.catalog)}"
             return tick.end(state, why, now, spec.ref.generation)
-        tick = Tick()
+        tick = Tick(attempt_report=said)
         self._unlock(spec, uid, tick, status)
         after = self._after(ctx.catalog, spec, uid, keep_files=_exit_code(observed.detail, status) == EXIT_UNKNOWN)
         if after.landed is not None:
