@@ -71,6 +71,9 @@ def s3_config(path: str) -> S3Config | None:
     return (_configured or S3Config.from_env()) if path.startswith("s3://") else None
 
 
+S3_ATTEMPTS = 7  # per request, with the SDK's backoff between them
+
+
 @cache
 def _s3(config: S3Config) -> pafs.S3FileSystem:
     import pyarrow.fs as pafs  # lazily: the controller rarely touches files
@@ -85,6 +88,10 @@ def _s3(config: S3Config) -> pafs.S3FileSystem:
         kwargs.update(access_key=config.access_key, secret_key=config.secret_key, session_token=config.session_token)
     if config.url_style == "vhost":
         kwargs["force_virtual_addressing"] = True
+    # A job reads and writes hundreds of objects: the SDK's 3 attempts fail the whole job on a
+    # store that stalls a few seconds (its low-speed limit is 3 s per request); Hadoop's S3A
+    # tries 7 times. Transient errors only: a missing key or a refused credential fails at once.
+    kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS)
     return pafs.S3FileSystem(**kwargs)
 
 
