@@ -48,6 +48,18 @@ def ready(cluster: KubeCluster, namespace: str) -> int:
     )
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_process(cluster: KubeCluster, op: Operator) -> dict[str, float]:
+    assert op.proc is not None
+    return {"operator": cpu_seconds(op.proc.pid), **{k: cpu_seconds(p.pid) for k, p in cluster.processes.items()}}
+
+
 def run(
     n: int,
     cluster: KubeCluster,
@@ -92,6 +104,7 @@ def run(
             time.sleep(0.1)
         queries0 = op.metric("ducklake_catalog_queries_total")
         spy = op.profile(profile, f"storm-{n}")
+        cpu0 = cpu_by_process(cluster, op)
         t0 = time.time()
         cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=600)
         applied = time.time() - t0
@@ -102,10 +115,13 @@ def run(
             time.sleep(0.25)
         elapsed = time.time() - t0
         spy.stop()
+        cpu = {k: v - cpu0[k] for k, v in cpu_by_process(cluster, op).items()}
         queries = op.metric("ducklake_catalog_queries_total") - queries0
         print(f"N={n:>5}  apply->all Ready {elapsed:7.2f} s (kubectl apply itself {applied:5.2f} s, {n / elapsed:6.1f} "
               f"tables/s)  peak RSS {op.peak_rss_mb():6.1f} MB  catalog statements/table {queries / n:5.1f}",
               flush=True)  # fmt: skip
+        print(f"N={n:>5}  last table Ready {elapsed - applied:5.2f} s after kubectl apply returned; CPU seconds in "
+              "the storm: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()), flush=True)  # fmt: skip
         if memory and op.proc is not None:
             op.proc.send_signal(signal.SIGUSR2)
             time.sleep(3)

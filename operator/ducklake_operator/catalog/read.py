@@ -102,6 +102,13 @@ def load_metadata(conn: sa.Connection) -> Metadata:
     return [tuple(r) for r in conn.execute(sa.select(m.c.key, m.c.value, m.c.scope, m.c.scope_id))]
 
 
+def table_ids_from(conn: sa.Connection, first_id: int) -> set[int]:
+    """Ids of the tables given ``first_id`` or a later catalog id (live or not): the tables
+    created since the snapshot whose ``next_catalog_id`` that was."""
+    tb = T["ducklake_table"]
+    return set(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id >= first_id)).scalars())
+
+
 def load_freshness(conn: sa.Connection) -> tuple[int, Metadata]:
     """The latest snapshot id and the metadata rows, in one round trip: together they say
     whether a cached state is still current (options change without a snapshot)."""

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from ..model.state import CatalogState
 from .catalog import Catalog
 from .changes_made import parse_changes
-from .read import Metadata, load_catalog_state, load_freshness, load_snapshots, with_options
+from .read import Metadata, load_catalog_state, load_freshness, load_snapshots, table_ids_from, with_options
 
 _SCHEMA_TOKENS = {"created_schema", "dropped_schema"}
 
@@ -82,17 +82,19 @@ def _refresh(conn: sa.Connection, cached: CatalogState) -> CatalogState:
     """The cached state brought to the latest snapshot by reading only the tables that the
     change tokens of the snapshots since name."""
     ids: set[int] = set()
-    names: set[tuple[str, str]] = set()
+    created = False
     for snap in load_snapshots(conn, after=cached.snapshot.snapshot_id):
         for token in parse_changes(snap.changes_made):
             if token.token in ("created_table", "created_view"):
-                names.add((token.schema or "", token.name or ""))
+                created = True
             elif token.id is not None and token.token not in _SCHEMA_TOKENS:
                 ids.add(token.id)
             else:
                 return load_catalog_state(conn)  # schemas changed: read everything
-    fresh = load_catalog_state(conn, table_ids=ids, table_names=names)
-    fresh_ids = {t.table_id for t in fresh.tables.values()}
-    tables = {k: t for k, t in cached.tables.items() if t.table_id not in ids | fresh_ids}
+    if created:  # a new table takes a catalog id no earlier snapshot gave out (not its name: one may be taken again)
+        ids |= table_ids_from(conn, cached.snapshot.next_catalog_id)
+    fresh = load_catalog_state(conn, table_ids=ids)
+    replaced = ids | {t.table_id for t in fresh.tables.values()}
+    tables = {k: t for k, t in cached.tables.items() if t.table_id not in replaced}
     tables.update(fresh.tables)
     return replace(fresh, tables=tables)

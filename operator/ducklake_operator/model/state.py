@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .names import find_named, fold
@@ -234,10 +235,20 @@ class CatalogState:
     def table(self, schema: str, name: str) -> TableState | None:
         """A table by schema and name, matched as DuckDB matches names."""
         exact = self.tables.get((schema, name))
-        if exact is not None:
-            return exact
-        key = (fold(schema), fold(name))
-        return next((t for (s, n), t in self.tables.items() if (fold(s), fold(n)) == key), None)
+        return exact if exact is not None else self._by_folded_name.get((fold(schema), fold(name)))
+
+    # Indexes built on first use (the state is immutable): a storm of creations asks for
+    # tables that do not exist yet, each a full scan without them.
+    @cached_property
+    def _by_folded_name(self) -> dict[tuple[str, str], TableState]:
+        index: dict[tuple[str, str], TableState] = {}
+        for (s, n), t in self.tables.items():
+            index.setdefault((fold(s), fold(n)), t)
+        return index
+
+    @cached_property
+    def _by_id(self) -> dict[int, TableState]:
+        return {t.table_id: t for t in self.tables.values()}
 
     def schema(self, name: str) -> SchemaState | None:
         """A schema by name, matched as DuckDB matches names."""
@@ -249,7 +260,7 @@ class CatalogState:
         return {**self.options, **(schema.options if schema else {}), **table.options}
 
     def table_by_id(self, table_id: int) -> TableState | None:
-        return next((t for t in self.tables.values() if t.table_id == table_id), None)
+        return self._by_id.get(table_id)
 
     def tables_in(self, schema: str) -> list[TableState]:
         key = fold(schema)
