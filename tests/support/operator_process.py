@@ -163,7 +163,7 @@ class Profile:
             os.makedirs(directory, exist_ok=True)
             out = os.path.join(directory, f"{name}.speedscope.json")
             self.spy = subprocess.Popen(["py-spy", "record", "--pid", str(op.proc.pid), "--format", "speedscope",
-                                         "--rate", "200", "--nonblocking", "--output", out],
+                                         "--rate", "200", "--nonblocking", *os.environ.get("BENCH_PYSPY_ARGS", "").split(), "--output", out],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
     def stop(self) -> None:
