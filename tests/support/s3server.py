@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ def _free_port() -> int:
 class S3Server:
     process: subprocess.Popen
     endpoint: str
+    log: str  # the server's output
 
     @property
     def env(self) -> dict[str, str]:
@@ -43,21 +45,22 @@ class S3Server:
         if not os.path.exists(binary):
             raise RuntimeError(f"moto_server not found at {binary}: run scripts/setup")
         port = _free_port()
-        process = subprocess.Popen(
-            [binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        # its log (a line per request) to a file: a pipe nobody reads fills up after a few
+        # hundred requests, and then every request thread blocks writing its log line
+        log = tempfile.NamedTemporaryFile(prefix="moto-", suffix=".log", delete=False)
+        process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
+        log.close()
         endpoint = f"http://127.0.0.1:{port}"
         deadline = time.time() + 30
         while True:
             try:
                 urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
-                return cls(process, endpoint)
+                return cls(process, endpoint, log.name)
             except OSError:
                 if process.poll() is not None or time.time() > deadline:
                     process.kill()
-                    raise RuntimeError(
-                        f"moto_server did not start: {process.stderr.read().decode(errors='replace') if process.stderr else ''}"
-                    ) from None
+                    with open(log.name, errors="replace") as fh:
+                        raise RuntimeError(f"moto_server did not start: {fh.read()[-4000:]}") from None
                 time.sleep(0.1)
 
     def stop(self) -> None:
@@ -67,3 +70,4 @@ class S3Server:
         except subprocess.TimeoutExpired:  # a loaded machine: werkzeug may not get to its signal handler
             self.process.kill()
             self.process.wait()
+        os.unlink(self.log)
