@@ -1,5 +1,5 @@
 """repartition through DuckDB 1.5.5: after the partitioning changed (none -> month(ts),
-identity(a) -> identity(b), year(ts) -> day(ts)), the files written under the earlier spec
+identity(a) -> identity(b), month(ts) -> year(ts), year(ts) -> day(ts)), the files written under the earlier spec
 are rewritten into the current one. DuckDB reads the same rows and rowids now and at every
 earlier snapshot still kept, each row lands in the partition DuckDB's own insert puts it in,
 DuckDB prunes by the new partitioning, and DuckDB keeps working on the output (inserts,
@@ -7,12 +7,15 @@ deletes, its own merge and rewrite). DuckDB writing during the job loses nothing
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from ducklake_jobs import repartition as repartition_job
@@ -25,7 +28,7 @@ from ducklake_operator.catalog.job_commits import find_job_commit, job_commits
 from ducklake_operator.errors import CommitConflict, SpecError, TableNotFound
 from ducklake_operator.model.job_marker import file_marker
 from ducklake_operator.model.partitioning import hive_directory
-from support import duck
+from support import duck, duck_inserter
 from support.job_lakes import Lake, new_lake
 from support.job_program import NO_SPARK, paused_then_killed, run_document, run_program
 from support.manifests import manifest
@@ -61,6 +64,15 @@ SCENARIOS = {
         "b = 'b1'",
         "b=b1",
         ("ALTER TABLE lk.t ADD COLUMN c INTEGER DEFAULT 5",),  # files of two schema versions
+    ),
+    # two years, into years: a coarser spec than the files' (each year's months merge)
+    "month-to-year": Scenario(
+        "TIMESTAMP '2023-01-01' + INTERVAL ((i * 7919) % 17520) HOUR",
+        "month(ts)",
+        "year(ts)",
+        ("year",),
+        "ts >= '2024-01-01' AND ts < '2025-01-01'",
+        "year=2024",
     ),
     # one month: days are the month's
     "year-to-day": Scenario(
@@ -455,3 +467,48 @@ def test_a_batch_refused_every_time_commits_nothing(catalog: Catalog, location, 
     assert changes and all(c == "inlined_delete:1" for c in changes)  # only DuckDB's deletes committed
     assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (300 - len(changes),)
     assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []
+
+
+def test_a_concurrent_duckdb_writer_loses_no_row(make_location, tmp_path) -> None:
+    """A DuckDB process inserting in a loop (files and inlined rows) while the partitioning
+    changes back and forth and repartition jobs follow it: every insert DuckDB says committed
+    is in the table afterwards, the rows before are intact, and after a last job every file
+    is under the current partitioning."""
+    location = make_location("postgres")
+    initial = [f"INSERT INTO lk.t SELECT 0, i % 10, i FROM range({k * 300}, {k * 300 + 300}) t(i)" for k in range(3)]
+    new_lake(location, str(tmp_path / "data") + "/", ["CREATE TABLE lk.t(w INTEGER, i INTEGER, r BIGINT)", *initial])
+    writer = duck_inserter.start(location.duckdb_attach_target(), "t", 150, 9)
+    jobs, con = 0, duck.attach(location)
+    try:
+        with closing(Catalog.open(location)) as catalog:
+            while writer.poll() is None and jobs < 20:
+                partition_by(con, ("i", "w")[jobs % 2])
+                run_operation(catalog, "repartition", "main.t", {})
+                jobs += 1
+            out, _ = writer.communicate(timeout=300)
+            run_operation(catalog, "repartition", "main.t", {})
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    committed = json.loads(out)["committed"]
+    assert con.execute("SELECT count(*) FROM lk.t WHERE w = 9").fetchone() == (committed,)
+    assert con.execute("SELECT count(*), sum(r), count(DISTINCT rowid) FROM lk.t WHERE w = 0").fetchone() == (
+        900,
+        sum(range(900)),
+        900,
+    )
+    spec = current_spec(con)
+    assert {pid for _, _, pid in partition_rows(con)} == {spec}
+    con.close()
+    assert jobs >= 3 and committed > 0
+
+
+def partition_by(con: Any, key: str) -> None:
+    """DuckDB's ALTER, retried while it conflicts with the writer's inserts."""
+    for attempt in range(20):
+        try:
+            con.execute(f"ALTER TABLE lk.t SET PARTITIONED BY ({key})")
+            return
+        except duckdb.TransactionException:
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError(f"ALTER TABLE ... SET PARTITIONED BY ({key}) kept conflicting")

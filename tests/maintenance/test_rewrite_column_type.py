@@ -14,8 +14,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -31,12 +29,11 @@ from ducklake_operator import cli, storage
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.model.types import parse_type
-from support import duck
+from support import duck, duck_inserter
 from support.dump import dump
 from support.job_lakes import Lake, new_lake
 from support.job_program import killed_at, run_job_command
 
-INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
 DAY_FORMATS = ("%Y/%m/%d", "%y-%m-%d", "%Y%m%d")  # s.a of the three inserts, in Doris's formats
 WORKLOAD = [
     "CREATE TABLE lk.t(id INTEGER, n INTEGER DEFAULT 7, v VARCHAR, s STRUCT(a VARCHAR, b INTEGER))",
@@ -348,11 +345,7 @@ def test_a_concurrent_duckdb_writer_loses_no_row(numbers: Lake) -> None:
     """A DuckDB process inserting in a loop (files and inlined rows) while jobs change r's
     type back and forth: every insert DuckDB says committed is in the table afterwards (the
     others failed on a conflict with a type change, as with DuckDB's own ALTER)."""
-    writer = subprocess.Popen(
-        [sys.executable, INSERTER, numbers.location.duckdb_attach_target(), "t", "40", "9"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = duck_inserter.start(numbers.location.duckdb_attach_target(), "t", 40, 9)
     jobs = 0
     try:
         with closing(Catalog.open(numbers.location)) as catalog:

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
 from support import duck  # noqa: E402
+
+
+def start(target: str, table: str, iterations: int, worker: int) -> subprocess.Popen[str]:
+    """This program in a process of its own; ``communicate()`` gives its JSON line."""
+    return subprocess.Popen(
+        [sys.executable, __file__, target, table, str(iterations), str(worker)], stdout=subprocess.PIPE, text=True
+    )
 
 
 def main() -> None:
