@@ -170,9 +170,12 @@ def test_a_duckdb_writer_all_along_loses_nothing(pg_location: CatalogLocation, t
     con.close()
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("point, committed", [("before_commit", False), ("in_commit", False), ("after_commit", True)])
-def test_killed_before_during_and_after_the_commit(tmp_path: Path, point: str, committed: bool) -> None:
-    location = new_lake(CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), tmp_path)
+def test_killed_before_during_and_after_the_commit(
+    make_location, tmp_path: Path, kind: str, point: str, committed: bool
+) -> None:
+    location = new_lake(make_location(kind), tmp_path)
     src = write_files(tmp_path / "in", 2)
     rows_before = duck.observe_table(location, "t")
     catalog = catalog_manifest(location, str(tmp_path / "data") + "/")

@@ -369,9 +369,10 @@ def test_a_concurrent_duckdb_writer_loses_no_row(numbers: Lake) -> None:
 # ------------------------------------------------------------------ killed
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("point, committed", [("before_commit", False), ("in_commit", False), ("after_commit", True)])
-def test_kill_during_the_job(tmp_path: Path, point: str, committed: bool) -> None:
-    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
+def test_kill_during_the_job(make_location, tmp_path: Path, kind: str, point: str, committed: bool) -> None:
+    location = make_location(kind)
     lake = new_lake(
         location,
         str(tmp_path / "data") + "/",
