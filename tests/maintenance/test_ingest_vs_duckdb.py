@@ -21,13 +21,13 @@ import pytest
 
 from ducklake_jobs.operations import run_operation
 from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.reconcile import apply_plan
-from support import duck
+from support import duck, manifests
 from support.dump import dump
+from support.manifests import parse_as
 from support.seed_rules import DUCKDB, WIDEST_TABLE
 
 
@@ -201,18 +201,7 @@ def test_a_manifest_declaring_an_evolved_column_keeps_its_marker(lake: CatalogLo
 
     def apply(comment: str | None) -> None:
         column = {"name": "a_string", "type": "varchar"} | ({"comment": comment} if comment else {})
-        spec = parse_manifest(
-            {
-                "kind": "DuckLakeTable",
-                "metadata": {"name": "t", "namespace": "data"},
-                "spec": {
-                    "catalogRef": {"name": "lake"},
-                    "name": "t",
-                    "columns": [{"name": "id", "type": "int64"}, {"name": "a", "type": "int64"}, column],
-                },
-            }  # fmt: skip
-        )
-        assert isinstance(spec, TableSpec)
+        spec = parse_as(TableSpec, manifests.table("t", "lake", [{"name": "id", "type": "int64"}, {"name": "a", "type": "int64"}, column]))  # fmt: skip
         with closing(Catalog.open(lake)) as catalog:
             apply_plan(catalog, spec)
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.evolution.auto_schema import EvolutionError, IngestPlan, evolved_from, layout_after, plan_ingest
 from ducklake_operator.evolution.observed import (
     BadRecord,
@@ -28,6 +27,8 @@ from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import CatalogState, ColumnState, SchemaState, SnapshotInfo, TableState
 from ducklake_operator.model.types import Field, parse_type
 from ducklake_operator.model.value_kinds import Shape, evolved_name, widest
+from support import manifests
+from support.manifests import parse_as
 from support.seed_rules import DUCKLAKE, WIDEST_TABLE
 
 EMPTY = TableState(1, "uuid", 0, "main", "t", "t/", True, 0, (), 1)
@@ -396,18 +397,7 @@ def test_a_manifest_declaring_an_evolved_column_keeps_its_marker() -> None:
 
     def planned(comment: str | None) -> tuple[list[Any], list[str]]:
         column: dict[str, Any] = {"name": "a_string", "type": "varchar"} | ({"comment": comment} if comment else {})
-        spec = parse_manifest(
-            {
-                "kind": "DuckLakeTable",
-                "metadata": {"name": "t", "namespace": "data"},
-                "spec": {
-                    "catalogRef": {"name": "lake"},
-                    "name": "t",
-                    "columns": [{"name": "a", "type": "int64"}, column],
-                },
-            }  # fmt: skip
-        )
-        assert isinstance(spec, TableSpec)
+        spec = parse_as(TableSpec, manifests.table("t", "lake", [{"name": "a", "type": "int64"}, column]))
         p = plan_table(spec, state)
         return [c for c in p.changes if isinstance(c, SetColumnTags)], list(p.notes)
 
