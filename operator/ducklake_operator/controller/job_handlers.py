@@ -148,8 +148,19 @@ def parsed_policy(doc: dict[str, Any]) -> MaintenancePolicySpec | None:
 # ------------------------------------------------------------------ the daemon
 
 
+@dataclass
+class _SharedRuns:
+    """The operator's one ``Runs``. kopf hands each object's handlers a shallow copy of the
+    operator's memo, so what a handler stores on ``memo`` stays with that one object: a
+    ``Runs`` made there was one per DuckLakeJob (launchers, API clients and all, ~0.6 MB
+    each). This holder is put on the operator's memo at start, and every copy shares it."""
+
+    runs: Runs | None = None
+
+
 def _runs(memo: kopf.Memo) -> Runs:
-    if "runs" not in memo:
+    shared: _SharedRuns = memo.shared_runs
+    if shared.runs is None:  # made on the event loop's thread, once
         from kubernetes import client
 
         from .launchers import launchers  # the kubernetes client is loaded only when runs exist
@@ -166,20 +177,21 @@ def _runs(memo: kopf.Memo) -> Runs:
             state = (job.get("status") or {}).get("state") or ""
             return bool(job["metadata"]["uid"] == uid and state in ACTIVE)
 
-        memo.runs = Runs(
+        shared.runs = Runs(
             ctl.pool,
             Leases(lambda: client.CoordinationV1Api(), alive),
             launchers(secret_value=memo.secrets.value, on_exit=lambda uid: ctl.signals.notify(run_channel(uid))),
             scrub=ctl.scrub,
             retry_backoff=float(os.environ.get("DUCKLAKE_RETRY_BACKOFF", RETRY_BACKOFF)),
         )
-    return memo.runs
+    return shared.runs
 
 
 @kopf.on.startup()
 def spark_defaults(memo: kopf.Memo, **_: Any) -> None:
     """The chart's defaults for runs, read once: a value that does not read stops the start."""
     memo.spark_defaults = SparkDefaults.from_env()
+    memo.shared_runs = _SharedRuns()
 
 
 def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: SparkDefaults) -> RunContext:
