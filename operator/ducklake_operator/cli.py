@@ -160,8 +160,8 @@ def _run_heavy_jobs(catalog: Catalog, cat_spec: CatalogSpec, jobs: Sequence[Heav
             print(f"  → heavy change: running {job.describe()} in this process")
             report = run_operation(catalog, job.operation, job.table, job.params, runner=run_in_process, author=author)
             print(
-                f"  → committed snapshot {report['committedSnapshot']}: {report['filesWritten']} files, "
-                f"{report['rowsWritten']} rows rewritten"
+                f"  → committed snapshot {report['committedSnapshot']}: {report['filesRead']} files read, "
+                f"{report['filesWritten']} written, {report['rowsWritten']} rows"
             )
     finally:
         storage.configure(None)
