@@ -58,7 +58,7 @@ class ReadyWatch:
         path = f"/apis/{API}/namespaces/{namespace}/ducklaketables"
         version = cluster.request("GET", path)["metadata"]["resourceVersion"]
         request = urllib.request.Request(f"{cluster.url}{path}?watch=1&resourceVersion={version}")
-        self._stream = urllib.request.urlopen(request, context=cluster._ssl(), timeout=900)
+        self._stream = urllib.request.urlopen(request, context=cluster.ssl_context(), timeout=900)
         self._ready: set[str] = set()
         self._changed = threading.Condition()
         # a daemon: closing the stream under a blocked read would wait for it; it ends with the cluster

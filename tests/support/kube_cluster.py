@@ -226,7 +226,8 @@ class KubeCluster:
 
     # ------------------------------------------------------------------ access
 
-    def _ssl(self) -> ssl.SSLContext:
+    def ssl_context(self) -> ssl.SSLContext:
+        """TLS as the admin: the cluster's CA and the admin's client certificate."""
         pki = os.path.join(self.directory, "pki")
         context = ssl.create_default_context(cafile=f"{pki}/ca.crt")
         context.load_cert_chain(f"{pki}/admin.crt", f"{pki}/admin.key")
@@ -237,7 +238,7 @@ class KubeCluster:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method, headers={"Content-Type": content_type})
         try:
-            with urllib.request.urlopen(req, context=self._ssl(), timeout=30) as resp:
+            with urllib.request.urlopen(req, context=self.ssl_context(), timeout=30) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
@@ -252,7 +253,7 @@ class KubeCluster:
                     raise RuntimeError(f"{name} exited with {proc.returncode}:\n{self.log(name)[-4000:]}")
             try:
                 req = urllib.request.Request(self.url + "/readyz")
-                with urllib.request.urlopen(req, context=self._ssl(), timeout=5) as resp:
+                with urllib.request.urlopen(req, context=self.ssl_context(), timeout=5) as resp:
                     if resp.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):

@@ -32,7 +32,7 @@ from ..maintenance.windows import closed_until, describe_instant, describe_windo
 from ..model import timestamps
 from ..model.job_marker import EXIT_UNKNOWN, ends_run, job_commit_report
 from ..model.job_params import OPERATIONS
-from ..model.names import fold
+from ..model.names import fold, same_name
 from ..model.spec import (
     CATALOG_LABEL,
     DEFAULT_SCHEMA,
@@ -614,8 +614,8 @@ def table_evolution(table: str, docs: Iterable[Mapping[str, Any]]) -> str | None
     for doc in docs:
         spec = doc.get("spec") or {}
         names = [spec.get("name"), *(spec.get("renamedFrom") or [])]
-        if fold(str(spec.get("schema") or DEFAULT_SCHEMA)) == fold(schema) and any(
-            isinstance(n, str) and fold(n) == fold(name) for n in names
+        if same_name(str(spec.get("schema") or DEFAULT_SCHEMA), schema) and any(
+            isinstance(n, str) and same_name(n, name) for n in names
         ):
             modes.append(str((spec.get("evolution") or {}).get("mode") or EVOLUTION_MODE.default))
     return next((m for m in modes if m != "auto"), "auto" if modes else None)

@@ -4,8 +4,8 @@ Doris's list of heavy schema changes (``ALTER TABLE ... MODIFY COLUMN``), in Duc
 numbers to wider numbers and to varchar; varchar to numbers; varchar to date in six formats;
 timestamp (without time zone) <-> date; integer (``yyyymmdd``) to date; decimal precision
 changes; boolean to varchar (Doris: every type but DATE and DATETIME to STRING; its text
-is DuckDB's, ``true``/``false``). Anything else is refused with a sentence naming both types. The lossless promotions
-(``promotion``) never get here: they change the catalog only.
+is DuckDB's, ``true``/``false``). Anything else is refused with a sentence naming both
+types. The lossless promotions (``promotion``) never get here: they change the catalog only.
 
 ``conversion_sql`` is the DuckDB expression the job evaluates per value: NULL exactly when a
 value does not convert (NULL stays NULL), so the job can tell a failed value from a NULL.
