@@ -68,6 +68,26 @@ def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, op
     assert kube.list("leases") == []  # its locks are given back
 
 
+def test_every_ended_run_is_published_whole(kube, operator, tmp_path) -> None:
+    """A run's terminal status stops its daemon (kopf's ``when`` filter no longer matches once
+    the watch brings the status back): the tick that wrote it still posts its events, counts
+    the run and takes it off the Running gauge. Without a grace period kopf cancelled the
+    daemon mid-tick, about one run in three (a ``Succeeded`` run without its event or count)."""
+    small_files_lake(kube, tmp_path, inserts=2)
+    names = [f"whole-{i}" for i in range(6)]  # one table: they run one after another
+    ended_before = operator.metric_or_zero("ducklake_jobs_total", operation="compact")
+    running_before = operator.metric_or_zero("ducklake_jobs_running", operation="compact")
+    kube.apply(*(job(name, spark=IN_PROCESS) for name in names))
+    assert [ended(kube, name)["status"]["state"] for name in names] == ["Succeeded"] * len(names)
+    wait_for(
+        "every run's events",
+        lambda: all({"Launched", "Succeeded"} <= {e["reason"] for e in kube.events(name)} for name in names),
+        timeout=20,
+    )
+    assert operator.metric("ducklake_jobs_total", operation="compact") == ended_before + len(names)
+    assert operator.metric("ducklake_jobs_running", operation="compact") == running_before
+
+
 def test_bad_requests_fail_at_once_and_launch_nothing(kube, operator, tmp_path) -> None:
     small_files_lake(kube, tmp_path, inserts=1)
     kube.apply(

@@ -41,6 +41,7 @@ class Controller:
     signals: Signals = field(default_factory=Signals)
     waiting: dict[str, dict[Hashable, int]] = field(default_factory=dict)  # object uid -> channel versions seen
     _executor: ThreadPoolExecutor | None = None
+    _stopping: bool = False
     _probes: dict[Hashable, asyncio.Task[None]] = field(default_factory=dict)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -48,7 +49,11 @@ class Controller:
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reconcile")
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking catalog work on the worker threads."""
+        """Run blocking catalog work on the worker threads. Once the operator is stopping, a
+        handler or timer still running (kopf leaves a slow one orphaned at exit) is cancelled
+        rather than failing on the closed pool; the next start redoes its work."""
+        if self._stopping:
+            raise asyncio.CancelledError("the operator is stopping")
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     # ------------------------------------------------------------------ waiting
@@ -96,6 +101,7 @@ class Controller:
             return
 
     async def stop(self) -> None:
+        self._stopping = True
         for task in self._probes.values():
             task.cancel()
         if self._executor is not None:

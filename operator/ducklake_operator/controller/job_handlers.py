@@ -319,7 +319,16 @@ async def _sleep(
             return
 
 
-@kopf.daemon(GROUP, VERSION, JOBS, when=_active, cancellation_timeout=60.0)
+# kopf stops a daemon whose ``when`` stops matching, and the run's own terminal status does
+# that as soon as the watch brings it back: often while the tick that wrote it is still
+# awaiting the write. Without a grace period kopf cancels at once, and the tick's events,
+# metrics and wake-ups were lost (a ``Succeeded`` run without its ``Succeeded`` event). The
+# grace lets the tick end (the loop checks ``stopped`` at least once a second), and the
+# shield below keeps a tick whole even when kopf does cancel (at the end of the grace).
+STOP_GRACE = 10.0
+
+
+@kopf.daemon(GROUP, VERSION, JOBS, when=_active, cancellation_backoff=STOP_GRACE, cancellation_timeout=60.0)
 async def run_job(body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo, **kwargs: Any) -> None:
     """A run's life until it ends (``Runs.tick`` after ``Runs.tick``)."""
     ctl: Controller = memo.controller
@@ -333,7 +342,7 @@ async def run_job(body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo,
         live = body.get("status") or {}
         status.update({k: live[k] for k in PROGRAM_FIELDS if k in live})
         seen = ctl.note(channels)
-        tick, status = await tick_once(body, status, memo, None, indexes)
+        tick, status = await asyncio.shield(tick_once(body, status, memo, None, indexes))
         if tick.again_in is None or status.get("state") in TERMINAL:
             return
         await _sleep(ctl, seen, tick.again_in, stopped, body)
