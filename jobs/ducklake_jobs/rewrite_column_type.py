@@ -15,10 +15,12 @@ type and values. A value that does not convert fails the job, naming the first o
 their row ids, before anything is committed (its files deleted); ``onCastError: null``
 writes NULL instead and counts them.
 
-Rows inserted while the job runs (new files, new inlined rows) are rewritten too before
-the commit, and again if the commit is refused for them (bounded); a deletion or an update
-of a row already rewritten refuses the job (``CommitConflict``: ``run_operation`` plans it
-again), so no row is ever lost or resurrected.
+Rows inserted while the job runs (new files, new inlined rows) are rewritten too: most of
+them before the commit, the rest inside the commit's transaction once it has reserved the
+next snapshot (``LateChanges``: DuckDB's writers wait for it, a fraction of a second), so a
+table that never stops receiving inserts cannot keep overtaking the job. A deletion or an
+update of a row already rewritten refuses the job (``CommitConflict``: ``run_operation``
+plans it again), so no row is ever lost or resurrected.
 """
 
 from __future__ import annotations
@@ -74,7 +76,6 @@ from .written_files import data_file_row, written_counts
 
 FIRST_FAILURES = 5  # offending values named in a failed job's message
 CAST_FAILED = "ducklake: a value does not convert"  # the error() a failed value raises while writing
-CATCH_UP_ROUNDS = 5  # commits refused for rows inserted meanwhile, each followed by rewriting those
 
 
 @dataclass(frozen=True)
@@ -405,9 +406,9 @@ def rewrite_column_type(
     staging = tempfile.mkdtemp(prefix="ducklake-retype-")
     work = Work(inputs, plan, on_cast_error, run.file_marker, staging)
 
-    def rewrite(groups: tuple[RetypeGroup, ...], batches: list[InlinedRows]) -> None:
+    def rewrite(groups: tuple[RetypeGroup, ...], batches: list[InlinedRows], on: Runner = runner) -> None:
         tasks = _tasks(work, groups, paths, parquet)
-        outputs = run.run_file_groups(runner, retype_files, tasks)
+        outputs = run.run_file_groups(on, retype_files, tasks)
         inlined_task = _inlined_task(work, batches, paths, parquet)
         inlined_out = [retype_files(inlined_task)] if inlined_task is not None else []
         _check_failures(work, outputs + inlined_out)
@@ -417,23 +418,22 @@ def rewrite_column_type(
         rewrite(plan.groups, inlined.batches)
         return work
 
+    def last_rows(_latest: int) -> list[RetypeColumn]:
+        """Inside the commit, writers held: the rows inserted since the last look (few: in
+        this process, Spark would only add its start to the hold)."""
+        _catch_up(catalog, work, target, lambda groups, batches: rewrite(groups, batches, run_in_process))
+        return [_change(work, defaults, paths)]
+
     def commit(_: Work) -> Any:
-        for attempt in range(CATCH_UP_ROUNDS + 1):
-            _catch_up(catalog, work, target, rewrite)
-            try:
-                return catalog.commit(
-                    [_change(work, defaults, paths)],
-                    author=author,
-                    base_snapshot=work.base,
-                    message=f"rewriteColumnType {t.qualified_name}: {'.'.join(plan.path)} "
-                    f"{plan.column.type} → {new_type}",
-                    extra_info=run.extra_info(report.done(**_written(work))),
-                    before_commit=lambda: fault_point("in_commit"),
-                )
-            except CommitConflict:
-                if attempt == CATCH_UP_ROUNDS:
-                    raise
-        raise AssertionError("unreachable")
+        _catch_up(catalog, work, target, rewrite)  # what was inserted while the files were rewritten
+        return catalog.commit(
+            last_rows,
+            author=author,
+            base_snapshot=work.base,
+            message=f"rewriteColumnType {t.qualified_name}: {'.'.join(plan.path)} {plan.column.type} → {new_type}",
+            extra_info=lambda: run.extra_info(report.done(**_written(work))),
+            before_commit=lambda: fault_point("in_commit"),
+        )
 
     try:
         _, result = produce_and_commit(lambda: work.planned, produce, commit, committing=run.committing)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from ducklake_jobs import repartition as repartition_job
@@ -26,6 +25,7 @@ from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit, job_commits
 from ducklake_operator.errors import CommitConflict, SpecError, TableNotFound
+from ducklake_operator.model.changes import PartitionColumn, SetPartitioning
 from ducklake_operator.model.job_marker import file_marker
 from ducklake_operator.model.partitioning import hive_directory
 from support import duck, duck_inserter
@@ -473,18 +473,29 @@ def test_a_concurrent_duckdb_writer_loses_no_row(make_location, tmp_path) -> Non
     """A DuckDB process inserting in a loop (files and inlined rows) while the partitioning
     changes back and forth and repartition jobs follow it: every insert DuckDB says committed
     is in the table afterwards, the rows before are intact, and after a last job every file
-    is under the current partitioning."""
+    is under the current partitioning. The partitioning changes as a DuckLakeTable's
+    ``partitionBy`` does, by the operator's commit: DuckDB's own ALTER ... SET PARTITIONED BY
+    conflicts with every concurrent insert and never got through this writer (20 tries)."""
     location = make_location("postgres")
     initial = [f"INSERT INTO lk.t SELECT 0, i % 10, i FROM range({k * 300}, {k * 300 + 300}) t(i)" for k in range(3)]
     new_lake(location, str(tmp_path / "data") + "/", ["CREATE TABLE lk.t(w INTEGER, i INTEGER, r BIGINT)", *initial])
-    writer = duck_inserter.start(location.duckdb_attach_target(), "t", 150, 9)
+    stop = tmp_path / "stop"  # the writer inserts until the jobs are done, however long they take
+    writer = duck_inserter.start(location.duckdb_attach_target(), "t", 100_000, 9, stop_file=str(stop))
     jobs, con = 0, duck.attach(location)
     try:
+        deadline = time.time() + 60
+        while con.execute("SELECT count(*) FROM lk.t WHERE w = 9").fetchone() == (0,):  # the writer is writing
+            assert writer.poll() is None and time.time() < deadline, "the writer inserted nothing"
+            time.sleep(0.05)
         with closing(Catalog.open(location)) as catalog:
-            while writer.poll() is None and jobs < 20:
-                partition_by(con, ("i", "w")[jobs % 2])
+            while writer.poll() is None and jobs < 6:
+                key = ("i", "w")[jobs % 2]
+                catalog.commit(
+                    [SetPartitioning(catalog.table("main", "t").table_id, "main.t", (PartitionColumn(key),))]
+                )
                 run_operation(catalog, "repartition", "main.t", {})
                 jobs += 1
+            stop.touch()
             out, _ = writer.communicate(timeout=300)
             run_operation(catalog, "repartition", "main.t", {})
     finally:
@@ -500,15 +511,4 @@ def test_a_concurrent_duckdb_writer_loses_no_row(make_location, tmp_path) -> Non
     spec = current_spec(con)
     assert {pid for _, _, pid in partition_rows(con)} == {spec}
     con.close()
-    assert jobs >= 3 and committed > 0
-
-
-def partition_by(con: Any, key: str) -> None:
-    """DuckDB's ALTER, retried while it conflicts with the writer's inserts."""
-    for attempt in range(20):
-        try:
-            con.execute(f"ALTER TABLE lk.t SET PARTITIONED BY ({key})")
-            return
-        except duckdb.TransactionException:
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError(f"ALTER TABLE ... SET PARTITIONED BY ({key}) kept conflicting")
+    assert jobs == 6 and committed > 0  # the writer was inserting all along

@@ -1,6 +1,8 @@
 """A separate DuckDB process that inserts into a DuckLake table in a loop.
 
-Usage: python duck_inserter.py ATTACH_TARGET TABLE ITERATIONS WORKER_ID
+Usage: python duck_inserter.py ATTACH_TARGET TABLE ITERATIONS WORKER_ID [STOP_FILE]
+With STOP_FILE it inserts until that file exists (ITERATIONS at most): a test that needs the
+writer busy for the whole of its work says when it is done, instead of guessing a count.
 Prints one JSON line: rows whose INSERT committed, and the errors of those that did not.
 Odd iterations insert 3 rows (inlined), even ones 40 rows (a Parquet file).
 """
@@ -17,19 +19,21 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from support import duck  # noqa: E402
 
 
-def start(target: str, table: str, iterations: int, worker: int) -> subprocess.Popen[str]:
+def start(target: str, table: str, iterations: int, worker: int, stop_file: str | None = None) -> subprocess.Popen[str]:
     """This program in a process of its own; ``communicate()`` gives its JSON line."""
-    return subprocess.Popen(
-        [sys.executable, __file__, target, table, str(iterations), str(worker)], stdout=subprocess.PIPE, text=True
-    )
+    args = [target, table, str(iterations), str(worker), *([stop_file] if stop_file else [])]
+    return subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
 
 
 def main() -> None:
     target, table, iterations, worker = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    stop_file = sys.argv[5] if len(sys.argv) > 5 else None
     con = duck.connect()
     con.execute(f"ATTACH '{target}' AS lk")
     committed, errors = 0, []
     for i in range(iterations):
+        if stop_file and os.path.exists(stop_file):
+            break
         rows = 3 if i % 2 else 40
         try:
             con.execute(f"INSERT INTO lk.{table} SELECT {worker}, {i}, r FROM range({rows}) t(r)")

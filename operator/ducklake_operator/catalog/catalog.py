@@ -7,18 +7,16 @@ credential-free description of the location.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
 
 from ..errors import CatalogNotFound, CatalogUnavailable, CommitConflict, SchemaNotFound, TableNotFound
-from ..model.changes import Change
-from ..model.file_changes import FileChange
 from ..model.state import CatalogState, SnapshotInfo, SnapshotRecord, TableState
 from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog, normalize_data_path
-from .commit import DEFAULT_AUTHOR, CommitResult, commit_changes
+from .commit import DEFAULT_AUTHOR, Changes, CommitResult, LateChanges, commit_changes
 from .connect import CatalogLocation, create_engine, describe_db_error
 from .drop import drop_catalog
 from .read import DATA_PATH_OPTION, load_catalog_state, load_snapshot, load_snapshots
@@ -139,11 +137,11 @@ class Catalog:
 
     def commit(
         self,
-        changes: Sequence[Change | FileChange],
+        changes: Changes | LateChanges,
         *,
         author: str | None = DEFAULT_AUTHOR,  # None: none, as DuckDB commits
         message: str | None = None,
-        extra_info: str | None = None,
+        extra_info: str | Callable[[], str | None] | None = None,
         base_snapshot: int | None = None,
         **kwargs: Any,
     ) -> CommitResult:

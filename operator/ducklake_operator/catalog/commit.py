@@ -82,15 +82,23 @@ def is_collision(exc: sa.exc.DBAPIError) -> bool:
     return "unique constraint" in text or "database is locked" in text
 
 
+Changes = Sequence[Change | FileChange]
+# Changes made inside the transaction, once snapshot latest+1 is reserved: no other writer
+# can commit until this one ends, so a job catches up there with what was committed since
+# it read (given the latest snapshot's id) and can no longer be overtaken. It has checked
+# what happened up to that snapshot itself: DuckDB's conflict rules apply from there.
+LateChanges = Callable[[int], Changes]
+
+
 def commit_changes(
     engine: sa.Engine,
-    changes: Sequence[Change | FileChange],
+    changes: Changes | LateChanges,
     *,
     dialect: str,
     pg_schema: str | None = None,
     author: str | None = DEFAULT_AUTHOR,
     message: str | None = None,
-    extra_info: str | None = None,
+    extra_info: str | Callable[[], str | None] | None = None,
     base_snapshot: int | None = None,
     max_attempts: int = MAX_ATTEMPTS,
     wait: Callable[[RetryCallState], float] | None = None,
@@ -100,8 +108,10 @@ def commit_changes(
     """Commit ``changes`` as one snapshot; see the module docstring for the protocol.
 
     ``base_snapshot`` is the snapshot the changes were planned against; if omitted, the
-    latest snapshot at the first attempt. ``before_commit`` runs inside the transaction once
-    every row is written, right before COMMIT (the jobs' fault point for kill tests).
+    latest snapshot at the first attempt. ``changes`` may be ``LateChanges`` (then
+    ``extra_info`` may be a function too, called after them). ``before_commit`` runs inside
+    the transaction once every row is written, right before COMMIT (the jobs' fault point
+    for kill tests).
     """
     base: list[int] = [] if base_snapshot is None else [base_snapshot]
     attempts = 0
@@ -139,12 +149,12 @@ def commit_changes(
 
 def _attempt(
     engine: sa.Engine,
-    changes: Sequence[Change | FileChange],
+    changes: Changes | LateChanges,
     dialect: str,
     pg_schema: str | None,
     author: str | None,
     message: str | None,
-    extra_info: str | None,
+    extra_info: str | Callable[[], str | None] | None,
     base: list[int],
     attempt_no: int,
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
@@ -164,8 +174,12 @@ def _attempt(
             # so the window in which another commit can slip in is one round trip, not the
             # whole attempt (otherwise a busy DuckDB writer starves us). Counters are final-
             # ised below, before COMMIT; nobody sees the row until then.
-            reserved = any(not isinstance(c, SetOption) for c in changes)
+            reserved = callable(changes) or any(not isinstance(c, SetOption) for c in changes)
             snapshot_time = _insert_snapshot(conn, latest, dialect) if reserved else None
+            if callable(changes):
+                changes = changes(latest.snapshot_id)
+                base[0] = latest.snapshot_id  # the caller is current as of it (LateChanges)
+            info = extra_info() if callable(extra_info) else extra_info
             metadata = load_metadata(conn)
             check_format_version(metadata, "the catalog")
             ctx = CommitContext(conn=conn, dialect=dialect, pg_schema=pg_schema, base=latest, metadata=metadata)
@@ -209,7 +223,7 @@ def _attempt(
                         changes_made=changes_made,
                         author=author,
                         commit_message=message,
-                        commit_extra_info=extra_info,
+                        commit_extra_info=info,
                     )
                 )
             elif reserved:  # nothing to record after all (e.g. tags already as asked)
