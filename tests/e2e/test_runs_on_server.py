@@ -8,7 +8,6 @@ the server accepted and by driving their status with ``kubectl patch --subresour
 from __future__ import annotations
 
 import threading
-import time
 from contextlib import closing
 
 import psycopg2
@@ -132,7 +131,10 @@ def test_one_run_per_table_and_max_jobs_per_catalog(kube, operator, tmp_path) ->
     wait_for("tables Ready", lambda: all(is_ready(kube.get("dlt", n)) for n in ("items", "users")), timeout=30)
     kube.apply(manifest("DuckLakeMaintenancePolicy", "limits", {"catalogRef": {"name": "lake"}, "tables": ["none.x"],
                                                                 "concurrency": {"maxJobsPerCatalog": 1}}))  # fmt: skip
-    time.sleep(1)  # the operator has seen the policy
+    wait_for(  # the operator has seen the policy (a fixed second was not always enough under load)
+        "the policy looked at",
+        lambda: ((kube.get("dlmp", "limits") or {}).get("status") or {}).get("observedGeneration"),
+    )
     names = ["a1", "a2", "b1", "c1"]
     kube.apply(job("a1", spark=IN_PROCESS), job("a2", operation="rewriteDeletes", spark=IN_PROCESS),
                job("b1", table_name="main.items", spark=IN_PROCESS),
