@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -483,10 +482,7 @@ def test_a_concurrent_duckdb_writer_loses_no_row(make_location, tmp_path) -> Non
     writer = duck_inserter.start(location.duckdb_attach_target(), "t", 100_000, 9, stop_file=str(stop))
     jobs, con = 0, duck.attach(location)
     try:
-        deadline = time.time() + 60
-        while con.execute("SELECT count(*) FROM lk.t WHERE w = 9").fetchone() == (0,):  # the writer is writing
-            assert writer.poll() is None and time.time() < deadline, "the writer inserted nothing"
-            time.sleep(0.05)
+        duck_inserter.wait_until_writing(writer, con, "t", 9)
         with closing(Catalog.open(location)) as catalog:
             while writer.poll() is None and jobs < 6:
                 key = ("i", "w")[jobs % 2]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -352,12 +351,8 @@ def test_a_concurrent_duckdb_writer_loses_no_row(numbers: Lake, tmp_path: Path) 
     writer = duck_inserter.start(numbers.location.duckdb_attach_target(), "t", 100_000, 9, stop_file=str(stop))
     jobs = rounds = 0
     try:
-        watch = duck.attach(numbers.location, con=duck.connect())
-        deadline = time.time() + 60
-        while watch.execute("SELECT count(*) FROM lk.t WHERE w = 9").fetchone() == (0,):  # the writer is writing
-            assert writer.poll() is None and time.time() < deadline, "the writer inserted nothing"
-            time.sleep(0.05)
-        watch.close()
+        with closing(duck.attach(numbers.location, con=duck.connect())) as watch:
+            duck_inserter.wait_until_writing(writer, watch, "t", 9)
         with closing(Catalog.open(numbers.location)) as catalog:
             while writer.poll() is None and jobs < 4:
                 for new_type in ("varchar", "int64"):

@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
@@ -23,6 +25,15 @@ def start(target: str, table: str, iterations: int, worker: int, stop_file: str 
     """This program in a process of its own; ``communicate()`` gives its JSON line."""
     args = [target, table, str(iterations), str(worker), *([stop_file] if stop_file else [])]
     return subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
+
+
+def wait_until_writing(writer: subprocess.Popen[str], con: Any, table: str, worker: int, timeout: float = 60) -> None:
+    """Until the writer's rows are in ``lk.<table>`` as ``con`` sees it (its worker id goes into
+    the table's first column, ``w`` in the tests), so the work that follows overlaps its inserts."""
+    deadline = time.time() + timeout
+    while con.execute(f"SELECT count(*) FROM lk.{table} WHERE w = {worker}").fetchone() == (0,):
+        assert writer.poll() is None and time.time() < deadline, "the writer inserted nothing"
+        time.sleep(0.05)
 
 
 def main() -> None:
