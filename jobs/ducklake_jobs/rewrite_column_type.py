@@ -418,10 +418,15 @@ def rewrite_column_type(
         rewrite(plan.groups, inlined.batches)
         return work
 
-    def last_rows(_latest: int) -> list[RetypeColumn]:
+    def last_rows(latest: int) -> list[RetypeColumn]:
         """Inside the commit, writers held: the rows inserted since the last look (few: in
         this process, Spark would only add its start to the hold)."""
         _catch_up(catalog, work, target, lambda groups, batches: rewrite(groups, batches, run_in_process))
+        if work.base != latest:  # the read must see the catalog the commit holds still
+            raise CommitConflict(
+                f"rewriteColumnType {t.qualified_name}: read snapshot {work.base} while committing after "
+                f"{latest}; nothing was committed"
+            )
         return [_change(work, defaults, paths)]
 
     def commit(_: Work) -> Any:
@@ -429,7 +434,6 @@ def rewrite_column_type(
         return catalog.commit(
             last_rows,
             author=author,
-            base_snapshot=work.base,
             message=f"rewriteColumnType {t.qualified_name}: {'.'.join(plan.path)} {plan.column.type} → {new_type}",
             extra_info=lambda: run.extra_info(report.done(**_written(work))),
             before_commit=lambda: fault_point("in_commit"),

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -14,11 +11,9 @@ import pytest
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.changes_made import parse_changes
 from ducklake_operator.errors import CommitConflict
-from ducklake_operator.model.changes import CreateTable, DropTable
+from ducklake_operator.model.changes import CreateTable, DropTable, PartitionColumn, SetPartitioning
 from ducklake_operator.model.types import Field, parse_type
-from support import duck
-
-INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
+from support import duck, duck_inserter
 
 
 def test_library_commits_alongside_two_inserting_duckdb_processes(pg_location, data_path) -> None:
@@ -27,15 +22,7 @@ def test_library_commits_alongside_two_inserting_duckdb_processes(pg_location, d
     con.execute("CREATE TABLE lk.events(worker INTEGER, iteration INTEGER, r BIGINT)")
     con.close()
 
-    workers = [
-        subprocess.Popen(
-            [sys.executable, INSERTER, pg_location.duckdb_attach_target(), "events", "120", str(w)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in (1, 2)
-    ]
+    workers = [duck_inserter.start(pg_location.duckdb_attach_target(), "events", 120, w) for w in (1, 2)]
     results, failures = [], []
 
     def library_writer() -> None:
@@ -106,3 +93,59 @@ def test_conflicting_commit_names_the_snapshot(pg_location, data_path) -> None:
         catalog.commit(
             [CreateTable("main", "n", (Field("a", parse_type("int32")),))], base_snapshot=state.snapshot.snapshot_id
         )
+
+
+def test_late_changes_are_made_with_the_next_snapshot_held(pg_location, data_path) -> None:
+    """``LateChanges``: the function runs inside the commit once snapshot latest+1 is
+    reserved, given the latest snapshot (DuckDB altered the table after the caller's base);
+    a DuckDB insert started meanwhile waits for the commit (then DuckDB retries it: it lands
+    after), and DuckDB's conflict rules apply only from the latest snapshot: the same change
+    as a list, with the old base, conflicts with DuckDB's ALTER."""
+    catalog = Catalog.create(pg_location, data_path)
+    con = duck.attach(pg_location)
+    con.execute("CREATE TABLE lk.t(a INTEGER, b INTEGER)")
+    base = catalog.snapshot().snapshot_id
+    con.execute("ALTER TABLE lk.t ADD COLUMN c INTEGER")  # after the base
+    con.execute("INSERT INTO lk.t VALUES (1, 1, 1)")
+    latest = catalog.snapshot().snapshot_id
+    table_id = catalog.table("main", "t").table_id
+    change = SetPartitioning(table_id, "main.t", (PartitionColumn("a"),))
+    with pytest.raises(CommitConflict):
+        catalog.commit([change], base_snapshot=base)
+
+    seen: list[int] = []
+    blocked: list[bool] = []
+
+    outcome: list[str] = []
+
+    def insert() -> None:
+        other = duck.attach(pg_location, con=duck.connect())
+        try:
+            other.execute("INSERT INTO lk.t VALUES (2, 2, 2)")
+            outcome.append("committed")
+        except Exception as exc:  # noqa: BLE001 - what DuckDB decides once our commit is in
+            outcome.append(" ".join(str(exc).split()))
+        other.close()
+
+    def late(at: int) -> list[SetPartitioning]:
+        seen.append(at)
+        thread = threading.Thread(target=insert)
+        thread.start()
+        thread.join(timeout=1.0)
+        blocked.append(thread.is_alive())  # its commit waits for ours
+        threads.append(thread)
+        return [change]
+
+    threads: list[threading.Thread] = []
+    result = catalog.commit(late, base_snapshot=base, extra_info=lambda: json.dumps({"seen": seen}))
+    for thread in threads:
+        thread.join(timeout=60)
+    assert seen == [latest] and blocked == [True] and result.snapshot_id == latest + 1
+    snapshots = {s.snapshot_id: s for s in catalog.snapshots()}
+    assert json.loads(snapshots[latest + 1].commit_extra_info or "") == {"seen": [latest]}  # made after the changes
+    # DuckDB retried its insert after our commit, and its rules refuse an insert beside a
+    # concurrent ALTER: it failed on the conflict, having waited, and nothing of it landed
+    assert len(outcome) == 1 and "conflict" in outcome[0].lower(), outcome
+    assert max(snapshots) == latest + 1
+    assert con.execute("SELECT count(*) FROM lk.t").fetchone() == (1,)
+    con.close()

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ducklake_operator.catalog import CatalogLocation
-from support import duck
+from support import duck, duck_inserter
 from support.manifests import manifest, table
 from support.operator_process import condition, is_ready, wait_for
 from support.runs import (
@@ -36,8 +33,6 @@ from support.runs import (
     small_files_lake,
     state,
 )
-
-INSERTER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "duck_inserter.py")
 
 
 def evaluated(kube, name: str) -> bool:
@@ -63,15 +58,14 @@ def test_a_policy_compacts_a_table_that_duckdb_keeps_inserting_into(kube, operat
     wait_for("table Ready", lambda: is_ready(kube.get("dlt", "events")), timeout=30)
     location = CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database=role, user=role,
                                password="Pa55-word-ins")  # fmt: skip
-    inserter = subprocess.Popen(
-        [sys.executable, INSERTER, location.duckdb_attach_target(), "events", "160", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    stop = tmp_path / "stop"  # the inserts go on until a compaction has succeeded
+    inserter = duck_inserter.start(location.duckdb_attach_target(), "events", 100_000, 1, stop_file=str(stop))
     try:
         kube.apply(policy("compaction", spark=LOCAL, compaction={"schedule": "0 3 * * *", "whenSmallFilesAbove": 4}))
         wait_for("a compaction ran", lambda: any(r.get("status", {}).get("state") == "Succeeded"
                                                  for r in runs_of(kube, "compaction")), timeout=120)  # fmt: skip
+        assert inserter.poll() is None  # it ran beside the inserts
+        stop.touch()
         out, _ = inserter.communicate(timeout=300)
     finally:
         inserter.kill()
