@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the test cluster's binaries (etcd, kube-apiserver, kube-controller-manager) from the
-# Go modules pinned in go.mod, once per machine and version: they are cached under
+# Build the test cluster's binaries (etcd, kube-apiserver, kube-controller-manager, and the
+# node's kube-scheduler, kubelet and kube-proxy) from the Go modules pinned in go.mod, once per machine and version: they are cached under
 # ~/.cache/ducklake-operator/kube/<version>-<hash of the inputs>/. Prints the bin directory.
 # The first build takes minutes on 2 cores; later runs return at once.
 set -euo pipefail
@@ -9,7 +9,9 @@ cd "$HERE"
 VERSION="$(awk '$1 == "k8s.io/kubernetes" || ($1 == "require" && $2 == "k8s.io/kubernetes") {print $NF; exit}' go.mod)"
 KEY="$(cat go.mod go.sum etcd/main.go build.sh | sha256sum | cut -c1-12)"
 OUT="${XDG_CACHE_HOME:-$HOME/.cache}/ducklake-operator/kube/$VERSION-$KEY"
-if [ -x "$OUT/bin/kube-apiserver" ] && [ -x "$OUT/bin/kube-controller-manager" ] && [ -x "$OUT/bin/etcd" ]; then
+COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+built() { local c; for c in etcd "${COMMANDS[@]}"; do [ -x "$OUT/bin/$c" ] || return 1; done; }
+if built; then
   echo "$OUT/bin"; exit 0
 fi
 command -v go >/dev/null || { echo "build.sh: the Go toolchain is needed to build the test cluster (https://go.dev/dl)" >&2; exit 1; }
@@ -21,8 +23,9 @@ start=$(date +%s)
 echo "build.sh: building the test cluster $VERSION into $OUT (first run on this machine: minutes)" >&2
 export GOFLAGS="-mod=readonly -trimpath -buildvcs=false"
 go build -ldflags "$LDFLAGS" -o "$tmp/bin/etcd" ./etcd
-go build -ldflags "$LDFLAGS" -o "$tmp/bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -ldflags "$LDFLAGS" -o "$tmp/bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+for c in "${COMMANDS[@]}"; do
+  go build -ldflags "$LDFLAGS" -o "$tmp/bin/$c" "k8s.io/kubernetes/cmd/$c"
+done
 rm -rf "$OUT"; mv "$tmp" "$OUT"
 echo "build.sh: built in $(( $(date +%s) - start )) s" >&2
 echo "$OUT/bin"
