@@ -4,8 +4,13 @@ kube-controller-manager, built from Go modules by ``tests/kube/build.sh`` (cache
 
 Everything a cluster does without nodes is real: admission, structural-schema pruning and
 defaulting, CEL validation, RBAC, the status subresource, finalizers, garbage collection of
-owned objects, service-account tokens. There is no kubelet and no scheduler, so pods are
-never scheduled or run: a test that launches one can check the object, not its effect.
+owned objects, service-account tokens. Started plain, there is no kubelet and no scheduler,
+so pods are never scheduled or run: a test that launches one can check the object, not its
+effect. Started ``with_node`` (``NodeAddress``), it is ready for a node
+(``support.kube_node``): a kube-scheduler, the controllers that pods, Deployments, Services
+and nodes need, node authorization, certificates for the node's kubelet and kube-proxy, the
+``kubernetes`` Service's endpoint at the node's address, and the API server's traffic to the
+node (logs, exec, webhooks) sent through a proxy into the node's network namespace.
 
 The CA, the serving certificate, the admin's client certificate (group
 ``system:masters``) and the service-account key are generated with ``openssl`` for each
@@ -47,9 +52,11 @@ def _openssl(*args: str, cwd: str) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
 
 
-def _certificates(pki: str) -> None:
+def _certificates(pki: str, node: NodeAddress | None = None) -> None:
     """CA; apiserver serving cert for 127.0.0.1/localhost and the in-cluster names; admin
-    client cert in system:masters; controller-manager client cert; service-account keys."""
+    client cert in system:masters; controller-manager client cert; service-account keys.
+    With a node: client certs for the scheduler, the kubelet (system:node:<name>), kube-proxy
+    and the API server's calls to the kubelet; the kubelet's serving cert."""
     _openssl(
         "req",
         "-x509",
@@ -66,13 +73,27 @@ def _certificates(pki: str) -> None:
         "/CN=ducklake-test-ca",
         cwd=pki,
     )
-    sans = "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+    node_ip = f",IP:{node.ip}" if node else ""
+    sans = f"subjectAltName=IP:127.0.0.1,IP:10.96.0.1{node_ip},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+    client = "extendedKeyUsage=clientAuth\n"
     leaves = {
-        "apiserver": ("/CN=kube-apiserver", ["-addext", sans]),
-        "admin": ("/O=system:masters/CN=test-admin", []),
-        "controller-manager": ("/CN=system:kube-controller-manager", []),
+        "apiserver": ("/CN=kube-apiserver", ["-addext", sans], sans + "\n"),
+        "admin": ("/O=system:masters/CN=test-admin", [], client),
+        "controller-manager": ("/CN=system:kube-controller-manager", [], client),
     }
-    for name, (subject, extra) in leaves.items():
+    if node is not None:
+        leaves |= {
+            "scheduler": ("/CN=system:kube-scheduler", [], client),
+            "kubelet": (f"/O=system:nodes/CN=system:node:{node.name}", [], client),
+            "kubelet-serving": (
+                f"/O=system:nodes/CN=system:node:{node.name}",
+                [],
+                f"subjectAltName=IP:{node.ip},DNS:{node.name}\nextendedKeyUsage=serverAuth\n",
+            ),
+            "kube-proxy": ("/CN=system:kube-proxy", [], client),
+            "apiserver-kubelet-client": ("/O=system:masters/CN=kube-apiserver-kubelet-client", [], client),
+        }
+    for name, (subject, extra, extensions) in leaves.items():
         _openssl(
             "req",
             "-newkey",
@@ -89,7 +110,7 @@ def _certificates(pki: str) -> None:
         )
         ext = os.path.join(pki, f"{name}.ext")
         with open(ext, "w") as fh:
-            fh.write(sans + "\n" if name == "apiserver" else "extendedKeyUsage=clientAuth\n")
+            fh.write(extensions)
         _openssl(
             "x509",
             "-req",
@@ -128,6 +149,29 @@ def _kubeconfig(path: str, server: str, pki: str, user: str) -> str:
     return path
 
 
+@dataclass(frozen=True)
+class NodeAddress:
+    """Where the cluster's one node will be: its name, its address inside its network
+    namespace (where the ``kubernetes`` Service's endpoint is published, the API server
+    relayed there on its own port), and the unix socket of the proxy through which the API
+    server reaches that network (``support.netns_relay``)."""
+
+    name: str
+    ip: str
+    egress_socket: str
+
+
+# The controllers a node's pods need beside those of a cluster without nodes: Deployments
+# (the chart's operator), Services' endpoints (kube-proxy reads EndpointSlices), a Job's TTL,
+# the node's health (NotReady when its kubelet stops) and the namespaces' root CA ConfigMap
+# (every service-account token volume mounts it).
+CONTROLLERS = "garbagecollector,namespace,serviceaccount,serviceaccount-token,job"
+NODE_CONTROLLERS = (
+    "deployment,replicaset,endpoint,endpointslice,ttl-after-finished,nodelifecycle,taint-eviction-controller,"
+    "podgc,root-ca-cert-publisher"
+)
+
+
 @dataclass
 class KubeCluster:
     directory: str
@@ -137,16 +181,20 @@ class KubeCluster:
 
     # ------------------------------------------------------------------ lifecycle
 
+    bin_dir: str = ""
+    node: NodeAddress | None = None
+
     @classmethod
-    def start(cls) -> KubeCluster:
+    def start(cls, node: NodeAddress | None = None) -> KubeCluster:
         bin_dir = binaries()
         directory = tempfile.mkdtemp(prefix="ducklake-kube-")
         pki = os.path.join(directory, "pki")
         os.makedirs(pki)
-        _certificates(pki)
+        _certificates(pki, node)
         etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
         url = f"https://127.0.0.1:{api_port}"
         cluster = cls(directory, url, _kubeconfig(os.path.join(directory, "kubeconfig"), url, pki, "admin"))
+        cluster.bin_dir, cluster.node = bin_dir, node
         cm_config = _kubeconfig(os.path.join(directory, "cm.kubeconfig"), url, pki, "controller-manager")
         try:
             cluster._spawn(
@@ -167,18 +215,20 @@ class KubeCluster:
                     f"{bin_dir}/kube-apiserver",
                     f"--etcd-servers=http://127.0.0.1:{etcd_port}",
                     "--bind-address=127.0.0.1",
-                    "--advertise-address=127.0.0.1",
+                    f"--advertise-address={node.ip if node else '127.0.0.1'}",
                     f"--secure-port={api_port}",
                     f"--tls-cert-file={pki}/apiserver.crt",
                     f"--tls-private-key-file={pki}/apiserver.key",
                     f"--client-ca-file={pki}/ca.crt",
-                    "--authorization-mode=RBAC",
+                    f"--authorization-mode={'Node,RBAC' if node else 'RBAC'}",
                     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                     f"--service-account-key-file={pki}/sa.pub",
                     f"--service-account-signing-key-file={pki}/sa.key",
                     f"--service-cluster-ip-range={SERVICE_CIDR}",
-                    "--endpoint-reconciler-type=none",  # no node network: 127.0.0.1 is not a valid endpoint
                     f"--cert-dir={pki}",
+                    *(
+                        cluster._node_apiserver_flags() if node else ["--endpoint-reconciler-type=none"]
+                    ),  # no node network: 127.0.0.1 is not a valid endpoint
                 ],
             )
             cluster.wait_ready()
@@ -189,7 +239,7 @@ class KubeCluster:
                     f"--kubeconfig={cm_config}",
                     f"--authentication-kubeconfig={cm_config}",
                     f"--authorization-kubeconfig={cm_config}",
-                    "--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,job",
+                    f"--controllers={CONTROLLERS}" + (f",{NODE_CONTROLLERS}" if node else ""),
                     f"--service-account-private-key-file={pki}/sa.key",
                     f"--root-ca-file={pki}/ca.crt",
                     "--use-service-account-credentials=true",  # each controller with its own role (the GC may delete anything)
@@ -199,11 +249,64 @@ class KubeCluster:
                     "--concurrent-gc-syncs=5",
                 ],
             )
+            if node is not None:
+                sched_config = _kubeconfig(os.path.join(directory, "scheduler.kubeconfig"), url, pki, "scheduler")
+                cluster._spawn(
+                    "kube-scheduler",
+                    [
+                        f"{bin_dir}/kube-scheduler",
+                        f"--kubeconfig={sched_config}",
+                        f"--authentication-kubeconfig={sched_config}",
+                        f"--authorization-kubeconfig={sched_config}",
+                        "--leader-elect=false",
+                        "--bind-address=127.0.0.1",
+                        f"--secure-port={free_port()}",
+                    ],
+                )
             cluster.wait_for_namespace("default")
         except BaseException:
             cluster.stop()
             raise
         return cluster
+
+    def _node_apiserver_flags(self) -> list[str]:
+        """The ``kubernetes`` Service's endpoint at the node's address (the node relays that
+        port to this server), the kubelet reached with a client cert through the node's
+        egress proxy, node authorization's admission."""
+        assert self.node is not None
+        pki = os.path.join(self.directory, "pki")
+        egress = os.path.join(self.directory, "egress.yaml")
+        with open(egress, "w") as fh:
+            json.dump(
+                {
+                    "apiVersion": "apiserver.k8s.io/v1beta1",
+                    "kind": "EgressSelectorConfiguration",
+                    "egressSelections": [
+                        {
+                            "name": "cluster",
+                            "connection": {
+                                "proxyProtocol": "HTTPConnect",
+                                "transport": {"uds": {"udsName": self.node.egress_socket}},
+                            },
+                        }
+                    ],
+                },
+                fh,
+            )
+        return [
+            f"--egress-selector-config-file={egress}",
+            f"--kubelet-client-certificate={pki}/apiserver-kubelet-client.crt",
+            f"--kubelet-client-key={pki}/apiserver-kubelet-client.key",
+            f"--kubelet-certificate-authority={pki}/ca.crt",
+            "--kubelet-preferred-address-types=InternalIP",
+            "--enable-admission-plugins=NodeRestriction",
+        ]
+
+    def kubeconfig_for(self, user: str, server: str | None = None) -> str:
+        """A kubeconfig with ``user``'s client certificate (one of the leaves made at start),
+        for ``server`` (default: this server's loopback URL)."""
+        path = os.path.join(self.directory, f"{user}.kubeconfig")
+        return _kubeconfig(path, server or self.url, os.path.join(self.directory, "pki"), user)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(os.path.join(self.directory, f"{name}.log"), "wb")
