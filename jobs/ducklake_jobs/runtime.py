@@ -3,10 +3,13 @@ committing or discarding its output, the test seam for faults, and its JSON repo
 
 from __future__ import annotations
 
+import base64
 import os
+import pickle
 import re
 import threading
 import time
+import types
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
@@ -66,10 +69,79 @@ def run_on_spark(
         with task_resources.using(task_resources.in_spark_task(threads)):
             return fn(item)
 
-    rdd = context.parallelize(items, len(items)).map(run)
+    rdd = context.parallelize(items, len(items)).map(carrying(run))
     if on_done is None:
-        return rdd.collect()
+        try:
+            return rdd.collect()
+        except Exception as exc:
+            raise_carried(exc)
+            raise
     return collect_counting(context, rdd, len(items), on_done)
+
+
+# A Spark task's exception reaches the driver as text only (Spark's PythonException holds
+# the worker's traceback), so the driver would lose its class and its message: a bad JSON
+# line's "file:line" became "An exception was thrown from the Python worker" outside a
+# job's produce step, and an error class the driver acts on was lost (``DuckLakeError``'s
+# messages, ``cleanable``). ``carrying`` wraps a task's function:
+# what it raises is raised again as ``_Carried``, whose text holds the exception pickled;
+# ``raise_carried`` raises that exception in the driver, as the in-process runner would.
+# The task still fails, so Spark stops the stage (and retries the task) as before.
+_CARRIED = "ducklake-task-exception:"
+_CARRIED_TEXT = re.compile(re.escape(_CARRIED) + r"([A-Za-z0-9+/=]+)")
+
+
+class _Carried(Exception):
+    """A task's exception on its way to the driver (its message first, for Spark's logs)."""
+
+
+def _carried(exc: Exception) -> Exception | None:
+    try:
+        payload = base64.b64encode(pickle.dumps(exc)).decode()
+    except Exception:  # noqa: BLE001  (not picklable: Spark's text is all the driver gets)
+        return None
+    return _Carried(f"{type(exc).__name__}: {exc} {_CARRIED}{payload}")
+
+
+def carrying(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn`` (a Spark task's function; a generator function too) with its exceptions carried
+    to the driver."""
+
+    def carry(exc: Exception) -> None:
+        carried = _carried(exc)
+        if carried is not None:
+            raise carried from exc
+
+    def items(out: Iterable[Any]) -> Iterable[Any]:
+        try:
+            yield from out
+        except Exception as exc:
+            carry(exc)
+            raise
+
+    def run(*args: Any) -> Any:
+        try:
+            out = fn(*args)
+        except Exception as exc:
+            carry(exc)
+            raise
+        return items(out) if isinstance(out, types.GeneratorType) else out
+
+    return run
+
+
+def raise_carried(exc: BaseException) -> None:
+    """In the driver: raise the exception a failed Spark task carried in ``exc`` (Spark's);
+    return when there is none (the task was lost, or its exception could not be pickled)."""
+    found = _CARRIED_TEXT.findall(str(exc))
+    if not found:
+        return
+    try:
+        carried = pickle.loads(base64.b64decode(found[-1]))
+    except Exception:  # noqa: BLE001  (its class no longer loads: keep Spark's exception)
+        return
+    if isinstance(carried, BaseException):
+        raise carried from exc
 
 
 def collect_counting(context: Any, rdd: Any, total: int, on_done: OnDone) -> list[Any]:
@@ -95,6 +167,7 @@ def collect_counting(context: Any, rdd: Any, total: int, on_done: OnDone) -> lis
             told = done
             on_done(done)
     if "error" in outcome:
+        raise_carried(outcome["error"])
         raise outcome["error"]
     on_done(total)
     return outcome["results"]

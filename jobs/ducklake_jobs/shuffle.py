@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from . import task_resources
-from .runtime import Runner, collect_counting, run_in_process
+from .runtime import Runner, carrying, collect_counting, run_in_process
 
 M = TypeVar("M")  # a map task
 T = TypeVar("T")  # a reduce task
@@ -153,7 +153,7 @@ def _on_spark(
         with task_resources.using(task_resources.in_spark_task(map_threads)):
             return account_fn(pair[1], pair[0])
 
-    accounts = context.parallelize(indexed, len(indexed)).flatMap(account)
+    accounts = context.parallelize(indexed, len(indexed)).flatMap(carrying(account))
     routes = route(collect_counting(context, accounts, len(items), lambda done: tell(done, len(items))))
     of_chunk, tasks = routes.of_chunk, routes.tasks
     if not tasks:  # every row was dropped
@@ -185,9 +185,9 @@ def _on_spark(
 
     reduced = (
         context.parallelize(indexed, len(indexed))
-        .flatMap(split)
+        .flatMap(carrying(split))
         .partitionBy(len(tasks), lambda reduce_index: reduce_index)
-        .mapPartitionsWithIndex(merge)
+        .mapPartitionsWithIndex(carrying(merge))
     )
     total = len(items) + len(tasks)  # the map tasks run again, then the reduce tasks
     results: list[R] = collect_counting(context, reduced, total, lambda done: tell(done, total))

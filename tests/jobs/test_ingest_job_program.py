@@ -5,14 +5,17 @@ files it writes carry the run's marker; the same document run again commits noth
 from __future__ import annotations
 
 import json
+import subprocess
 from contextlib import closing
 from pathlib import Path
+
+import pytest
 
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.model.job_marker import file_marker, is_marked, job_commit_report
 from support.job_lakes import PARTS, Lake
-from support.job_program import NO_SPARK, run_document, run_program
+from support.job_program import NO_SPARK, Placement, program_env, run_document, run_job_command, run_program
 
 
 def test_ingest_through_the_job_program(sqlite_lake: Lake, tmp_path: Path) -> None:
@@ -45,3 +48,33 @@ def test_ingest_through_the_job_program(sqlite_lake: Lake, tmp_path: Path) -> No
     again = run_program(doc, str(tmp_path))  # the run landed: it says so, and ingests nothing twice
     assert again.exit_code == 0 and again.result["committedSnapshot"] == result["committedSnapshot"]
     assert sqlite_lake.snapshot() == before + 1 and sqlite_lake.rows() == got
+
+
+@pytest.mark.parametrize("spark", [False, True], ids=["in-process", "spark"])
+def test_a_bad_line_is_named_in_the_runs_message_and_nothing_is_committed(
+    sqlite_lake: Lake, tmp_path: Path, spark: bool
+) -> None:
+    """The job program's message and ``ducklake run-job``'s error name the file and the line,
+    from Spark tasks as in-process (Spark's own text was "An exception was thrown from the
+    Python worker")."""
+    before, files = sqlite_lake.snapshot(), sqlite_lake.files()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n{"id": 2}\n{"id": 3, "v": \n{"id": 4}\n')
+    where = f"{bad}:3: not JSON ("
+    placement: Placement = {"in_process_below": None, "master": "local[1]"} if spark else NO_SPARK
+    doc = run_document(sqlite_lake.manifest(), "ingest", "main.t", {"path": str(bad)}, **placement)
+    run = run_program(doc, str(tmp_path))
+    assert run.exit_code == 1 and run.result["state"] == "Failed", run.stderr
+    assert where in run.result["message"] and "\n" not in run.result["message"], run.result["message"]
+
+    cli = subprocess.run(
+        run_job_command(sqlite_lake.manifest(), str(tmp_path), "ingest", "main.t", "-p", f"path={bad}")
+        + ([] if spark else ["--no-spark"]),
+        capture_output=True,
+        text=True,
+        env=program_env(),
+        timeout=300,
+    )
+    error = [line for line in cli.stderr.splitlines() if line.startswith("error: ")]
+    assert cli.returncode == 1 and len(error) == 1 and where in error[0], cli.stderr
+    assert sqlite_lake.snapshot() == before and sqlite_lake.files() == files

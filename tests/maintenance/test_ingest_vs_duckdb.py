@@ -680,10 +680,13 @@ BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
 }
 
 
+@pytest.mark.parametrize("runner", [run_in_process, run_on_spark], ids=["in-process", "spark"])
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_input_is_one_clear_error_and_commits_nothing(
-    lake: CatalogLocation, tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+    lake: CatalogLocation, tmp_path: Path, case: str, runner: Runner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The same message from Spark tasks as in-process (a task's exception reaches the driver
+    as itself, not as Spark's "An exception was thrown from the Python worker")."""
     import ducklake_jobs.ingest as job
 
     monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task per file
@@ -692,7 +695,7 @@ def test_bad_input_is_one_clear_error_and_commits_nothing(
     path = make(tmp_path)
     before = read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')")
     with pytest.raises(DuckLakeError, match=message) as err:
-        ingest(lake, path)
+        ingest(lake, path, runner=runner)
     assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
     assert read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')") == before
     assert not list((tmp_path / "data").rglob("*.parquet"))  # and the job's files deleted
