@@ -20,7 +20,7 @@ import yaml
 
 from support.kube_cluster import KubeCluster
 from support.operator_process import Operator, install_chart, service_account_kubeconfig
-from support.shared import install_spark_application_crd
+from support.spark_operator import install_spark_application_crd
 
 _counter = itertools.count()
 

@@ -15,7 +15,7 @@ from typing import Any
 from support.manifests import table
 from support.operator_process import condition, is_ready, wait_for
 from support.runs import PG_PASSWORD, ended, job, pg_lake, small_files_lake, state
-from support.shared import SPARK_APPLICATION_CRD, install_spark_application_crd
+from support.spark_operator import SPARK_APPLICATION_CRD, install_spark_application_crd
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
 

@@ -1,0 +1,74 @@
+"""The Kubeflow Spark Operator for the tests, from its Go module pinned in
+``tests/kube/spark-operator/go.mod``: its CRDs and Helm chart copied out of the module, its
+controller binary built from it, both by ``tests/kube/spark-operator/build.sh`` (cached under
+``~/.cache`` by version). The CRDs alone need no compiling."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import os
+import subprocess
+
+from support.helm import ROOT
+from support.kube_cluster import KubeCluster
+from support.operator_process import wait_for
+
+BUILD = os.path.join(ROOT, "tests", "kube", "spark-operator", "build.sh")
+SPARK_APPLICATION_CRD = "sparkapplications.sparkoperator.k8s.io"
+
+
+@functools.cache
+def _built(*args: str) -> str:
+    """The build's output directory; ``manifests`` for the CRDs and the chart without the binary."""
+    out = subprocess.run(["bash", BUILD, *args], capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(f"the Spark Operator's build failed:\n{out.stderr[-4000:]}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def binary() -> str:
+    """The ``spark-operator`` binary (static): ``spark-operator controller start ...``."""
+    return os.path.join(_built(), "bin", "spark-operator")
+
+
+def crd_files() -> list[str]:
+    """The module's CRDs (``config/crd/bases``), one file each."""
+    return sorted(glob.glob(os.path.join(_built("manifests"), "crds", "*.yaml")))
+
+
+def crd_file(name: str) -> str:
+    """The file of the CRD ``name`` (``<plural>.<group>``, named as controller-gen names it)."""
+    plural, group = name.split(".", 1)
+    return os.path.join(_built("manifests"), "crds", f"{group}_{plural}.yaml")
+
+
+def chart_dir() -> str:
+    """The module's Helm chart (``charts/spark-operator-chart``)."""
+    return os.path.join(_built("manifests"), "chart")
+
+
+def install_crds(cluster: KubeCluster, paths: list[str]) -> list[str]:
+    """The CRDs of ``paths``, applied as the chart's ``crds/`` would be, once Established; their names."""
+    names = []
+    for path in paths:
+        # server-side: the CRDs are too large for the last-applied annotation
+        applied = json.loads(cluster.kubectl("apply", "--server-side", "-f", path, "-o", "json"))
+        names.append(applied["metadata"]["name"])
+
+    for name in names:
+        wait_for(f"CRD {name} established", functools.partial(_established, cluster, name), timeout=60)
+    return names
+
+
+def _established(cluster: KubeCluster, name: str) -> bool:
+    crd = json.loads(cluster.kubectl("get", "crd", name, "-o", "json"))
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def install_spark_application_crd(cluster: KubeCluster) -> str:
+    """The SparkApplication CRD, installed as the Spark Operator's chart would, once Established; its name."""
+    (name,) = install_crds(cluster, [crd_file(SPARK_APPLICATION_CRD)])
+    return name
