@@ -39,7 +39,7 @@ import yaml  # noqa: E402
 from ducklake_operator.catalog import CatalogLocation  # noqa: E402
 from support import duck  # noqa: E402
 from support.kube_cluster import KubeCluster  # noqa: E402
-from support.operator_process import Operator, install_chart, service_account_kubeconfig  # noqa: E402
+from support.operator_process import Operator, grant_secrets, install_chart, service_account_kubeconfig  # noqa: E402
 from support.pgserver import PgServer  # noqa: E402
 
 API = "ducklake.dev/v1alpha1"
@@ -133,6 +133,7 @@ def main() -> None:
         db = f"scheduling_{int(time.time())}"
         server.create_database(db)
         cluster.kubectl("create", "namespace", NAMESPACE)
+        grant_secrets(cluster, NAMESPACE, "pg")  # the catalog's Secret: the chart lets the operator read it
         secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "pg"},
                   "data": {"username": base64.b64encode(server.user.encode()).decode(),
                            "password": base64.b64encode(b"unused").decode()}}  # fmt: skip

@@ -1,9 +1,10 @@
 """End to end on a real control plane (``support.kube_cluster``: etcd, kube-apiserver and
 kube-controller-manager v1.34 built from Go modules; no kubelet, so pods never run).
 
-The chart is installed as ``helm install`` would (its CRDs first), and one operator process
-runs for the session as the chart's service account, so the chart's RBAC is all it has. Each
-test works in a namespace of its own and drives the operator with kubectl.
+The chart is installed with ``helm install``, and one operator process runs for the session as
+the chart's service account, so the chart's RBAC is all it has: a test whose catalog names a
+Secret grants it with ``kube.grant_secrets`` (a ``helm upgrade``). Each test works in a
+namespace of its own and drives the operator with kubectl.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 from support.kube_cluster import KubeCluster
-from support.operator_process import Operator, install_chart, service_account_kubeconfig
+from support.operator_process import Operator, grant_secrets, install_chart, service_account_kubeconfig
 from support.spark_operator import install_spark_application_crd
 
 _counter = itertools.count()
@@ -90,6 +91,11 @@ class Kube:
 
     def delete(self, kind: str, name: str, wait: bool = False) -> None:
         self.kubectl("delete", kind, name, f"--wait={'true' if wait else 'false'}")
+
+    def grant_secrets(self, *names: str) -> None:
+        """Let the operator read these Secrets of the namespace, by the chart (``helm upgrade``):
+        it may read no other."""
+        grant_secrets(self.cluster, self.namespace, *names)
 
 
 @pytest.fixture

@@ -1,14 +1,20 @@
 """The Helm chart: helm lint --strict, every rendering accepted by the real API server
 (server-side dry run), values.schema.json refusing bad values, and the RBAC the installed
-chart grants checked with ``kubectl auth can-i`` as its service account."""
+chart grants checked with ``kubectl auth can-i`` as its service account, and for Secrets with
+the service account's own requests too."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from typing import Any
 
 import pytest
 import yaml
+from kubernetes import config, watch
+from kubernetes.client import CoreV1Api
+from kubernetes.client.exceptions import ApiException
 
 from ducklake_operator.controller.launchers.render import CONTAINER_SECURITY, POD_SECURITY, PROGRAM
 from ducklake_operator.controller.launchers.spec import (
@@ -21,7 +27,15 @@ from ducklake_operator.controller.launchers.spec import (
 from ducklake_operator.controller.run_settings import SparkDefaults, effective_spark
 from ducklake_operator.model.spec import SparkSettings
 from support.helm import ROOT, helm_binary
-from support.operator_process import CHART, RELEASE_NS, SERVICE_ACCOUNT, dump, render_chart
+from support.operator_process import (
+    CHART,
+    RELEASE_NS,
+    SERVICE_ACCOUNT,
+    dump,
+    grant_secrets,
+    render_chart,
+    service_account_kubeconfig,
+)
 
 NAMESPACED = ["--set", "rbac.scope=namespaced", "--set", "watchNamespaces={data,analytics}"]
 
@@ -39,14 +53,19 @@ def test_lint_strict() -> None:
         NAMESPACED,
         ["--set", "metrics.enabled=false", "--set", "image.tag=1.2.3", "--set", "logLevel=DEBUG"],
         [*NAMESPACED, "--set", "jobs.serviceAccount.create=true"],
+        ["--set", "rbac.catalogSecrets.data={lake-pg,lake-s3}", "--set", "rbac.catalogSecrets.analytics={pg}"],
+        [*NAMESPACED, "--set", "rbac.catalogSecrets.analytics={pg}"],
     ],
-    ids=["default", "namespaced", "no-metrics", "job-service-account"],
+    ids=["default", "namespaced", "no-metrics", "job-service-account", "catalog-secrets", "namespaced-secrets"],
 )
 def test_every_rendering_is_accepted_by_the_api_server(cluster, chart, args: list[str]) -> None:
     for namespace in ("data", "analytics"):
         cluster.kubectl("create", "namespace", namespace, check=False)
     docs = [d for d in render_chart(*args) if d["kind"] != "CustomResourceDefinition"]
-    out = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=dump(docs))
+    # the session's release is installed by helm (its field manager): a dry run may take its fields
+    out = cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-", input=dump(docs)
+    )
     assert out.count("(server dry run)") == len(docs)
     kinds = {d["kind"] for d in docs}
     assert {"Deployment", "ServiceAccount", "Service"} <= kinds or "metrics.enabled=false" in args
@@ -66,18 +85,32 @@ def test_values_schema_rejects_bad_values() -> None:
                           (["--set", "rbac.scope=namespaced"], "needs watchNamespaces"),
                           (["--set", "jobs.spark.launcher=Yarn"], "launcher"),
                           (["--set", "jobs.spark.executor.memory=lots"], "memory"),
-                          (["--set", "jobs.spark.driver.gpus=1"], "gpus")):  # fmt: skip
+                          (["--set", "jobs.spark.driver.gpus=1"], "gpus"),
+                          # an empty resourceNames would allow every Secret of the namespace
+                          (["--set-json", "rbac.catalogSecrets.data=[]"], "minItems"),
+                          (["--skip-schema-validation", "--set-json", "rbac.catalogSecrets.data=[]"], "names no Secret"),
+                          (["--set", "rbac.catalogSecrets.Data={pg}"], "Data"),
+                          (["--set", "rbac.catalogSecrets.data={Not_A_Name}"], "Not_A_Name"),
+                          (["--set", "rbac.catalogSecrets.data=pg"], "want array"),
+                          ([*NAMESPACED, "--set", "rbac.catalogSecrets.elsewhere={pg}"],
+                           "the operator does not watch namespace elsewhere"),
+                          (["--set", "watchNamespaces={data}", "--set", "rbac.catalogSecrets.elsewhere={pg}"],
+                           "the operator does not watch namespace elsewhere")):  # fmt: skip
         out = subprocess.run([helm_binary(), "template", "dl", CHART, *args], capture_output=True, text=True)
         assert out.returncode != 0 and message in out.stderr
 
 
 def can_i(cluster, verb: str, resource: str, namespace: str | None = "data", account: str = SERVICE_ACCOUNT,
           account_namespace: str = RELEASE_NS) -> bool:  # fmt: skip
-    where = ["-n", namespace] if namespace else []
+    """``kubectl auth can-i``; ``namespace`` None: cluster-scoped, "*": in every namespace (-A);
+    ``resource`` "x/status": a subresource, "secrets:lake-pg": one object by name."""
+    where = ["-A"] if namespace == "*" else ["-n", namespace] if namespace else []
+    resource, _, name = resource.partition(":")
     resource, _, subresource = resource.partition("/")  # kubectl reads "x/status" as the object named status
     sub = [f"--subresource={subresource}"] if subresource else []
+    target = f"{resource}/{name}" if name else resource
     out = cluster.kubectl_result(
-        "auth", "can-i", verb, resource, *sub, *where, f"--as=system:serviceaccount:{account_namespace}:{account}"
+        "auth", "can-i", verb, target, *sub, *where, f"--as=system:serviceaccount:{account_namespace}:{account}"
     )
     assert out.stdout.strip() in ("yes", "no"), out.stderr
     return out.stdout.strip() == "yes"
@@ -92,8 +125,6 @@ def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, char
         ("patch", "ducklakeschemas.ducklake.dev/status"),
         ("patch", "ducklakecatalogs.ducklake.dev/status"),
         ("create", "events"),
-        ("get", "secrets"),
-        ("watch", "secrets"),  # by name: a catalog's credentials are followed for rotation
         ("list", "customresourcedefinitions.apiextensions.k8s.io"),
         # maintenance: policies create their runs and trim their history; runs tick on status
         ("create", "ducklakejobs.ducklake.dev"),
@@ -119,6 +150,12 @@ def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, char
         ("delete", "ducklaketables.ducklake.dev"),
         ("create", "ducklaketables.ducklake.dev"),
         ("update", "ducklakecatalogs.ducklake.dev"),
+        # no Secret unless rbac.catalogSecrets names it (none in data)
+        ("get", "secrets"),
+        ("get", "secrets:lake-pg"),
+        ("list", "secrets"),
+        ("watch", "secrets"),
+        ("watch", "secrets:lake-pg"),
         ("create", "secrets"),
         ("delete", "secrets"),
         ("patch", "secrets"),
@@ -136,8 +173,76 @@ def test_the_installed_rbac_is_what_the_operator_needs_and_no_more(cluster, char
     ]
     assert [(v, r) for v, r in allowed if not can_i(cluster, v, r)] == []
     assert [(v, r) for v, r in denied if can_i(cluster, v, r)] == []
+    assert not any(can_i(cluster, verb, "secrets", "*") for verb in ("get", "list", "watch"))
     assert can_i(cluster, "patch", "clusterkopfpeerings.kopf.dev", namespace=None)
     assert not can_i(cluster, "delete", "clusterkopfpeerings.kopf.dev", namespace=None)
+
+
+def test_the_operator_may_read_the_secrets_the_chart_grants_and_no_other(cluster, chart, tmp_path) -> None:
+    """rbac.catalogSecrets, granted by ``helm upgrade`` of the installed release: get and a
+    watch by name of exactly those Secrets, asked of the API server (can-i) and done with the
+    service account's own token; no other Secret, no list, and the Jobs it launches still get
+    credentials by secretKeyRef."""
+    for namespace in ("lakes", "unlisted"):
+        cluster.kubectl("create", "namespace", namespace, check=False)
+        for name in ("lake-pg", "lake-s3", "unrelated"):
+            cluster.kubectl(
+                "-n", namespace, "create", "secret", "generic", name, "--from-literal=password=pw-of-" + name
+            )
+    grant_secrets(cluster, "lakes", "lake-pg", "lake-s3")
+    role = json.loads(cluster.kubectl("-n", "lakes", "get", "role", f"{SERVICE_ACCOUNT}-secrets", "-o", "json"))
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["lake-pg", "lake-s3"],
+                              "verbs": ["get", "watch"]}]  # fmt: skip
+
+    allowed = [("get", "secrets:lake-pg"), ("get", "secrets:lake-s3"), ("watch", "secrets:lake-pg")]
+    denied = [("get", "secrets:unrelated"), ("watch", "secrets:unrelated"), ("get", "secrets"), ("list", "secrets"),
+              ("watch", "secrets"), ("list", "secrets:lake-pg"), ("update", "secrets:lake-pg"),
+              ("patch", "secrets:lake-pg"), ("delete", "secrets:lake-pg")]  # fmt: skip
+    assert [(v, r) for v, r in allowed if not can_i(cluster, v, r, "lakes")] == []
+    assert [(v, r) for v, r in denied if can_i(cluster, v, r, "lakes")] == []
+    assert not any(can_i(cluster, "get", f"secrets:{n}", "unlisted") for n in ("lake-pg", "lake-s3", "unrelated"))
+    assert not any(can_i(cluster, verb, "secrets", "*") for verb in ("get", "list", "watch"))
+
+    # what the operator's SecretStore does, as the service account: get, then watch by name
+    api = CoreV1Api(
+        config.new_client_from_config(config_file=service_account_kubeconfig(cluster, str(tmp_path / "kc")))
+    )
+
+    def refused(call: Any) -> str:
+        with pytest.raises(ApiException) as caught:
+            call()
+        assert caught.value.status == 403
+        return str(json.loads(caught.value.body or "{}").get("message"))
+
+    secret = api.read_namespaced_secret("lake-pg", "lakes")
+    events = watch.Watch().stream(api.list_namespaced_secret, "lakes", field_selector="metadata.name=lake-pg",
+                                  resource_version="", timeout_seconds=1)  # fmt: skip
+    assert [(e["type"], e["object"].metadata.name) for e in events] == [("ADDED", "lake-pg")]
+    since = secret.metadata.resource_version
+    cluster.kubectl("-n", "lakes", "patch", "secret", "lake-pg", "-p", '{"stringData": {"password": "rotated"}}')
+    events = watch.Watch().stream(api.list_namespaced_secret, "lakes", field_selector="metadata.name=lake-pg",
+                                  resource_version=since, timeout_seconds=1)  # fmt: skip
+    assert [e["type"] for e in events] == ["MODIFIED"]
+    assert "cannot get resource" in refused(lambda: api.read_namespaced_secret("unrelated", "lakes"))
+    assert "cannot get resource" in refused(lambda: api.read_namespaced_secret("lake-pg", "unlisted"))
+    assert "cannot list resource" in refused(lambda: api.list_namespaced_secret("lakes"))
+    assert "cannot list resource" in refused(
+        lambda: api.list_namespaced_secret("lakes", field_selector="metadata.name=lake-pg")
+    )
+    assert "cannot list resource" in refused(lambda: api.list_secret_for_all_namespaces())
+    assert "cannot watch resource" in refused(
+        lambda: list(watch.Watch().stream(api.list_namespaced_secret, "lakes", timeout_seconds=1))
+    )
+    assert "cannot watch resource" in refused(lambda: list(watch.Watch().stream(
+        api.list_namespaced_secret, "lakes", field_selector="metadata.name=unrelated", timeout_seconds=1)))  # fmt: skip
+
+    # a run's Job refers to its Secrets (secretKeyRef) without the right to read them
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "run-1", "namespace": "lakes"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "driver", "image": "x", "env": [
+               {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": "unrelated", "key": "password"}}}]}]}}}}  # fmt: skip
+    out = cluster.kubectl("create", "--dry-run=server", "-f", "-", f"--as=system:serviceaccount:{RELEASE_NS}:{SERVICE_ACCOUNT}",
+                          input=json.dumps(job))  # fmt: skip
+    assert "job.batch/run-1 created (server dry run)" in out
 
 
 def test_namespaced_rbac_grants_only_the_watched_namespaces(cluster, chart) -> None:
@@ -152,15 +257,32 @@ def test_namespaced_rbac_grants_only_the_watched_namespaces(cluster, chart) -> N
     cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(docs))
     account = next(d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount")
     assert can_i(cluster, "patch", "ducklaketables.ducklake.dev", "data", account)
-    assert can_i(cluster, "get", "secrets", "analytics", account)
     assert not can_i(cluster, "patch", "ducklaketables.ducklake.dev", "elsewhere", account)
-    assert not can_i(cluster, "get", "secrets", "elsewhere", account)
+    assert not any(can_i(cluster, "get", "secrets", namespace, account) for namespace in ("data", "analytics"))
     assert can_i(cluster, "list", "customresourcedefinitions.apiextensions.k8s.io", None, account)
     assert not can_i(cluster, "patch", "customresourcedefinitions.apiextensions.k8s.io", None, account)
     args = next(d for d in render_chart(*NAMESPACED) if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     assert {"--namespace=data", "--namespace=analytics"} <= set(args["containers"][0]["args"])
     cluster_wide = [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
     assert all(r["resources"] == ["customresourcedefinitions"] for d in cluster_wide for r in d.get("rules", []))
+
+    # the Secrets of a watched namespace that rbac.catalogSecrets names, and only those
+    granting = [*NAMESPACED, "--set", "rbac.catalogSecrets.analytics={lake-pg}"]
+    secret_rbac = [
+        d
+        for d in render_chart(*granting, release="scoped")
+        if d["metadata"]["name"] == "scoped-ducklake-operator-secrets"
+    ]
+    assert {(d["kind"], d["metadata"]["namespace"]) for d in secret_rbac} == {
+        ("Role", "analytics"),
+        ("RoleBinding", "analytics"),
+    }
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(secret_rbac))
+    assert can_i(cluster, "get", "secrets:lake-pg", "analytics", account)
+    assert can_i(cluster, "watch", "secrets:lake-pg", "analytics", account)
+    assert not any(can_i(cluster, verb, resource, namespace, account) for verb, resource, namespace in
+                   [("get", "secrets:lake-pg", "data"), ("get", "secrets:lake-s3", "analytics"),
+                    ("list", "secrets", "analytics"), ("watch", "secrets", "analytics"), ("list", "secrets", "*")])  # fmt: skip
 
 
 def test_the_job_service_account_may_do_what_a_spark_driver_does_and_no_more(
@@ -184,12 +306,19 @@ def test_the_job_service_account_may_do_what_a_spark_driver_does_and_no_more(
     allowed = [(verb, resource) for resource in ("pods", "services", "configmaps", "persistentvolumeclaims")
                for verb in ("create", "get", "list", "watch", "delete", "deletecollection")]  # fmt: skip
     allowed.append(("patch", "ducklakejobs.ducklake.dev/status"))
-    denied = [("get", "secrets"), ("patch", "ducklakejobs.ducklake.dev"), ("get", "ducklakejobs.ducklake.dev"),
+    denied = [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("patch", "ducklakejobs.ducklake.dev"), ("get", "ducklakejobs.ducklake.dev"),
               ("create", "jobs.batch"), ("create", "sparkapplications.sparkoperator.k8s.io"),
               ("patch", "ducklaketables.ducklake.dev/status"), ("create", "pods/exec"), ("create", "roles.rbac.authorization.k8s.io")]  # fmt: skip
     assert [(v, r) for v, r in allowed if not job_can(v, r)] == []
     assert [(v, r) for v, r in denied if job_can(v, r)] == []
     assert not job_can("create", "pods", "elsewhere")
+    # an executor's credentials come from secretKeyRef: creating such a pod needs no Secret read
+    executor = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "executor-1", "namespace": "data"},
+                "spec": {"containers": [{"name": "executor", "image": "spark", "env": [
+                    {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {"name": "lake-s3", "key": "password"}}}]}]}}  # fmt: skip
+    out = cluster.kubectl("create", "--dry-run=server", "-f", "-", f"--as=system:serviceaccount:data:{SERVICE_ACCOUNT}-job",
+                          input=json.dumps(executor))  # fmt: skip
+    assert "pod/executor-1 created (server dry run)" in out
 
 
 @pytest.mark.parametrize(

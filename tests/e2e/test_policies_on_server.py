@@ -48,6 +48,7 @@ def test_a_policy_compacts_a_table_that_duckdb_keeps_inserting_into(kube, operat
     role = f"ins{int(time.time() * 1000) % 10**8}"
     pg_server.create_password_role(role, "Pa55-word-ins")
     pg_server.create_database(role, owner=role)
+    kube.grant_secrets("lake-pg")
     kube.apply(secret("lake-pg", username=role, password="Pa55-word-ins"))
     backend = {"host": pg_server.host, "port": pg_server.port, "database": role,
                "credentialsSecretRef": {"name": "lake-pg"}}  # fmt: skip

@@ -27,6 +27,12 @@ def pg_catalog(name: str, pg_server, database: str, tmp_path, port: int | None =
     return manifest("DuckLakeCatalog", name, {"metadata": {"postgres": backend}, "dataPath": f"{tmp_path}/{name}/"})
 
 
+@pytest.fixture(autouse=True)
+def granted(kube) -> None:
+    """Every catalog here names the Secret lake-pg: the chart lets the operator read it."""
+    kube.grant_secrets("lake-pg")
+
+
 @pytest.fixture
 def role(pg_server) -> tuple[str, str]:
     name = f"op{int(time.time() * 1000) % 10**8}"

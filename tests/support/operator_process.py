@@ -51,17 +51,34 @@ def dump(docs: Iterable[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(list(docs), sort_keys=False)
 
 
+def helm(cluster: KubeCluster, *args: str) -> str:
+    """The real helm against the test cluster; its stdout."""
+    out = subprocess.run(
+        [helm_binary(), "--kubeconfig", cluster.kubeconfig, *args], capture_output=True, text=True, timeout=300
+    )
+    if out.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed:\n{out.stderr}")
+    return out.stdout
+
+
 def install_chart(cluster: KubeCluster, *args: str) -> list[dict[str, Any]]:
-    """What ``helm install`` does, in its order: the chart's crds/ first, then the rest."""
+    """``helm install`` of the chart as release ``dl`` in ``ducklake-system`` (the chart's crds/
+    first, as helm does); what it rendered."""
+    helm(cluster, "install", RELEASE, CHART, "--namespace", RELEASE_NS, "--create-namespace", *args)
     docs = render_chart(*args)
-    crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
-    cluster.kubectl("create", "namespace", RELEASE_NS, check=False)
-    cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(crds))
-    for crd in crds:
+    for crd in (d for d in docs if d["kind"] == "CustomResourceDefinition"):
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
-    rest = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
-    cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(rest))
     return docs
+
+
+def grant_secrets(cluster: KubeCluster, namespace: str, *names: str) -> None:
+    """What a platform team does when a catalog names a Secret: ``helm upgrade`` of the
+    installed release adding it to ``rbac.catalogSecrets.<namespace>`` (its other values kept)."""
+    values = json.loads(helm(cluster, "get", "values", RELEASE, "--namespace", RELEASE_NS, "--output", "json"))
+    granted = ((values or {}).get("rbac") or {}).get("catalogSecrets") or {}
+    wanted = sorted({*granted.get(namespace, []), *names})
+    helm(cluster, "upgrade", RELEASE, CHART, "--namespace", RELEASE_NS, "--reuse-values", "--history-max=3",
+         "--set-json", f"rbac.catalogSecrets.{namespace}={json.dumps(wanted)}")  # fmt: skip
 
 
 def service_account_kubeconfig(cluster: KubeCluster, path: str, account: str = SERVICE_ACCOUNT) -> str:

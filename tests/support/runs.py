@@ -41,6 +41,7 @@ def pg_lake(kube, pg_server, tmp_path, **spec: Any) -> CatalogLocation:
     pg_server.create_database(role, owner=role)
     backend = {"host": pg_server.host, "port": pg_server.port, "database": role,
                "credentialsSecretRef": {"name": "lake-pg"}}  # fmt: skip
+    kube.grant_secrets("lake-pg")
     kube.apply(secret("lake-pg", username=role, password=PG_PASSWORD),
                manifest("DuckLakeCatalog", "lake", {"metadata": {"postgres": backend}, "dataPath": f"{tmp_path}/d/",
                                                     **spec}),

@@ -78,11 +78,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
-# catalog credentials: each Secret a catalog names is read, then watched by name (a
-# metadata.name field selector) so a rotated password is picked up
-- apiGroups: [""]
-  resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+# no Secrets here: only those rbac.catalogSecrets names (templates/secret-rbac.yaml)
 - apiGroups: ["kopf.dev"]
   resources: ["kopfpeerings"]
   verbs: ["get", "list", "watch", "patch"]

@@ -5,11 +5,17 @@ Each Secret is read once and then kept current by a watch on that one Secret (a
 is picked up within seconds: the catalogs that use the Secret are told (``on_change``), and
 their next connection uses the new value. Values are returned to the caller only: never
 logged, never put in status or events; ``scrub`` removes any value handed out from a text.
+
+The operator may be allowed to read only some Secrets (the chart's ``rbac.catalogSecrets``: get
+and watch by name, no list). A Secret it may not read is said so to the catalog, naming what
+grants it, and is read again every ``FORBIDDEN_RETRY`` seconds: once it is granted, the
+catalogs using it are told, as for a change.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import threading
 import time
@@ -22,13 +28,15 @@ from ..errors import CredentialsInvalid
 
 log = logging.getLogger(__name__)
 SecretKey = tuple[str, str]  # (namespace, name)
+FORBIDDEN_RETRY = 5.0  # seconds between reads of a Secret the operator may not read (or watch)
 
 
 @dataclass
 class _Entry:
-    data: dict[str, str] | None  # None: the Secret does not exist
+    data: dict[str, str] | None  # None: the Secret does not exist (or may not be read)
     resource_version: str | None
     watcher: threading.Thread | None = None
+    forbidden: str | None = None  # why the operator may not read it: the API server's refusal
 
 
 class SecretStore:
@@ -92,9 +100,13 @@ class SecretStore:
                 if entry.watcher is None and not self._stopped.is_set():
                     entry.watcher = threading.Thread(target=self._watch, args=(key,), daemon=True, name=f"secret-{key}")
                     entry.watcher.start()
+        if entry.forbidden is not None:
+            raise CredentialsInvalid(entry.forbidden, secret=key)
         return entry.data
 
     def _fetch(self, key: SecretKey) -> _Entry:
+        """The Secret as it is now, by ``get`` (what the chart grants: no list); a refusal
+        (403) is an entry saying so, any other failure ``CredentialsInvalid``."""
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -102,19 +114,28 @@ class SecretStore:
         except ApiException as exc:
             if exc.status == 404:
                 return _Entry(None, None)
+            if exc.status == 403:
+                return _Entry(None, None, forbidden=not_granted(key, refusal(exc)))
             raise CredentialsInvalid(f"cannot read Secret {key[0]}/{key[1]}: {exc.reason}", secret=key) from None
         return _Entry(_decode(secret.data), secret.metadata.resource_version)
 
     # ------------------------------------------------------------------ watching
 
     def _watch(self, key: SecretKey) -> None:
-        """Follow one Secret until stopped; reconnect with a short pause after errors."""
+        """Follow one Secret until stopped; reconnect with a short pause after errors. One the
+        operator may not read is read again every ``FORBIDDEN_RETRY`` seconds instead; one it
+        may read but not watch (a Role of the user's granting only get), too."""
         from kubernetes import watch
 
         namespace, name = key
+        said = False  # that it may not be watched: once, not every few seconds
         while not self._stopped.is_set():
             with self._lock:
-                version = self._entries[key].resource_version
+                version, forbidden = self._entries[key].resource_version, self._entries[key].forbidden
+            if forbidden is not None:
+                if not self._stopped.wait(FORBIDDEN_RETRY):
+                    self._refresh(key)
+                continue
             try:
                 stream = watch.Watch().stream(
                     self._core_api().list_namespaced_secret,
@@ -131,11 +152,31 @@ class SecretStore:
             except Exception as exc:  # noqa: BLE001 - the watch must survive API hiccups
                 if self._stopped.is_set():
                     return
-                if getattr(exc, "status", None) == 410:  # too old: read afresh, then watch from there
-                    self._replace(key, self._fetch(key))
+                status = getattr(exc, "status", None)
+                if status == 410:  # too old: read afresh, then watch from there
+                    self._refresh(key)
+                elif status == 403:  # no (longer a) right to watch it: read it now and then
+                    if not said:
+                        log.warning(
+                            "may not watch Secret %s/%s; reading it every %g s", namespace, name, FORBIDDEN_RETRY
+                        )
+                        said = True
+                    if not self._stopped.wait(FORBIDDEN_RETRY):
+                        self._refresh(key)
                 else:
                     log.warning("watching Secret %s/%s failed (%s); retrying", namespace, name, type(exc).__name__)
                     time.sleep(1)
+
+    def _refresh(self, key: SecretKey) -> None:
+        """Read the Secret afresh (the watcher's way back after a gap); a failure other than a
+        refusal leaves what is known and is retried by the watcher's loop."""
+        try:
+            fresh = self._fetch(key)
+        except CredentialsInvalid as exc:
+            log.warning("%s; retrying", exc)
+            time.sleep(1)
+            return
+        self._replace(key, fresh)
 
     def _apply(self, key: SecretKey, kind: str, obj: dict[str, Any]) -> None:
         """One watch event, as the API server sent it (a bookmark carries only a version)."""
@@ -149,14 +190,39 @@ class SecretStore:
     def _replace(self, key: SecretKey, fresh: _Entry) -> None:
         with self._lock:
             entry = self._entries[key]
-            changed = entry.data != fresh.data
-            entry.data, entry.resource_version = fresh.data, fresh.resource_version
+            access_changed = (entry.forbidden is None) != (fresh.forbidden is None)
+            changed = entry.data != fresh.data or access_changed
+            entry.data, entry.resource_version, entry.forbidden = fresh.data, fresh.resource_version, fresh.forbidden
+        if access_changed:
+            if fresh.forbidden is None:
+                log.info("Secret %s/%s may be read now", *key)
+            else:
+                log.warning("%s", fresh.forbidden)
         if changed and self._on_change is not None:
             log.info("Secret %s/%s changed; catalogs using it reconnect", *key)
             self._on_change(key)
 
     def stop(self) -> None:
         self._stopped.set()
+
+
+def not_granted(key: SecretKey, refusal: str) -> str:
+    """What a catalog says of a Secret the operator may not read: the refusal, and what grants it."""
+    namespace, name = key
+    return (
+        f"the operator may not read Secret {namespace}/{name} ({refusal}); grant it with the Helm chart's value "
+        f"rbac.catalogSecrets (add {name} to rbac.catalogSecrets.{namespace}), or with a Role allowing get and "
+        "watch of it bound to the operator's service account"
+    )
+
+
+def refusal(exc: Any) -> str:
+    """The API server's own words for a refused request (its Status message), else the HTTP reason."""
+    try:
+        message = json.loads(exc.body or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or f"HTTP {exc.status} {exc.reason}")
 
 
 def _decode(data: dict[str, str] | None) -> dict[str, str]:
