@@ -14,11 +14,14 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import psycopg2.extensions
+
+Wrap = Callable[[list[str]], list[str]]
 
 
 def _binary(name: str) -> str:
@@ -44,21 +47,29 @@ class PgServer:
     user: str = "postgres"
     host: str = "127.0.0.1"
 
-    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _run(self, *args: str, wrap: Wrap | None = None) -> subprocess.CompletedProcess[str]:
         cmd = list(args)
         if os.geteuid() == 0:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        return subprocess.run(cmd, check=True, capture_output=True, text=True)
+        return subprocess.run((wrap or list)(cmd), check=True, capture_output=True, text=True)
 
     @classmethod
-    def start(cls) -> PgServer:
+    def start(cls, listen: str = "127.0.0.1", port: int | None = None, wrap: Wrap | None = None) -> PgServer:
+        """``wrap``: the server's command line made to run elsewhere (a test node's network:
+        ``KubeNode.nsenter``), listening on ``listen``; the tests then connect through its
+        unix socket (``host`` is its directory)."""
         directory = tempfile.mkdtemp(prefix="ducklake-pg-")
         os.chmod(directory, 0o755)
         if os.geteuid() == 0:
             shutil.chown(directory, "postgres", "postgres")
-        server = cls(directory=directory, port=free_port())
+        server = cls(directory=directory, port=port or free_port(), host=directory if wrap else listen)
         data = os.path.join(directory, "data")
         server._run(_binary("initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        if wrap is not None:  # elsewhere, every TCP client gives its password; the tests' socket is trusted
+            with open(os.path.join(data, "pg_hba.conf"), "r+") as fh:
+                rules = fh.read()
+                fh.seek(0)
+                fh.write(f"host all all all scram-sha-256\n{rules}")
         server._run(
             _binary("pg_ctl"),
             "-D",
@@ -67,9 +78,10 @@ class PgServer:
             "-l",
             os.path.join(directory, "log"),
             "-o",
-            f"-p {server.port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off "
+            f"-p {server.port} -k {directory} -c listen_addresses={listen} -c fsync=off "
             "-c max_connections=200 -c synchronous_commit=off",
             "start",
+            wrap=wrap,
         )
         return server
 
@@ -103,6 +115,8 @@ class PgServer:
         try:
             cur = conn.cursor()
             cur.execute(f'CREATE ROLE "{role}" LOGIN PASSWORD %s', (password,))
+            if self.host.startswith("/"):
+                return  # a server elsewhere: TCP needs passwords already, and the socket is trusted
             hba = os.path.join(self.directory, "data", "pg_hba.conf")
             with open(hba, "r+") as fh:  # rewritten in place: the file keeps its owner
                 rules = fh.read()

@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,8 +26,9 @@ def _free_port() -> int:
 @dataclass
 class S3Server:
     process: subprocess.Popen
-    endpoint: str
+    endpoint: str  # where the tests reach it
     log: str  # the server's output
+    served_at: str = ""  # where it listens (a test node's address), if not at ``endpoint``
 
     @property
     def env(self) -> dict[str, str]:
@@ -38,7 +40,13 @@ class S3Server:
         }
 
     @classmethod
-    def start(cls) -> S3Server:
+    def start(
+        cls, listen: str = "127.0.0.1", wrap: Callable[[list[str]], list[str]] | None = None,
+        forward: Callable[[int], int] | None = None,
+    ) -> S3Server:  # fmt: skip
+        """``wrap``: the server's command line made to run elsewhere (a test node's network:
+        ``KubeNode.nsenter``), listening on ``listen``; ``forward`` gives the port on this
+        machine's loopback that reaches the server's port there (``KubeNode.forward``)."""
         binary = os.environ.get("DUCKLAKE_MOTO_SERVER") or os.path.join(
             ROOT, ".tools", "moto-5.2.5", "bin", "moto_server"
         )
@@ -48,14 +56,15 @@ class S3Server:
         # its log (a line per request) to a file: a pipe nobody reads fills up after a few
         # hundred requests, and then every request thread blocks writing its log line
         log = tempfile.NamedTemporaryFile(prefix="moto-", suffix=".log", delete=False)
-        process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
+        process = subprocess.Popen((wrap or list)([binary, "-H", listen, "-p", str(port)]), stdout=log, stderr=log)
         log.close()
-        endpoint = f"http://127.0.0.1:{port}"
+        endpoint = f"http://127.0.0.1:{forward(port) if forward else port}"
+        served_at = f"http://{listen}:{port}" if forward else ""
         deadline = time.time() + 30
         while True:
             try:
                 urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
-                return cls(process, endpoint, log.name)
+                return cls(process, endpoint, log.name, served_at)
             except OSError:
                 if process.poll() is not None or time.time() > deadline:
                     process.kill()
