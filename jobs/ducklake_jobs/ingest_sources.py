@@ -1,6 +1,7 @@
 """The files an ingest reads: which they are (a file, a directory, a pattern; local or
 ``s3://``), their format, and their records, one at a time, with the file and line each came
-from. JSON lines are parsed here (each value keeps its own type); CSV (DuckDB's sniffer over
+from. JSON lines are parsed here (each value keeps its own type, a number with a fraction or an
+exponent its exact text as a Decimal); CSV (DuckDB's sniffer over
 the whole file) and Parquet are read by an in-process DuckDB, whose column types are the
 values' types. A record that cannot be read is a ``BadRecord``; a file that is not what its
 format says is a ``DuckLakeError`` whatever ``onBadRecord`` says.
@@ -8,6 +9,7 @@ format says is a ``DuckLakeError`` whatever ``onBadRecord`` says.
 
 from __future__ import annotations
 
+import decimal
 import fnmatch
 import gzip
 import json
@@ -29,6 +31,7 @@ from ducklake_operator.model.value_kinds import LONG, UnreadableType
 
 from .parquet_writer import literal, quote, scratch_connection
 
+_JSON = json.JSONDecoder(parse_float=decimal.Decimal)  # a number with a fraction or exponent: its exact text
 EXTENSIONS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet"}
 FIRST_SKIPPED = 5  # skipped records the report names
 BATCH_ROWS = 4096  # rows fetched from DuckDB at a time
@@ -175,7 +178,7 @@ class SourceReader:
                     continue
                 where = f"{path}:{number}"
                 try:
-                    value = json.loads(raw)
+                    value = _JSON.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
                 except (ValueError, UnicodeDecodeError) as exc:
                     self.bad(where, f"not JSON ({_first_line(str(exc))})")
                     continue

@@ -218,6 +218,79 @@ def test_a_manifest_declaring_an_evolved_column_keeps_its_marker(lake: CatalogLo
     ]
 
 
+# A declared type -> JSON values it holds exactly, and one it does not with the columns that
+# one gets by the seed's rules (a column of the wider type, string when neither is, and one of
+# its own type; float32 and the timestamps of a precision have no text form to widen to).
+DECLARED: dict[str, tuple[list[Any], Any, list[tuple[str, str]]]] = {
+    "decimal(10,2)": (
+        [12.5, 7, -3.1, 0.01, 99999999.99, 100.0, decimal.Decimal("1E+2"), -0.0],
+        12.345,
+        [("v_string", "VARCHAR"), ("v_double", "DOUBLE")],
+    ),
+    "float32": (
+        [12.5, 7, -3.1, 0.1, 16777216, 123456.0, decimal.Decimal("1.5e30")],
+        0.1234567,
+        [("v_double", "DOUBLE")],
+    ),
+    "timestamptz": (
+        ["2024-01-15T10:30:00Z", "2024-01-15 10:30:00.123456+02:00", "2024-01-15T10:30:00", "2024-01-15"],
+        "tomorrow",
+        [("v_string", "VARCHAR")],
+    ),
+    "timestamp_ms": (
+        ["2024-01-15T10:30:00.123", "2024-01-15 10:30:00", "2024-01-15"],
+        "2024-01-15T10:30:00.1234",
+        [("v_timestamp", "TIMESTAMP")],
+    ),
+    "timestamp_s": (["2024-01-15T10:30:00", "2024-01-15"], "2024-01-15T10:30:00.5", [("v_timestamp", "TIMESTAMP")]),
+    "uuid": (
+        ["550e8400-e29b-41d4-a716-446655440000", "550E8400-E29B-41D4-A716-44665544AAAA"],
+        "550e8400",
+        [("v_string", "VARCHAR")],
+    ),
+    "time": (["10:30:00", "23:59:59.5", "00:00:00.000001"], "24:00:00", [("v_string", "VARCHAR")]),
+}
+
+
+def json_line(i: int, value: Any) -> str:
+    """A record whose ``v`` is ``value`` (a Decimal: a JSON number of its text, ``1E+2``)."""
+    return f'{{"id": {i}, "v": {value if isinstance(value, decimal.Decimal) else json.dumps(value)}}}\n'
+
+
+@pytest.mark.parametrize("declared", list(DECLARED))
+def test_declared_columns_take_the_json_values_they_hold_exactly(
+    lake: CatalogLocation, tmp_path: Path, declared: str
+) -> None:
+    """A ``mode: auto`` table declaring ``v`` of a type the seed has no kind for: JSON values
+    whose text the type holds exactly go into ``v`` (the values DuckDB's CAST of that text
+    gives), and no suffixed column appears; a value it does not hold gets the seed's columns,
+    while the others still go into ``v``."""
+    spec = parse_as(TableSpec, manifests.table("t", "lake", [{"name": "id", "type": "int64"}, {"name": "v", "type": declared}], evolution={"mode": "auto"}))  # fmt: skip
+    with closing(Catalog.open(lake)) as catalog:
+        apply_plan(catalog, spec)
+    good, bad, added = DECLARED[declared]
+    duck_type = read(lake, "SELECT data_type FROM duckdb_columns() WHERE table_name = 't' AND column_name = 'v'")[0][0]
+    oracle = duckdb.connect()
+    oracle.execute("SET TimeZone = 'UTC'")
+    want = [oracle.execute(f"SELECT CAST(? AS {duck_type})", [str(v)]).fetchone()[0] for v in good]  # type: ignore[index]
+
+    src = tmp_path / "in" / "1.json"
+    src.parent.mkdir(parents=True)
+    src.write_text("".join(json_line(i, v) for i, v in enumerate(good)))
+    assert ingest(lake, src)["columnsAdded"] == []
+    assert [c[:2] for c in columns(lake)] == [("id", "BIGINT"), ("v", duck_type)]
+    assert [r[0] for r in read(lake, "SELECT v FROM lk.t ORDER BY id")] == want
+
+    more = tmp_path / "in" / "2.json"
+    more.write_text(json_line(100, bad) + json_line(101, good[0]))
+    ingest(lake, more)
+    assert [c[:2] for c in columns(lake)] == [("id", "BIGINT"), ("v", duck_type)] + added
+    assert all(c[2] == "evolved_from:v" for c in columns(lake)[2:])
+    got = read(lake, "SELECT id, v, " + ", ".join(name for name, _ in added) + " FROM lk.t WHERE id >= 100 ORDER BY id")
+    assert got[0][1] is None and all(v is not None for v in got[0][2:])  # the value it does not hold
+    assert got[1][1] == want[0]  # still in v
+
+
 def test_without_evolve_only_records_that_fit_the_columns_are_ingested(lake: CatalogLocation, tmp_path: Path) -> None:
     """``evolve: false`` (a table whose DuckLakeTable is not ``mode: auto``): records that
     need a column fail the run naming their fields, before anything is written; records that

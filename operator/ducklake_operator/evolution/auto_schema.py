@@ -9,7 +9,9 @@ where each value goes (pure). The seed's rules (``upsolver-iceberg-schema-evolut
    column of the largest dimension receives every nested field, the others only those seen
    at their dimension.
 2. A value that fits a field's existing column (a narrower type, a smaller dimension) goes
-   into it, converted.
+   into it, converted; a declared column of a type the seed has no kind for (a decimal,
+   ``float32``, ``timestamptz``, ``uuid``, ...) takes the values it holds exactly
+   (``value_kinds.holds``), and the field needs no other column when all of them fit.
 3. A wider or unconvertible value gets a column for the wider type of the two (``string``
    when neither is wider) and one for its own type: existing columns never change (the
    declared columns, the manifest's, always win).
@@ -38,7 +40,6 @@ from ..model.names import fold, identifier_problem
 from ..model.state import ColumnState, TableState
 from ..model.types import Field, Struct, member_fields
 from ..model.value_kinds import (
-    BOOLEAN,
     DOUBLE,
     LONG,
     NOTHING,
@@ -49,8 +50,7 @@ from ..model.value_kinds import (
     evolved_name,
     fits,
     leaf_type,
-    ranged,
-    routes,
+    takes,
     widest,
     widest_of,
     with_dims,
@@ -97,15 +97,15 @@ class Target:
     level: Level | None = None  # of a record column: its fields
 
     def takes(self, shape: Shape) -> bool:
-        """Whether values of ``shape`` go here (a declared narrower integer or decimal column
-        takes the longs within its range: ``routing`` checks each value)."""
+        """Whether values of ``shape`` go here (a declared column of a type the seed has no
+        kind for takes those it holds exactly: ``routing`` checks each value)."""
         if shape.dims > self.dims:
             return False
         if shape.kind == NOTHING:
             return True
         if RECORD in (shape.kind, self.kind):
             return shape.kind == self.kind and (shape.dims == self.dims or self.primary)
-        return routes(shape.kind, self.kind) or (shape.kind in (LONG, BOOLEAN) and ranged(self.kind))
+        return takes(self.kind, shape.kind)
 
 
 @dataclass(frozen=True)
@@ -260,7 +260,11 @@ class _Planner:
             needed = [s for s in shapes if s != primary and s.kind != NOTHING]
         else:
             own.primary = True  # the field's own column: records of any smaller dimension go in
-            doubles = {c.shape for c in evolved} | set(shapes)
+            # the field's double columns besides its own: those it has, and those its doubles
+            # need (a declared decimal or float32 that holds them does not hold every long)
+            doubles = {c.shape for c in evolved} | {
+                s for s, v in shapes.items() if s.kind == DOUBLE and not _fits_column(s, v, own.shape)
+            }
             for s, v in shapes.items():
                 if s.kind == NOTHING or _fits_column(s, v, own.shape):
                     continue
@@ -344,7 +348,7 @@ def _fits_column(s: Shape, seen: ShapeSeen, column: Shape) -> bool:
         return False
     if RECORD in (s.kind, column.kind) and s.kind != NOTHING:
         return s.kind == column.kind
-    return fits(s.kind, column.kind, seen.low, seen.high)
+    return fits(s.kind, column.kind, seen)
 
 
 def _wider(s: Shape, column: Shape) -> Shape | None:

@@ -1,5 +1,6 @@
 """What ingestion saw of the records' fields (pure): for every field, the shapes its values
-had, with the range of its long values and, for records, their fields in turn. Built per
+had, with what a declared column's fit depends on (the range of its numbers, their digits,
+timestamps' fractions, strings' forms) and, for records, their fields in turn. Built per
 file (by a task) from JSON values or a typed source's column types, merged by the driver,
 then planned into columns (``evolution.auto_schema``).
 
@@ -10,6 +11,7 @@ are values that are NULL (they say nothing of a type).
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,11 +30,14 @@ from ..model.value_kinds import (
     STRING,
     TIMESTAMP,
     Shape,
+    exact_number,
     innermost,
+    number_shape,
     read_kind,
+    text_forms,
     widest,
 )
-from .text_dates import text_kind
+from .text_dates import text_fraction_digits, text_kind
 
 
 class BadRecord(ValueError):
@@ -45,11 +50,16 @@ class MissingValue(BadRecord):
 
 @dataclass
 class ShapeSeen:
-    """Values of one field that had one shape."""
+    """Values of one field that had one shape, and what a declared column's fit depends on
+    (``value_kinds.Extent``; of arrays, their innermost values)."""
 
     values: int = 0
-    low: int | None = None  # the range of long values (innermost ones, for arrays)
-    high: int | None = None
+    low: int | decimal.Decimal | None = None  # the range of number values (long, double)
+    high: int | decimal.Decimal | None = None
+    scale: int = 0  # the most digits after a double's point, or of a timestamp's second
+    digits: int = 0  # the most significant digits of a double
+    forms: frozenset[str] | None = None  # of strings: the forms every one has (None: none seen)
+    exact: bool = True  # every value's text was seen (not a typed source's column, no NaN)
     fields: dict[str, FieldSeen] = field(default_factory=dict)  # of records: folded name -> field
 
     def merge(self, other: ShapeSeen) -> None:
@@ -58,7 +68,43 @@ class ShapeSeen:
             self.low = other.low if self.low is None else min(self.low, other.low)
         if other.high is not None:
             self.high = other.high if self.high is None else max(self.high, other.high)
+        self.scale, self.digits = max(self.scale, other.scale), max(self.digits, other.digits)
+        if other.forms is not None:
+            self.forms = other.forms if self.forms is None else self.forms & other.forms
+        self.exact = self.exact and other.exact
         merge_fields(self.fields, other.fields)
+
+    def note(self, kind: str, value: Any) -> None:
+        """One innermost value of ``kind`` (not a record; in an array, a narrower one too).
+        Per value and so kept cheap: what can no longer change is not looked at again."""
+        if kind == STRING:
+            if self.forms != _NO_FORMS:  # once no form is every value's, none will be
+                forms = text_forms(value) if type(value) is str else _NO_FORMS  # or an int beyond 64 bits
+                self.forms = forms if self.forms is None else self.forms & forms
+        elif kind == TIMESTAMP:  # JSON's are strings (a date's too: midnight)
+            if type(value) is not str:
+                self.exact = False
+            elif self.scale < MICROSECOND_DIGITS:
+                self.scale = max(self.scale, text_fraction_digits(value))
+        else:
+            number = value if type(value) is int else exact_number(value)
+            if number is None:  # NaN, Infinity; a date among longs
+                self.exact = False
+                return
+            if self.low is None or number < self.low:
+                self.low = number
+            if self.high is None or number > self.high:
+                self.high = number
+            if kind == DOUBLE:
+                scale, digits = number_shape(number)
+                if scale > self.scale:
+                    self.scale = scale
+                if digits > self.digits:
+                    self.digits = digits
+
+
+_NO_FORMS: frozenset[str] = frozenset()
+MICROSECOND_DIGITS = 6  # the most a timestamp's fraction has
 
 
 @dataclass
@@ -96,7 +142,9 @@ def merged(parts: Iterable[Fields]) -> Fields:
 # --------------------------------------------------------------------- JSON values
 
 
-_KIND_OF_TYPE = {bool: BOOLEAN, float: DOUBLE, dict: RECORD}  # str and int: by value
+# str and int: by value; JSON's numbers with a fraction or an exponent are read as Decimals
+# (their exact text: a declared decimal column takes those it holds), NaN and Infinity as floats
+_KIND_OF_TYPE = {bool: BOOLEAN, float: DOUBLE, decimal.Decimal: DOUBLE, dict: RECORD}
 _SCALARS = {
     k: Shape(0, k) for k in (BOOLEAN, LONG, DOUBLE, DATE, TIMESTAMP, STRING, RECORD)
 }  # made once: values are many
@@ -154,20 +202,22 @@ def observe_record(fields: Fields, record: Mapping[str, Any]) -> None:
             fields[key] = found = FieldSeen(name)
         shape = json_shape(value)
         seen = found.shapes.get(shape) or found.shape(shape)
-        if shape.dims == 0 and shape.kind not in (RECORD, LONG):
-            seen.values += 1  # nothing more to note of a plain value
-        else:
-            _observe_value(seen, value, shape.kind)
+        seen.values += 1
+        if shape.dims == 0 and shape.kind in _NOTED:
+            seen.note(shape.kind, value)
+        elif shape.dims > 0 or shape.kind == RECORD:
+            _observe_leaves(seen, value, shape.kind)
 
 
-def _observe_value(seen: ShapeSeen, value: Any, kind: str) -> None:
-    seen.values += 1
+_NOTED = frozenset({LONG, DOUBLE, TIMESTAMP, STRING})  # what a declared column's fit depends on
+
+
+def _observe_leaves(seen: ShapeSeen, value: Any, kind: str) -> None:
     for leaf in _leaves(value):
         if kind == RECORD:
             observe_record(seen.fields, leaf)
-        elif kind == LONG and type(leaf) is int:
-            seen.low = leaf if seen.low is None or leaf < seen.low else seen.low
-            seen.high = leaf if seen.high is None or leaf > seen.high else seen.high
+        elif kind in _NOTED:
+            seen.note(kind, leaf)
 
 
 def _leaves(value: Any) -> Iterable[Any]:
@@ -214,6 +264,6 @@ def observe_typed(
         seen = found.shape(column.shape)
         seen.values += 1
         low, high = (ranges or {}).get(column.name, (None, None))
-        seen.merge(ShapeSeen(0, low, high))
+        seen.merge(ShapeSeen(0, low, high, exact=False))  # its values' texts are not looked at
         if column.shape.kind == RECORD:
             observe_typed(seen.fields, column.fields)

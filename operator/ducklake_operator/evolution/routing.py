@@ -4,21 +4,24 @@ column of its field that takes it (``auto_schema.Target``), converted (rule 8).
 Conversions (into a wider kind, or a long into a timestamp):
 
 * boolean -> 0/1 (long, double, a declared integer), ``true``/``false`` (string);
-* long -> double; a declared integer or decimal column when within its range; timestamp as
-  milliseconds since 1970-01-01 (edge case 2);
+* long -> double; timestamp as milliseconds since 1970-01-01 (edge case 2);
+* into a declared column of a type the seed has no kind for, what it holds exactly
+  (``value_kinds.holds``): an integer or decimal the numbers within its range and scale (a
+  JSON number's own text, read as a Decimal), ``float32`` those of up to six significant
+  digits, ``timestamptz`` every timestamp (in UTC), ``timestamp_s``/``_ms`` those without
+  finer fractions, ``uuid`` and ``time`` the strings in their form;
 * date -> timestamp at midnight; date and timestamp -> long and double as milliseconds
   since 1970-01-01 (floored to whole milliseconds for long);
 * anything with a text form -> string, as DuckDB's CAST to VARCHAR writes it;
 * into a deeper array: wrapped in one-element arrays (``5`` into ``long[]`` is ``[5]``).
 
-A value that does not convert (a long beyond the years a timestamp holds, an integer beyond a
-declared column's range) is not written to that column; its other columns still get it.
+A value that does not convert (a long beyond the years a timestamp holds, a number beyond a
+declared column's range or scale) is not written to that column; its other columns still get it.
 """
 
 from __future__ import annotations
 
 import datetime
-import decimal
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,10 +33,12 @@ from ..model.value_kinds import (
     INTEGER_RANGES,
     LONG,
     RECORD,
+    ROUTED_ONLY,
     STRING,
     TIMESTAMP,
-    decimal_room,
+    exact_number,
     has_text_form,
+    holds,
 )
 from .auto_schema import Level, Target
 from .observed import BadRecord, MissingValue, TypedField, fold_name, json_kind, json_shape
@@ -120,8 +125,8 @@ def convert_value(value: Any, kind: str, to: str) -> Any:
     if type(value) is str and kind in (DATE, TIMESTAMP):
         value = parse_text(value, kind)  # JSON's dates and timestamps are strings
     if kind == to:
-        return value
-    if kind == BOOLEAN and (to in (LONG, DOUBLE) or to in INTEGER_RANGES):
+        return float(value) if kind == DOUBLE else value  # JSON's doubles are read as exact Decimals
+    if kind == BOOLEAN and to in (LONG, DOUBLE):
         return float(value) if to == DOUBLE else int(value)
     if kind in (DATE, TIMESTAMP) and to in (LONG, DOUBLE):
         return _micros(value) / 1000 if to == DOUBLE else _micros(value) // 1000
@@ -129,20 +134,33 @@ def convert_value(value: Any, kind: str, to: str) -> Any:
         return float(value)
     if kind == DATE and to == TIMESTAMP:
         return datetime.datetime.combine(value, datetime.time())
-    if kind == LONG and to == TIMESTAMP:
+    if (kind, to) in ROUTED_ONLY:  # a long into a timestamp: milliseconds since 1970
         try:
-            return EPOCH + datetime.timedelta(milliseconds=value)
+            return _zoned(EPOCH + datetime.timedelta(milliseconds=value), to)
         except OverflowError:
             raise _NoFit from None
-    if kind == LONG and to in INTEGER_RANGES:
-        low, high = INTEGER_RANGES[to]
-        if not low <= value <= high:
-            raise _NoFit
-        return value
-    room = decimal_room(to)
-    if kind == LONG and room is not None and -room < value < room:
-        return decimal.Decimal(value)
+    if holds(to, kind, value):
+        return _held(value, kind, to)
     raise _NoFit
+
+
+def _held(value: Any, kind: str, to: str) -> Any:
+    """A value a declared column holds exactly (``value_kinds.holds``), as its type takes it."""
+    if kind in (BOOLEAN, LONG, DOUBLE):
+        number = exact_number(value)  # what ``holds`` looked at (a float: its shortest text)
+        if to == "float32":
+            return float(value)
+        return int(value) if to in INTEGER_RANGES else number
+    if kind == DATE:
+        return _zoned(datetime.datetime.combine(value, datetime.time()), to)
+    if kind == TIMESTAMP:
+        return _zoned(value, to)
+    return datetime.time.fromisoformat(value) if to == "time" else value  # a uuid: its text, cast by DuckDB
+
+
+def _zoned(value: datetime.datetime, to: str) -> datetime.datetime:
+    """A timestamp of JSON (UTC, no zone) for a column of ``to``: with its zone for timestamptz."""
+    return value.replace(tzinfo=datetime.UTC) if to == "timestamptz" else value
 
 
 def _micros(value: datetime.date) -> int:

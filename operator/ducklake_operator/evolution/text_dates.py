@@ -47,3 +47,15 @@ def parse_text(text: str, kind: str) -> datetime.date | datetime.datetime:
     if value.tzinfo is not None:
         value = value.astimezone(datetime.UTC).replace(tzinfo=None)
     return value
+
+
+def text_fraction_digits(text: str) -> int:
+    """The digits of a timestamp string's fraction of a second, trailing zeros aside
+    (``2024-01-05T10:11:12.250Z`` has two; a date none): what a declared ``timestamp_ms`` or
+    ``timestamp_s`` column's fit depends on."""
+    if text[19:20] != ".":
+        return 0
+    end = 20
+    while end < len(text) and text[end].isdigit():
+        end += 1
+    return len(text[20:end].rstrip("0"))

@@ -15,12 +15,24 @@ The widest-type table: a kind is *narrower* than another when its values convert
 (the common denominator) when both convert to text, else there is none (a record and a
 number). ``long`` values are also *routed* into ``timestamp`` columns (edge case 2), as
 milliseconds since the epoch, without that making ``long`` narrower than ``timestamp``.
+
+A declared column of a type the seed has no kind for takes, value by value, the values of
+the kinds in ``TAKES_FITTING`` whose text it holds exactly (``holds``): a decimal the numbers
+within its precision and scale, ``float32`` the numbers of at most six significant digits
+(``FLT_DIG``), ``timestamptz`` every timestamp (JSON's are instants in UTC), ``timestamp_s``
+and ``timestamp_ms`` those without finer fractions, ``uuid`` and ``time`` the strings in
+their form. A field whose values all fit (``fits``, from what ``Extent`` says of them) needs
+no other column; the others go where the seed's rules put them.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import math
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 from .types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, parse_type
 
@@ -49,7 +61,8 @@ NARROWER_THAN: dict[str, frozenset[str]] = {
     TIMESTAMP: frozenset({LONG, DOUBLE, STRING}),
     STRING: frozenset(),
 }
-ROUTED_ONLY = frozenset({(LONG, TIMESTAMP)})  # edge case 2: routed, but not narrower
+# edge case 2: routed, but not narrower (as milliseconds: into the timestamps that hold them)
+ROUTED_ONLY = frozenset({(LONG, TIMESTAMP), (LONG, "timestamptz"), (LONG, "timestamp_ms")})
 
 # How a value read from a typed source (Parquet, CSV) counts: DuckLake types that hold a
 # seed kind's values exactly; every other supported type is its own opaque kind.
@@ -125,34 +138,183 @@ def widest_of(kinds: list[str]) -> str | None:
     return out
 
 
-def fits(value: str, column: str, low: int | None = None, high: int | None = None) -> bool:
-    """A value of kind ``value`` goes into a column of kind ``column`` as it is or converted
-    into it (rule 2, narrower types); ``low``/``high``: the range of the long values, which
-    a declared narrower integer or decimal column takes when it holds all of them."""
+class Extent(Protocol):
+    """What the values of one kind (of one field) held, as far as whether a declared column
+    holds them all depends on it (``observed.ShapeSeen`` notes it)."""
+
+    @property
+    def low(self) -> int | decimal.Decimal | None: ...  # the range of number values (long, double)
+    @property
+    def high(self) -> int | decimal.Decimal | None: ...
+    @property
+    def scale(self) -> int: ...  # the most digits after a double's point, or of a timestamp's second
+    @property
+    def digits(self) -> int: ...  # the most significant digits of a double's text
+    @property
+    def forms(self) -> frozenset[str] | None: ...  # of strings: the forms every one has (uuid, time)
+    @property
+    def exact(self) -> bool: ...  # every value's text was seen (not so of a typed source's column, or a NaN)
+
+
+FLOAT32_DIGITS = 6  # FLT_DIG: a decimal of up to 6 significant digits survives float32 and back
+FLOAT32_MAX = decimal.Decimal("3.40282346638528859811704183484516925440e+38")
+FLOAT32_SCALE = 37  # a number of more fraction digits may be below float32's normal range
+FLOAT32_INTEGERS = 2**24  # every integer up to it is a float32
+FRACTION_DIGITS = {"timestamp_s": 0, "timestamp_ms": 3}  # of a second, in declared timestamps
+TIMESTAMPS = ("timestamptz", *FRACTION_DIGITS)
+# Declared types (by family) -> the seed kinds whose values they take when they hold them
+# exactly (``holds``, value by value).
+TAKES_FITTING: dict[str, frozenset[str]] = {
+    **dict.fromkeys(INTEGER_RANGES, frozenset({BOOLEAN, LONG})),
+    "decimal": frozenset({BOOLEAN, LONG, DOUBLE}),
+    "float32": frozenset({BOOLEAN, LONG, DOUBLE}),
+    **dict.fromkeys(TIMESTAMPS, frozenset({DATE, TIMESTAMP})),
+    "uuid": frozenset({STRING}),
+    "time": frozenset({STRING}),
+}
+# Strings in these forms are held exactly by the declared type of the same name.
+_TEXT_FORMS = {
+    "uuid": re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+    "time": re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?"),
+}
+_FORM_LENGTHS = {"uuid": (36, 36), "time": (8, 15)}
+
+
+def text_forms(text: str) -> frozenset[str]:
+    """The declared types whose form the string ``text`` has (``uuid``, ``time``)."""
+    return frozenset(
+        form
+        for form, pattern in _TEXT_FORMS.items()
+        if _FORM_LENGTHS[form][0] <= len(text) <= _FORM_LENGTHS[form][1] and pattern.fullmatch(text)
+    )
+
+
+def exact_number(value: object) -> int | decimal.Decimal | None:
+    """A number as its text says it: JSON's are ints and Decimals (its text), a float counts
+    by its shortest text (DuckDB's CAST to VARCHAR); None for NaN, Infinity, and what is no
+    number."""
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, decimal.Decimal):
+        return value if value.is_finite() else None
+    if isinstance(value, float) and math.isfinite(value):
+        return decimal.Decimal(repr(value))
+    return None
+
+
+def number_shape(value: int | decimal.Decimal) -> tuple[int, int]:
+    """(scale, significant digits) of a number's exact value: ``12.50`` is (1, 3), ``1E+2``
+    (0, 1); no context rounding (``Decimal.normalize`` would round to 28 digits)."""
+    if isinstance(value, int):
+        text = str(abs(value)).rstrip("0")
+        return 0, max(len(text), 1)
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int), "a finite number"  # JSON's numbers are (NaN comes as a float)
+    ds = list(digits)
+    while len(ds) > 1 and ds[-1] == 0:
+        ds.pop()
+        exponent += 1
+    while len(ds) > 1 and ds[0] == 0:
+        ds.pop(0)
+    if ds == [0]:
+        return 0, 1
+    return max(0, -exponent), len(ds)
+
+
+def fraction_digits(value: datetime.datetime) -> int:
+    """The digits of a timestamp's fraction of a second (``.25`` has two)."""
+    return len(f"{value.microsecond:06d}".rstrip("0"))
+
+
+def _within(low: object, high: object, bound: int | decimal.Decimal, inclusive: bool) -> bool:
+    if low is None or high is None:
+        return False
+    if inclusive:
+        return -bound <= low and high <= bound  # type: ignore[operator]
+    return -bound < low and high < bound  # type: ignore[operator]
+
+
+def fits(value: str, column: str, seen: Extent | None = None) -> bool:
+    """Every value of kind ``value`` goes into a column of kind ``column`` as it is or converted
+    into it (rule 2, narrower types), or a declared column holds each of them exactly (what
+    ``seen`` says of them; ``holds`` checks a value)."""
     if value in (column, NOTHING) or narrower(value, column):
         return True
-    if value in (LONG, BOOLEAN) and column in INTEGER_RANGES:
-        lo, hi = (0, 1) if value == BOOLEAN else (low, high)
-        bounds = INTEGER_RANGES[column]
-        return lo is not None and hi is not None and bounds[0] <= lo and hi <= bounds[1]
-    room = decimal_room(column)
-    if value == LONG and room is not None and low is not None and high is not None:
-        return -room < low and high < room
-    return False
+    if value not in TAKES_FITTING.get(_family(column), ()):
+        return False
+    if value == BOOLEAN:
+        return holds(column, BOOLEAN, True) and holds(column, BOOLEAN, False)
+    if seen is None:
+        return False
+    if value == LONG:
+        if column in INTEGER_RANGES:
+            lo, hi = INTEGER_RANGES[column]
+            return seen.low is not None and seen.high is not None and lo <= seen.low and seen.high <= hi
+        room = decimal_room(column)
+        if room is not None:
+            return _within(seen.low, seen.high, room, inclusive=False)
+        return _within(seen.low, seen.high, FLOAT32_INTEGERS, inclusive=True)  # float32
+    if value == DOUBLE:
+        if not seen.exact:
+            return False
+        found = _DECIMAL.fullmatch(column)
+        if found is not None:
+            scale = int(found.group(2))
+            return seen.scale <= scale and _within(seen.low, seen.high, 10 ** (int(found.group(1)) - scale), False)
+        return (
+            seen.digits <= FLOAT32_DIGITS
+            and seen.scale <= FLOAT32_SCALE
+            and _within(seen.low, seen.high, FLOAT32_MAX, inclusive=True)
+        )
+    if value == DATE:
+        return True  # midnight, in UTC for timestamptz
+    if value == TIMESTAMP:
+        return column == "timestamptz" or (seen.exact and seen.scale <= FRACTION_DIGITS[column])
+    return seen.forms is not None and column in seen.forms  # strings
 
 
-def routes(value: str, column: str, low: int | None = None, high: int | None = None) -> bool:
-    """A value of kind ``value`` is written into a column of kind ``column`` (rule 8): it fits,
-    or it is a long and the column a timestamp (edge case 2)."""
-    return fits(value, column, low, high) or (value, column) in ROUTED_ONLY
+def holds(column: str, kind: str, value: object) -> bool:
+    """A declared column of ``column`` holds the value ``value`` of ``kind`` exactly (the
+    value-by-value side of ``fits``: for a declared column, ``fits`` is true of values that all
+    hold)."""
+    if kind not in TAKES_FITTING.get(_family(column), ()):
+        return False
+    if kind == BOOLEAN:
+        return column in INTEGER_RANGES or column == "float32" or (decimal_room(column) or 0) > 1
+    if kind in (LONG, DOUBLE):
+        number = exact_number(value)
+        if number is None:
+            return False
+        scale, digits = number_shape(number)
+        return fits(kind, column, _Values(number, number, scale, digits, None, True))
+    if kind == DATE:
+        return True
+    if kind == TIMESTAMP:
+        assert isinstance(value, datetime.datetime)
+        return fits(kind, column, _Values(None, None, fraction_digits(value), 0, None, True))
+    return isinstance(value, str) and column in text_forms(value)
+
+
+@dataclass(frozen=True)
+class _Values:
+    """One value's ``Extent``."""
+
+    low: int | decimal.Decimal | None
+    high: int | decimal.Decimal | None
+    scale: int
+    digits: int
+    forms: frozenset[str] | None
+    exact: bool
+
+
+def takes(column: str, value: str) -> bool:
+    """Values of kind ``value`` are written into a column of kind ``column`` (rule 8): they
+    convert into it, a long into a timestamp (edge case 2), or a declared column takes those
+    it holds (``holds``, value by value)."""
+    return fits(value, column) or (value, column) in ROUTED_ONLY or value in TAKES_FITTING.get(_family(column), ())
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
-
-
-def ranged(column: str) -> bool:
-    """A declared integer or decimal column: it takes the long values within its range."""
-    return column in INTEGER_RANGES or _DECIMAL.fullmatch(column) is not None
 
 
 def decimal_room(column: str) -> int | None:
