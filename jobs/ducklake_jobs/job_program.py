@@ -5,7 +5,9 @@ its files and its commit), and say how it went in JSON lines.
 
 The catalog decides whether a run landed: a run whose commit is already there (an earlier
 attempt's, after a lost pod) is reported Succeeded from that snapshot and never run again,
-and a failure is checked against the catalog before it is called one.
+and a failure is checked against the catalog before it is called one. Past the run's
+deadline (less ``COMMIT_MARGIN``) the program commits nothing: checked inside each commit's
+transaction, right before COMMIT, so the controller can end the run at its deadline.
 
 Exit codes: 0 succeeded (committed, nothing to do, or a dry run); 1 failed, nothing
 committed (its files deleted); 3 the commit's outcome is unknown (its files kept).
@@ -18,9 +20,12 @@ import functools
 import importlib.util
 import json
 import logging
+import sys
+import time
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ducklake_operator import storage
@@ -28,6 +33,7 @@ from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.catalog.scrub import scrub
 from ducklake_operator.errors import CommitStateUnknown, CredentialsInvalid, DuckLakeError, JobFailed, SpecError
+from ducklake_operator.model import timestamps
 from ducklake_operator.model.job_marker import (
     EXIT_FAILED,
     EXIT_SUCCEEDED,
@@ -36,6 +42,7 @@ from ducklake_operator.model.job_marker import (
     session_name,
 )
 from ducklake_operator.model.job_params import job_keywords
+from ducklake_operator.model.out_of_memory import describe, from_spark_error
 from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
 from ducklake_operator.reconcile import location_for, s3_settings
@@ -52,6 +59,9 @@ log = logging.getLogger(__name__)
 
 USERNAME_ENV, PASSWORD_ENV = "DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD"
 SECRET_ENV = (PASSWORD_ENV, "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+# a commit must begin this long before the run's deadline: covers the clocks of the driver's node
+# and of the controller's differing, and the COMMIT's round trip
+COMMIT_MARGIN = 10.0
 PYSPARK_MISSING = (
     "this run's file groups are Spark tasks, but pyspark is not installed in this image: "
     "install ducklake-operator[spark], or set spark.inProcessBelow above the table's size"
@@ -124,6 +134,8 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
         catalog = Catalog.open(location, expected_data_path=doc.catalog.data_path)
     except DuckLakeError as exc:
         return Outcome("Failed", EXIT_FAILED, f"{what}: {exc}", started)
+    if doc.deadline is not None:
+        catalog.commit_guard = deadline_guard(doc.deadline)
     with closing(catalog):
         try:
             landed = find_job_commit(catalog, doc.job.uid)
@@ -148,6 +160,22 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
     committed = _committed_snapshot(report)
     report = {**report, **commit_counts(catalog)}
     return Outcome("Succeeded", EXIT_SUCCEEDED, _summary(what, report, committed), report, committed)
+
+
+def deadline_guard(deadline: float, clock: Callable[[], float] = time.time) -> Callable[[], None]:
+    """A ``Catalog.commit_guard`` that refuses (``JobFailed``: nothing committed, the files
+    deleted) a commit later than ``COMMIT_MARGIN`` seconds before the run's ``deadline``."""
+
+    def guard() -> None:
+        late = clock() - (deadline - COMMIT_MARGIN)
+        if late >= 0:
+            at = timestamps.stamp(datetime.fromtimestamp(deadline, UTC))
+            raise JobFailed(
+                f"not committed: the run's deadline is {at}, and a commit must end {COMMIT_MARGIN:.0f} s before it "
+                f"(this one was {late:.0f} s too late)"
+            )
+
+    return guard
 
 
 def commit_counts(catalog: Catalog) -> dict[str, int]:
@@ -198,9 +226,37 @@ def outcome_of_failure(
     if landed is not None:
         return _landed(landed, doc, what, "its commit landed before the failure")
     message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
+    memory = describe(from_spark_error(failure_text(exc), _executor_memory()))
+    if memory:  # the reason, before Spark's words
+        message = f"{memory}; {message}"
     if isinstance(exc, CommitStateUnknown):
-        return Outcome("Failed", EXIT_UNKNOWN, f"{what}: {message}; its files were kept", started)
-    return Outcome("Failed", EXIT_FAILED, f"{what}: {message}", started)
+        report = {**started, "uncommittedFiles": "kept"}
+        return Outcome("Failed", EXIT_UNKNOWN, f"{what}: {message}; its files were kept", report)
+    return Outcome("Failed", EXIT_FAILED, f"{what}: {message}", {**started, "uncommittedFiles": "deleted"})
+
+
+def failure_text(exc: BaseException) -> str:
+    """The whole text of a failure and of what caused it (Spark's error arrives as a Python
+    exception whose text holds the Java one, often as the cause of a ``JobFailed``)."""
+    texts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(texts) < 10:
+        texts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(texts)
+
+
+def _executor_memory() -> str | None:
+    """The executors' pod memory as this run's Spark session has it (JVM + overhead: the
+    launcher sets both), when a session ran; None otherwise."""
+    if "pyspark" not in sys.modules:
+        return None
+    context = sys.modules["pyspark"].SparkContext._active_spark_context
+    if context is None:
+        return None
+    conf = context.getConf()
+    memory, overhead = conf.get("spark.executor.memory"), conf.get("spark.executor.memoryOverhead")
+    return f"{memory} + {overhead} overhead" if memory and overhead else None
 
 
 def _landed(snapshot: SnapshotRecord, doc: RunDocument, what: str, why: str) -> Outcome:

@@ -1,7 +1,8 @@
 """The run document a launcher hands the job program (JSON: a ConfigMap the DuckLakeJob owns,
 mounted at ``/etc/ducklake/run.json`` in pods; a temporary file for the Local launcher): the
-job's identity, its catalog as the cluster holds it, the operation with its parameters, and
-how to run it. Credentials are never in it: they come as environment variables.
+job's identity (and the run's deadline, past which it must not commit), its catalog as the
+cluster holds it, the operation with its parameters, and how to run it. Credentials are never
+in it: they come as environment variables.
 
 ``parse_run_document`` is pure and reports every problem at once, with its field path.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.errors import SpecError
+from ducklake_operator.model import timestamps
 from ducklake_operator.model.job_marker import JobIdentity
 from ducklake_operator.model.options import parse_size
 from ducklake_operator.model.spec import CatalogSpec
@@ -32,6 +34,7 @@ class RunDocument:
     in_process_below: int | None = None  # bytes of planned input; None: always Spark
     spark_master: str = DEFAULT_MASTER
     spark_conf: tuple[tuple[str, str], ...] = ()
+    deadline: float | None = None  # the run's (seconds since the epoch); None: no timeout
 
 
 def read_run_document(path: str) -> RunDocument:
@@ -64,6 +67,10 @@ def parse_run_document(raw: Any) -> RunDocument:
     job_raw = field(raw, "job", "", Mapping, True) or {}
     uid, name = field(job_raw, "uid", "job.", str, True), field(job_raw, "name", "job.", str, True)
     namespace, attempt = field(job_raw, "namespace", "job.", str, False), field(job_raw, "attempt", "job.", int, False)
+    deadline_text = field(job_raw, "deadline", "job.", str, False)
+    deadline = timestamps.parse(deadline_text)
+    if deadline_text is not None and deadline is None:
+        problems.append(f"job.deadline: {deadline_text!r} is not a time such as 2026-01-01T00:00:00Z")
     operation = field(raw, "operation", "", str, True)
     table = field(raw, "table", "", str, False)
     params = field(raw, "params", "", Mapping, False) or {}
@@ -90,6 +97,7 @@ def parse_run_document(raw: Any) -> RunDocument:
         in_process_below=in_process_below,
         spark_master=master,
         spark_conf=tuple(sorted((str(k), str(v)) for k, v in conf.items())),
+        deadline=deadline.timestamp() if deadline is not None else None,
     )
 
 

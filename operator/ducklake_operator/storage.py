@@ -173,9 +173,10 @@ def stat(path: str) -> StoredFile | None:
     return StoredFile(path, int(info.size or 0), info.mtime.timestamp() if info.mtime else 0.0)
 
 
-def list_files(root: str) -> Iterator[StoredFile]:
+def list_files(root: str, s3: S3Config | None = None) -> Iterator[StoredFile]:
     """Every regular file under ``root`` (a directory path ending in ``/``). Local symlinks
-    are neither followed nor listed, so nothing outside ``root`` is ever reached."""
+    are neither followed nor listed, so nothing outside ``root`` is ever reached. ``s3``:
+    settings for this call (else the process's)."""
     if not is_remote(root):
         for directory, _dirs, names in os.walk(root, followlinks=False):
             for name in names:
@@ -186,7 +187,7 @@ def list_files(root: str) -> Iterator[StoredFile]:
         return
     import pyarrow.fs as pafs
 
-    fs, inner = filesystem(root)
+    fs, inner = filesystem(root, s3)
     scheme = root[: len(root) - len(inner)]
     for info in fs.get_file_info(pafs.FileSelector(inner.rstrip("/"), recursive=True, allow_not_found=True)):
         if info.type == pafs.FileType.File:

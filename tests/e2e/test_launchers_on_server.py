@@ -14,13 +14,16 @@ from typing import Any
 
 import pytest
 from kubernetes import config
+from kubernetes.client.exceptions import ApiException
 
+from ducklake_operator.controller.launchers.api_errors import api_error
 from ducklake_operator.controller.launchers.kube import JobLauncher, KubeLauncher, SparkApplicationLauncher
 from ducklake_operator.controller.launchers.render import render_config_map, render_job, render_spark_application
 from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, attempt_selector, launch_spec
 from ducklake_operator.errors import LauncherNotInstalled, LaunchFailed
 from support.manifests import manifest
 from support.operator_process import service_account_kubeconfig, wait_for
+from support.pod_states import NEVER_PULLED, bind, patch_pod_status, scheduled, waiting
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
 JOB_ACCOUNT = "ducklake-job"
@@ -145,8 +148,11 @@ def test_a_spark_application_is_accepted_as_rendered(kube, api_client, secrets) 
     app = kube.get("sparkapplication", spec.name)
     assert pruned(render_spark_application(spec), app) == []
     assert pruned(render_config_map(spec), kube.get("configmap", spec.name)) == []
-    assert secret_refs(app["spec"]["driver"]["env"]) == EXPECTED_REFS == secret_refs(app["spec"]["executor"]["env"])
+    # the pods' templates, kept whole by the v2.5.0 CRD (its template field preserves unknown fields)
+    driver, executor = (app["spec"][role]["template"]["spec"]["containers"][0] for role in ("driver", "executor"))
+    assert secret_refs(driver["env"]) == EXPECTED_REFS == secret_refs(executor["env"])
     assert app["spec"]["driver"]["serviceAccount"] == JOB_ACCOUNT and app["spec"]["executor"]["instances"] == 2
+    assert (app["spec"]["driver"]["cores"], app["spec"]["driver"]["coreRequest"]) == (2, "2")
     no_credentials(kube, secrets)
     assert launcher.launch(spec) == launched
     assert launcher.observe(launched).state == "Pending"  # no Spark Operator here: never submitted
@@ -259,3 +265,61 @@ def test_a_refused_object_is_a_launch_failure_with_the_servers_reason(kube, api_
     assert message.startswith(f"the API server refused Job {kube.namespace}/{spec.name}: ")
     assert "serviceAccountName" in message and "Spark_Jobs" in message
     assert kube.get("configmap", spec.name) is None  # nothing half-launched stays
+
+
+def test_a_pod_that_cannot_start_fails_the_attempt_with_the_kubelets_words(kube, api_client, secrets) -> None:
+    """The Job's pod, as the job controller made it; its status as the kubelet writes it for an
+    image that is not on the node (pull policy Never): the attempt has failed, for good, and
+    the launcher says so before the Job would (it never would: the pod just waits)."""
+    spec = attempt(kube, ducklake_job(kube), "Job", imagePullPolicy="Never")
+    launcher = JobLauncher(api_client)
+    launched = launcher.launch(spec)
+    (pod,) = wait_for("the Job's pod", lambda: kube.list("pods"), timeout=60)
+    assert pod["spec"]["containers"][0]["imagePullPolicy"] == "Never"
+    name = pod["metadata"]["name"]
+    observed = launcher.observe(launched)
+    assert (observed.state, observed.message) == ("Pending", f"pod {name} (driver) waits for a node")
+    bind(kube, name, "node-1")  # the scheduler's part (no node is needed for the binding)
+    patch_pod_status(kube, name, {"phase": "Pending", "conditions": [scheduled()],
+                                  "containerStatuses": [waiting("driver", IMAGE, *NEVER_PULLED)]})  # fmt: skip
+    observed = launcher.observe(launched)
+    assert observed.state == "Failed" and observed.stop and not observed.retriable
+    assert observed.message.startswith(f"pod {name} (driver), container driver cannot run: ErrImageNeverPull: "
+                                       f'Container image "{IMAGE}" is not present with pull policy of Never; set '
+                                       "spark.image")  # fmt: skip
+    assert not launcher.stopped(launched)  # bound to a node: it runs until the kubelet says it stopped
+    launcher.cancel(launched)
+    wait_for("the Job gone", lambda: kube.get("job", spec.name) is None, timeout=60)
+
+
+def test_the_api_servers_own_words_when_it_refuses(kube, api_client, secrets) -> None:
+    """A failing admission webhook makes the API server answer 500; what it said (which
+    webhook, why) is what the launcher's caller sees, and the launch is tried again (a 5xx is
+    not the request's fault)."""
+    hook = f"refuse-{kube.namespace}"
+    kube.cluster.kubectl("apply", "-f", "-", input=json.dumps(refusing_webhook(hook, kube.namespace)))
+    try:
+        spec = attempt(kube, ducklake_job(kube), "SparkApplication")
+        with pytest.raises(ApiException) as info:
+            SparkApplicationLauncher(api_client).launch(spec)
+        said = api_error(info.value)
+        assert said is not None and said.startswith("HTTP 500 Internal Server Error: Internal error occurred: failed "
+                                                    f'calling webhook "{hook}.ducklake.dev"')  # fmt: skip
+        assert "no-such-webhook" in said
+    finally:
+        kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
+    launched = SparkApplicationLauncher(api_client).launch(spec)  # the same attempt, launched now
+    assert kube.get("sparkapplication", launched.name) is not None
+
+
+def refusing_webhook(name: str, namespace: str) -> dict[str, Any]:
+    """A validating webhook on SparkApplications of ``namespace`` whose service does not exist."""
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [{"name": f"{name}.ducklake.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                          "failurePolicy": "Fail", "timeoutSeconds": 5,
+                          "clientConfig": {"service": {"namespace": namespace, "name": "no-such-webhook",
+                                                       "path": "/validate"}},
+                          "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                          "rules": [{"apiGroups": ["sparkoperator.k8s.io"], "apiVersions": ["v1beta2"],
+                                     "resources": ["sparkapplications"], "operations": ["CREATE"]}]}]}  # fmt: skip

@@ -16,7 +16,10 @@ from ducklake_jobs.job_status import JobStatus, without_nulls
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.controller import reconcilers as r
 from ducklake_operator.controller.crds import job_schema
-from ducklake_operator.controller.runs import FIGURES, Tick, duration, stamp
+from ducklake_operator.controller.launchers.observe import with_pods
+from ducklake_operator.controller.launchers.pods import read_pods
+from ducklake_operator.controller.launchers.spec import Observed
+from ducklake_operator.controller.runs import FIGURES, Tick, attempt_failure, duration, stamp
 from ducklake_operator.controller.status import condition, merge_conditions, table_health
 from ducklake_operator.maintenance.policy_params import MaintainedTable
 from ducklake_operator.maintenance.policy_runs import LastRun, OperationHistory, policy_status
@@ -74,6 +77,13 @@ def run_status(table_state: TableState) -> tuple[str, str, dict[str, Any], dict[
     events.progress("writing", 1, 2)
     events.result(Outcome("Succeeded", EXIT_SUCCEEDED, "compact sales.orders: committed snapshot 7", report, 7))
     ended = Tick().end("Succeeded", "committed snapshot 7; 10 files read, 11 written", start + 95, 1).status
+    never_pulled = {"metadata": {"name": "compact-1-a1-x7k2p"}, "spec": {"nodeName": "node-1"},
+                    "status": {"phase": "Pending", "containerStatuses": [{"name": "driver", "state": {"waiting": {
+                        "reason": "ErrImageNeverPull",
+                        "message": 'Container image "ducklake:1" is not present with pull policy of Never'}}}]}}  # fmt: skip
+    stuck = with_pods(
+        Observed("Pending", "Job compact-1-a1's pod is not running yet"), read_pods([never_pulled], start)
+    )
     status: dict[str, Any] = {
         "observedGeneration": 1,
         "attempts": 2,
@@ -85,6 +95,7 @@ def run_status(table_state: TableState) -> tuple[str, str, dict[str, Any], dict[
         "locks": ["ducklake-table-0123456789abcdef", "ducklake-slot-fedcba9876543210"],
         "waitingFor": "DuckLakeJob compact-0, which holds table sales.orders",
         "nextAttemptAt": stamp(start + 60),
+        "attemptFailure": attempt_failure(stuck),  # the first attempt's pod never started
         "before": table_health(table_state),
         "after": table_health(table_state),
         "committedSnapshot": 7,

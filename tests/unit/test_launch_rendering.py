@@ -19,7 +19,13 @@ from ducklake_operator.controller.launchers.observe import (
     observe_job,
     observe_spark_application,
 )
-from ducklake_operator.controller.launchers.render import render_config_map, render_job, render_spark_application
+from ducklake_operator.controller.launchers.render import (
+    Cpu,
+    cpu,
+    render_config_map,
+    render_job,
+    render_spark_application,
+)
 from ducklake_operator.controller.launchers.spec import (
     KUBERNETES_MASTER,
     MAX_NAME,
@@ -65,8 +71,9 @@ def spec(spark: dict[str, Any] | None = None, env: dict[str, str] | None = None,
 def test_defaults_come_from_the_operators_environment_then_the_launchers() -> None:
     s = spec(env={"DUCKLAKE_JOB_SERVICE_ACCOUNT": "ducklake-job", "DUCKLAKE_SPARK_VERSION": "4.0.1"})
     assert (s.image, s.service_account, s.spark_version) == ("registry/ducklake-operator:1.0", "ducklake-job", "4.0.1")
-    assert (s.driver.cores, s.driver.memory) == ("1", "1g")
-    assert (s.executor.instances, s.executor.cores, s.executor.memory) == ("1", "1", "2g")
+    assert (s.driver.cores, s.driver.memory) == ("500m", "1g")  # modest: a driver and 2 executors fit a small node
+    assert (s.executor.instances, s.executor.cores, s.executor.memory) == ("1", "500m", "2g")
+    assert s.image_pull_policy is None  # Kubernetes' own default
     assert s.ttl_seconds_after_finished == 86400 and s.timeout_seconds == 600
     chosen = spec({"image": "mine:2", "serviceAccount": "spark", "driver": {"memory": "4g"}, "executor": {"instances": "3"}},
                   env={"DUCKLAKE_JOB_SERVICE_ACCOUNT": "ducklake-job"})  # fmt: skip
@@ -148,6 +155,8 @@ def test_the_batch_job_runs_spark_submit_in_client_mode_with_the_settings() -> N
         "2",
         "4096m",
     )
+    # each executor's pod requests its CPUs; the Python beside the JVM (the tasks' DuckDB) gets 40 %
+    assert conf["spark.kubernetes.executor.request.cores"] == "2" and conf["spark.executor.memoryOverhead"] == "1638m"
     assert conf["spark.driver.memory"] == "2g" and conf["spark.driver.host"] == "$(POD_IP)"
     assert conf["spark.kubernetes.driver.pod.name"] == "$(POD_NAME)"
     assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "ducklake-job"
@@ -167,6 +176,7 @@ def test_the_batch_job_runs_spark_submit_in_client_mode_with_the_settings() -> N
     assert volumes[mounts["/etc/ducklake"]]["configMap"] == {"name": s.name} and "emptyDir" in volumes[mounts["/tmp"]]
     assert "activeDeadlineSeconds" not in render_job(spec(timeout_seconds=None))["spec"]
     assert "serviceAccountName" not in render_job(spec())["spec"]["template"]["spec"]
+    assert "imagePullPolicy" not in container and "spark.kubernetes.container.image.pullPolicy" not in conf
 
 
 def test_a_retry_gets_what_is_left_of_the_runs_timeout() -> None:
@@ -188,6 +198,11 @@ def test_a_retry_gets_what_is_left_of_the_runs_timeout() -> None:
     assert deadline(3, start + 1799.2) == 1
     assert time_left(run.timeout_seconds, start, start + 1800) == 0  # no attempt starts then: the run fails
     assert time_left(None, start, start + 10**6) is None
+    # the program gets the run's deadline (it commits nothing past it), the same for every attempt
+    for attempt in (1, 2):
+        launched = attempt_spec(run, UID, ctx, attempt, time_left(1800, start, start + 95), deadline=start + 1800)
+        assert json.loads(launched.run_document)["job"]["deadline"] == "2026-01-01T02:30:00Z"
+    assert "deadline" not in json.loads(attempt_spec(run, UID, ctx, 1, None).run_document)["job"]
 
 
 def test_a_job_without_executors_runs_spark_in_its_pod() -> None:
@@ -208,15 +223,90 @@ def test_the_spark_application_runs_the_program_in_cluster_mode() -> None:
     assert body["arguments"] == ["run", "--run-file", "/etc/ducklake/run.json"]
     assert body["timeToLiveSeconds"] == 86400 and body["sparkConf"] == {"spark.sql.shuffle.partitions": "4"}
     driver, executor = body["driver"], body["executor"]
-    assert (driver["cores"], driver["memory"], driver["serviceAccount"]) == (1, "1g", "ducklake-job")
-    assert driver["configMaps"] == [{"name": s.name, "path": "/etc/ducklake"}]
-    assert {"name": "DUCKLAKE_REPORT_TO_API", "value": "1"} in driver["env"]
-    secret_refs = [e["valueFrom"]["secretKeyRef"] for e in driver["env"] if "valueFrom" in e]
-    assert secret_refs == [{"name": "pg", "key": "username"}, {"name": "pg", "key": "password"}]
-    assert (executor["instances"], executor["cores"], executor["memory"]) == (2, 1, "2g")
-    assert [e["name"] for e in executor["env"]] == ["DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD"]
+    assert (driver["cores"], driver["coreRequest"], driver["memory"], driver["memoryOverhead"]) == (1, "500m", "1g",
+                                                                                                    "409m")  # fmt: skip
+    assert driver["serviceAccount"] == "ducklake-job"
+    assert (executor["instances"], executor["cores"], executor["coreRequest"], executor["memory"]) == (2, 1, "500m",
+                                                                                                       "2g")  # fmt: skip
+    assert executor["memoryOverhead"] == "819m" and "imagePullPolicy" not in body
     alone = render_spark_application(spec({"launcher": "SparkApplication", "executor": {"instances": "0"}}))
     assert "instances" not in alone["spec"]["executor"]  # the CRD's minimum is 1; Spark runs in the driver
+
+
+def test_the_spark_applications_pods_get_what_they_need_from_their_templates_not_the_webhook() -> None:
+    """Without the Spark Operator's mutating webhook, ``driver.configMaps``, ``env``,
+    ``securityContext``... are never applied (v2.5.0 applies them in the webhook alone); the
+    pod templates are Spark's own (spark-submit builds the pods from them), so everything
+    the pods need is there: the run document, the credentials, a writable /tmp, the user."""
+    s = spec({"launcher": "SparkApplication", "executor": {"instances": "2"}}, env={"DUCKLAKE_SPARK_VERSION": "4.0.1"})
+    body = render_spark_application(s)["spec"]
+    webhook_only = {"configMaps", "secrets", "env", "envFrom", "volumeMounts", "podSecurityContext", "securityContext"}
+    assert not webhook_only & set(body["driver"]) and not webhook_only & set(body["executor"])
+    assert "volumes" not in body
+    for role, container_name in (("driver", "spark-kubernetes-driver"), ("executor", "spark-kubernetes-executor")):
+        pod = body[role]["template"]["spec"]
+        assert pod["securityContext"]["runAsUser"] == 10001 and pod["securityContext"]["runAsNonRoot"] is True
+        (container,) = pod["containers"]
+        assert container["name"] == container_name and container["workingDir"] == "/tmp"
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+        assert mounts["/tmp"]["emptyDir"] == {}
+        refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
+        assert refs == {"DUCKLAKE_CATALOG_USERNAME": {"name": "pg", "key": "username"},
+                        "DUCKLAKE_CATALOG_PASSWORD": {"name": "pg", "key": "password"}}  # fmt: skip
+        assert body[role]["template"]["metadata"]["labels"] == dict(s.labels)
+    driver = body["driver"]["template"]["spec"]
+    mounts = {m["mountPath"]: m for m in driver["containers"][0]["volumeMounts"]}
+    run = next(v for v in driver["volumes"] if v["name"] == mounts["/etc/ducklake"]["name"])
+    assert run["configMap"] == {"name": s.name} and mounts["/etc/ducklake"]["readOnly"] is True
+    assert {"name": "DUCKLAKE_REPORT_TO_API", "value": "1"} in driver["containers"][0]["env"]
+    executor_env = body["executor"]["template"]["spec"]["containers"][0]["env"]
+    assert "DUCKLAKE_REPORT_TO_API" not in {e["name"] for e in executor_env}  # only the driver reports
+
+
+@pytest.mark.parametrize("launcher", ["Job", "SparkApplication"])
+def test_the_image_pull_policy_comes_from_the_settings_else_the_operator(launcher: str) -> None:
+    env = {"DUCKLAKE_SPARK_VERSION": "4.0.1", "DUCKLAKE_JOB_IMAGE_PULL_POLICY": "IfNotPresent"}
+    for settings, expected in (({}, "IfNotPresent"), ({"imagePullPolicy": "Never"}, "Never")):
+        s = spec({"launcher": launcher, "executor": {"instances": "2"}, **settings}, env=env)
+        assert s.image_pull_policy == expected
+        if launcher == "Job":
+            container = render_job(s)["spec"]["template"]["spec"]["containers"][0]
+            assert container["imagePullPolicy"] == expected  # the driver
+            assert conf_of(container["command"])["spark.kubernetes.container.image.pullPolicy"] == expected  # executors
+        else:  # the Spark Operator passes it to spark-submit as spark.kubernetes.container.image.pullPolicy
+            assert render_spark_application(s)["spec"]["imagePullPolicy"] == expected
+    with pytest.raises(ValueError, match="DUCKLAKE_JOB_IMAGE_PULL_POLICY: 'Sometimes' is not one of Always, "):
+        spec(env={"DUCKLAKE_JOB_IMAGE_PULL_POLICY": "Sometimes"})
+
+
+@pytest.mark.parametrize(
+    "text, request_, slots",
+    [("2", "2", 2), ("0.5", "500m", 1), ("500m", "500m", 1), ("100m", "100m", 1), ("1.5", "1500m", 1),
+     ("2500m", "2500m", 2), ("4000m", "4", 4), (" 1 ", "1", 1), ("0.001", "1m", 1)],
+)  # fmt: skip
+def test_cpus_are_requested_as_given_and_spark_gets_whole_task_slots(text: str, request_: str, slots: int) -> None:
+    assert cpu(text, "spark.executor.cores") == Cpu(request_, slots)
+    s = spec({"driver": {"cores": text}, "executor": {"instances": "2", "cores": text}})
+    container = render_job(s)["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"]["cpu"] == request_
+    conf = conf_of(container["command"])
+    assert (conf["spark.kubernetes.executor.request.cores"], conf["spark.executor.cores"]) == (request_, str(slots))
+    app = render_spark_application(spec({"launcher": "SparkApplication", "driver": {"cores": text},
+                                         "executor": {"cores": text}}, env={"DUCKLAKE_SPARK_VERSION": "4.0.1"}))  # fmt: skip
+    for role in ("driver", "executor"):  # cores: spark.*.cores (an int32 >= 1); coreRequest: the pod's request
+        assert (app["spec"][role]["cores"], app["spec"][role]["coreRequest"]) == (slots, request_)
+
+
+def test_spark_settings_made_by_hand_in_conf_still_win() -> None:
+    """A request or an overhead set in ``conf`` before the launcher set them stays."""
+    conf = {"spark.kubernetes.executor.request.cores": "100m", "spark.executor.memoryOverheadFactor": "0.2"}
+    command = render_job(spec({"executor": {"instances": "2"}, "conf": conf}))["spec"]["template"]["spec"]
+    got = conf_of(command["containers"][0]["command"])
+    assert got["spark.kubernetes.executor.request.cores"] == "100m" and "spark.executor.memoryOverhead" not in got
+    assert got["spark.executor.memoryOverheadFactor"] == "0.2"
 
 
 @pytest.mark.parametrize(
@@ -224,7 +314,15 @@ def test_the_spark_application_runs_the_program_in_cluster_mode() -> None:
     [
         ({"driver": {"memory": "2 GiB"}}, {}, "spark.driver.memory: '2 GiB' is not a memory size Spark reads"),
         ({"executor": {"memory": "lots"}}, {}, "spark.executor.memory: 'lots'"),
-        ({"driver": {"cores": "1.5"}}, {}, "spark.driver.cores: '1.5' is not a whole number of at least 1"),
+        (
+            {"driver": {"cores": "1.5 CPUs"}},
+            {},
+            "spark.driver.cores: '1.5 CPUs' is not a CPU amount, such as 2, 0.5 or 500m",
+        ),
+        ({"driver": {"cores": "-1"}}, {}, "spark.driver.cores: '-1' is not a CPU amount"),
+        ({"executor": {"cores": "0.0001"}}, {}, "spark.executor.cores: '0.0001' is not a CPU amount"),
+        ({"executor": {"cores": "0m"}}, {}, "spark.executor.cores: '0m' is no CPU at all: request at least 1m"),
+        ({"executor": {"cores": "0"}}, {}, "spark.executor.cores: '0' is no CPU at all"),
         ({"executor": {"instances": "-1"}}, {}, "spark.executor.instances: '-1'"),
         ({}, {"DUCKLAKE_JOB_IMAGE": ""}, "no image to run the job in: set spark.image, or DUCKLAKE_JOB_IMAGE"),
     ],

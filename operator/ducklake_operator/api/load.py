@@ -30,6 +30,7 @@ from ..model.spec import (
     DEFAULT_TIMEZONE,
     DELETION_POLICY,
     EVOLUTION_MODE,
+    IMAGE_PULL_POLICY,
     JOB_OPERATION,
     KINDS,
     LAUNCHER,
@@ -529,7 +530,7 @@ def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
     raw = p.get(spec, "spark", "spec", dict)
     if raw is None:
         return None
-    keys = ("launcher", "image", "serviceAccount", "driver", "executor", "conf", "inProcessBelow")
+    keys = ("launcher", "image", "imagePullPolicy", "serviceAccount", "driver", "executor", "conf", "inProcessBelow")
     p.keys(raw, "spec.spark", keys)
     below = p.get(raw, "inProcessBelow", "spec.spark", (int, str))
     in_process_below = None
@@ -545,6 +546,7 @@ def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
     return SparkSettings(
         launcher=p.enum(raw, "launcher", "spec.spark", LAUNCHER),
         image=p.get(raw, "image", "spec.spark", str),
+        image_pull_policy=p.enum(raw, "imagePullPolicy", "spec.spark", IMAGE_PULL_POLICY),
         service_account=p.get(raw, "serviceAccount", "spec.spark", str),
         driver=pairs("driver"),
         executor=pairs("executor"),

@@ -35,6 +35,10 @@ class Catalog:
         # concurrent writer and were retried, and commits refused by a concurrent change
         self.commit_retries = 0
         self.commit_conflicts = 0
+        # run inside each commit's transaction right before COMMIT (after the caller's own
+        # ``before_commit``); raising rolls the commit back: a job refuses to commit past its
+        # run's deadline
+        self.commit_guard: Callable[[], None] | None = None
         if data_path is not None:
             self.engine = self.engine.execution_options(**{DATA_PATH_OPTION: normalize_data_path(data_path)})
 
@@ -146,6 +150,9 @@ class Catalog:
         **kwargs: Any,
     ) -> CommitResult:
         """Commit ``changes`` as one snapshot (see ``catalog.commit``)."""
+        guard, given = self.commit_guard, kwargs.get("before_commit")
+        if guard is not None:
+            kwargs["before_commit"] = guard if given is None else lambda: (given(), guard())
         try:
             result = commit_changes(
                 self.engine,

@@ -10,12 +10,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from .. import storage
-from ..errors import SpecError, TableNotFound
+from ..errors import CatalogUnavailable, SpecError, TableNotFound
 from ..model.job_marker import ends_run, file_marker, is_marked, job_commit_report, session_name
 from ..model.names import same_name
 from ..model.state import SnapshotRecord
 from ..storage import S3Config
 from .catalog import Catalog
+from .connect import describe_db_error
 from .read import load_lake_paths, load_snapshots, referenced_files
 from .tables import T
 
@@ -62,11 +63,32 @@ def job_sessions_ended(catalog: Catalog, uid: str, *, timeout: float = 10.0, pol
             time.sleep(poll)
 
 
-def delete_uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Config | None = None) -> int:
-    """Delete the files the job with ``uid`` wrote under the directory of ``table``
-    ("schema.table", any version of it, so a rename does not hide them) that no catalog
-    row refers to; returns how many were deleted. Call it once the run has ended: files
-    are listed before the catalog is read, so one committed meanwhile is still kept."""
+def end_job_sessions(catalog: Catalog, uid: str) -> int:
+    """End every catalog session of the job with ``uid`` (``pg_terminate_backend``): a
+    transaction it had open is rolled back, unless its COMMIT was processed first; either
+    way its outcome is decided once the sessions are gone (``job_sessions_ended``). How many
+    were ended. The catalog's role may end its own sessions (the job's are the same role's,
+    from the catalog's Secret); otherwise PostgreSQL refuses: ``CatalogUnavailable``.
+    SQLite: nothing to end (a dead process holds no transaction)."""
+    if catalog.location.kind != "postgres":
+        return 0
+    query = sa.text(
+        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE application_name = :name AND pid <> pg_backend_pid()"
+    )
+    try:
+        with catalog.engine.connect() as conn:
+            ended = conn.execute(query, {"name": session_name(uid)}).scalar()
+            conn.rollback()
+    except sa.exc.DBAPIError as exc:
+        raise CatalogUnavailable(f"could not end the job's catalog sessions: {describe_db_error(exc)}") from None
+    return int(ended or 0)
+
+
+def uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Config | None = None) -> list[str]:
+    """The files the job with ``uid`` wrote under the directory of ``table`` ("schema.table",
+    any version of it, so a rename does not hide them) that no catalog row refers to. Files
+    are listed before the catalog is read, so one committed meanwhile is not among them."""
     schema, dot, name = table.partition(".")
     if not dot:
         raise SpecError(f"table {table!r} is not schema.table")
@@ -76,13 +98,22 @@ def delete_uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Co
     if not directories:
         raise TableNotFound(f"table {table} does not exist")
     candidates = [
-        f.path for directory in sorted(directories) for f in storage.list_files(directory) if is_marked(f.path, marker)
+        f.path
+        for directory in sorted(directories)
+        for f in storage.list_files(directory, s3)
+        if is_marked(f.path, marker)
     ]
     if not candidates:
-        return 0
+        return []
     with catalog.reading() as conn:
         referenced = referenced_files(conn, load_lake_paths(conn))
-    return sum(1 for path in candidates if path not in referenced and storage.delete(path, s3))
+    return [path for path in candidates if path not in referenced]
+
+
+def delete_uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Config | None = None) -> int:
+    """Delete ``uncommitted_files``; how many were deleted (not gone already). Call it once the
+    run has ended."""
+    return sum(1 for path in uncommitted_files(catalog, table, uid, s3=s3) if storage.delete(path, s3))
 
 
 def _table_ids(conn: sa.Connection, schema: str, name: str) -> set[int]:

@@ -26,6 +26,7 @@ from ..model.spec import (
     DELETION_POLICY,
     EVOLUTION_MODE,
     GROUP,
+    IMAGE_PULL_POLICY,
     JOB_OPERATION,
     JOBS,
     LAUNCHER,
@@ -44,7 +45,7 @@ from ..model.spec import (
     Choice,
 )
 from ..model.types import ALIASES, PRIMITIVES
-from .launchers.render import JVM_MEMORY_PATTERN
+from .launchers.render import CPU_PATTERN, JVM_MEMORY_PATTERN
 
 Schema = dict[str, Any]
 
@@ -572,6 +573,11 @@ def jvm_memory(example: str) -> Schema:
             "pattern": case_insensitive(JVM_MEMORY_PATTERN)}  # fmt: skip
 
 
+def cpus(whose: str, more: str = "") -> Schema:
+    text = f'CPUs {whose} requests, e.g. 2, "0.5" or 500m (never limited: it uses what the node has spare).{more}'
+    return {**int_or_string(text), "pattern": CPU_PATTERN, "minimum": 1}
+
+
 def spark_settings(desc: str) -> Schema:
     """The ``spark`` block of a policy or a job: unset fields take the next level's."""
     return obj(
@@ -584,13 +590,21 @@ def spark_settings(desc: str) -> Schema:
                 choice=LAUNCHER,
             ),
             "image": string("Image with the job program and PySpark; default: the operator's own image."),
+            "imagePullPolicy": string(
+                "Pull policy of the image, for the driver and the executors; default: the operator's (chart value "
+                "image.pullPolicy), else Kubernetes' (Always for :latest, else IfNotPresent).",
+                choice=IMAGE_PULL_POLICY,
+            ),
             "serviceAccount": string("Service account of the driver (and executors)."),
-            "driver": obj("Driver resources.", {"cores": integer("Cores.", minimum=1), "memory": jvm_memory("2g")}),
+            "driver": obj(
+                "Driver resources.",
+                {"cores": cpus("the driver's pod"), "memory": jvm_memory("2g")},
+            ),
             "executor": obj(
                 "Executor resources.",
                 {
                     "instances": integer("Executors.", minimum=0),
-                    "cores": integer("Cores.", minimum=1),
+                    "cores": cpus("each executor's pod", " Its task slots are the whole CPUs in it, at least 1."),
                     "memory": jvm_memory("4g"),
                 },
             ),
@@ -668,6 +682,14 @@ def job_schema() -> Schema:
                     "kind": string("SparkApplication, Job or Local."),
                     "name": string("Its name."),
                     "detail": {**any_value("Launcher specifics (the Local launcher's process)."), "type": "object"},
+                },
+            ),
+            "attemptFailure": obj(
+                "Why the current attempt failed while its objects still ran (a pod that cannot start, or be "
+                "scheduled): the controller stops them, then ends or retries the run with this reason.",
+                {
+                    "message": string("What failed, and what to do."),
+                    "retriable": boolean("Whether another attempt could fare better."),
                 },
             ),
             "jobReport": {

@@ -27,6 +27,7 @@ from ..model.spec import GROUP, JOBS, POLICIES, VERSION, JobSpec, MaintenancePol
 from . import metrics
 from .context import Controller, catalog_channel
 from .handlers import CatalogKey, ManifestIndex, _catalog_for, _custom_objects_api, _manifest
+from .launchers.api_errors import api_error
 from .run_settings import SparkDefaults, effective_spark
 from .runs import (
     ACTIVE,
@@ -293,8 +294,11 @@ async def tick_once(
             pool, target = ctl.pool, ctx.catalog
             ctl.probe(catalog_channel(spec.ref.namespace, spec.catalog), lambda: pool.catalog(target)[0].snapshot())
     except Exception as exc:  # noqa: BLE001 - the API server's trouble (a Lease, a launch): look again soon
-        log.warning("run %s/%s: %s", spec.ref.namespace, spec.ref.name, ctl.scrub(_one_line(exc)))
+        said = ctl.scrub(_one_line(exc))
+        log.warning("run %s/%s: %s", spec.ref.namespace, spec.ref.name, said)
         tick = Tick(again_in=5.0)
+        if (status.get("state") or "") != "Running":  # e.g. a failing admission webhook refused the launch
+            tick.status["message"] = f"waiting: a request to the API server failed, trying again in 5 s: {said}"
     written = await ctl.call(write_status, body, status, tick)
     for type_, reason, message in tick.events:
         kopf.event(body, type=type_, reason=reason, message=ctl.scrub(message))
@@ -358,8 +362,8 @@ async def run_deleted(body: kopf.Body, status: kopf.Status, memo: kopf.Memo, **k
 
 
 def _one_line(exc: BaseException) -> str:
-    status = getattr(exc, "status", None)
-    if isinstance(status, int):  # the kubernetes client's ApiException: its text is the whole response
-        return f"HTTP {status} {getattr(exc, 'reason', '')}".strip()
+    said = api_error(exc)  # the kubernetes client's ApiException: its text is the whole response
+    if said is not None:
+        return said
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

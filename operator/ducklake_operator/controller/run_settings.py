@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.options import parse_size
-from ..model.spec import SparkSettings
+from ..model.spec import IMAGE_PULL_POLICY, SparkSettings
+
+IMAGE_PULL_POLICY_ENV = "DUCKLAKE_JOB_IMAGE_PULL_POLICY"  # the chart sets it to its image.pullPolicy
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,7 @@ class SparkDefaults:
 
     launcher: str = "Job"
     image: str | None = None
+    image_pull_policy: str | None = None  # None: Kubernetes' default (Always for :latest, else IfNotPresent)
     service_account: str | None = None
     in_process_below: int | None = None
     master: str = "local[*]"  # the Local launcher's Spark
@@ -28,10 +31,14 @@ class SparkDefaults:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SparkDefaults:
-        """``DUCKLAKE_JOB_LAUNCHER``, ``_IMAGE``, ``_SERVICE_ACCOUNT``, ``_IN_PROCESS_BELOW`` (a
-        size), ``DUCKLAKE_SPARK_MASTER`` and ``DUCKLAKE_JOB_SPARK`` (JSON: driver, executor,
-        conf). A value that does not read is an error at the operator's start, not per run."""
+        """``DUCKLAKE_JOB_LAUNCHER``, ``_IMAGE``, ``_IMAGE_PULL_POLICY``, ``_SERVICE_ACCOUNT``,
+        ``_IN_PROCESS_BELOW`` (a size), ``DUCKLAKE_SPARK_MASTER`` and ``DUCKLAKE_JOB_SPARK`` (JSON:
+        driver, executor, conf). A value that does not read is an error at the operator's start,
+        not per run."""
         below = env.get("DUCKLAKE_JOB_IN_PROCESS_BELOW") or None
+        pull = env.get(IMAGE_PULL_POLICY_ENV) or None
+        if pull is not None and pull not in IMAGE_PULL_POLICY.values:
+            raise ValueError(f"{IMAGE_PULL_POLICY_ENV}: {pull!r} is not one of {', '.join(IMAGE_PULL_POLICY.values)}")
         blocks = json.loads(env.get("DUCKLAKE_JOB_SPARK") or "{}")
 
         def text(value: object) -> str:  # as YAML says it: false, not Python's False
@@ -44,6 +51,7 @@ class SparkDefaults:
         return cls(
             launcher=env.get("DUCKLAKE_JOB_LAUNCHER") or "Job",
             image=env.get("DUCKLAKE_JOB_IMAGE") or None,
+            image_pull_policy=pull,
             service_account=env.get("DUCKLAKE_JOB_SERVICE_ACCOUNT") or None,
             in_process_below=parse_size(below) if below else None,
             master=env.get("DUCKLAKE_SPARK_MASTER") or "local[*]",
@@ -70,6 +78,7 @@ def effective_spark(job: SparkSettings | None, policy: SparkSettings | None, def
     return {
         "launcher": first("launcher", defaults.launcher),
         "image": first("image", defaults.image),
+        "imagePullPolicy": first("image_pull_policy", defaults.image_pull_policy),
         "serviceAccount": first("service_account", defaults.service_account),
         "driver": merged("driver"),
         "executor": merged("executor"),

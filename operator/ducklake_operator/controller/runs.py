@@ -30,7 +30,7 @@ from ..catalog.job_commits import find_job_commit
 from ..errors import DuckLakeError
 from ..maintenance.windows import closed_until, describe_instant, describe_window, in_window, window_zone
 from ..model import timestamps
-from ..model.job_marker import EXIT_UNKNOWN, ends_run, job_commit_report
+from ..model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
 from ..model.job_params import OPERATIONS
 from ..model.names import fold, same_name
 from ..model.spec import (
@@ -44,7 +44,8 @@ from ..model.spec import (
     Window,
 )
 from ..model.state import CatalogState, SnapshotRecord, TableState
-from .launchers.spec import Launched, Launcher, LaunchSpec, launch_spec
+from ..reconcile import s3_settings
+from .launchers.spec import Launched, Launcher, LaunchSpec, Observed, launch_spec
 from .locks import Holder, Leases, lease_name
 from .reconcilers import CatalogPool
 from .status import condition, table_health
@@ -92,8 +93,9 @@ def parse_stamp(text: str | None) -> float | None:
     return parsed.timestamp() if parsed is not None else None
 
 
-KEPT = "its files were kept (deleteOrphanFiles removes them)"
 CATALOG_GONE = "DuckLakeCatalog {!r} no longer exists, so whether it committed was not checked and its files were kept"
+ORPHANS = "deleteOrphanFiles removes them"
+NOT_RETRIED = "not retried: another attempt would fail the same way"
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,8 @@ class Runs:
         table = self._table(state, spec)
         name = str(ctx.spark.get("launcher"))
         try:
-            launched = self.launchers[name].launch(attempt_spec(spec, uid, ctx, attempt, left))
+            deadline = start + spec.timeout_seconds if spec.timeout_seconds else None
+            launched = self.launchers[name].launch(attempt_spec(spec, uid, ctx, attempt, left, deadline))
         except DuckLakeError as exc:
             self._unlock(spec, uid, tick, status)
             return tick.end("Failed", self.scrub(f"could not launch: {exc}"), now, generation)
@@ -256,33 +259,47 @@ class Runs:
         if launched is None:  # Running without an attempt: not written by this controller
             return Tick(status={"state": "Pending"}, again_in=0.0)
         launcher = self._launcher(launched)
-        observed = launcher.observe(launched)
+        failure = status.get("attemptFailure")
+        if failure:  # seen failed while its objects ran: they are being stopped
+            observed = Observed("Failed", str(failure.get("message") or "failed"),
+                                retriable=bool(failure.get("retriable", True)), stop=True)  # fmt: skip
+        else:
+            observed = launcher.observe(launched)
         if observed.state in ("Pending", "Running"):
             tick = Tick()
             if observed.state == "Pending" and status.get("progress") in (None, "launched"):
-                tick.status["message"] = observed.message  # e.g. the pod is not running yet
+                tick.status["message"] = observed.message  # e.g. what the pod waits for
             return tick
+        tick = Tick()
+        if observed.stop:  # e.g. a pod that cannot start: nothing else ends it
+            tick.status["attemptFailure"] = attempt_failure(observed)
+            launcher.cancel(launched)
         if not launcher.stopped(launched):  # e.g. a deleted Job whose pod is still terminating
-            return Tick(status={"message": f"{observed.message}; waiting for it to stop"})
-        said = _report(None, uid, status, observed.detail.get("result"))  # the program's own word on the attempt
+            tick.status["message"] = (
+                f"{self.scrub(observed.message)}; waiting for {launched.kind} {launched.name} to stop"
+            )
+            return tick
+        result = observed.detail.get("result")
+        said = _report(None, uid, status, result)  # the program's own word on the attempt
+        tick = Tick(attempt_report=said, status={"attemptFailure": None})
+        self._unlock(spec, uid, tick, status)
         if ctx.catalog is None:  # the catalog's manifest was deleted meanwhile: the catalog cannot be asked
-            tick = Tick(attempt_report=said)
-            self._unlock(spec, uid, tick, status)
             state = "Succeeded" if observed.state == "Succeeded" else "Failed"
             why = f"{self.scrub(observed.message)}; {CATALOG_GONE.format(spec.catalog)}"
             return tick.end(state, why, now, spec.ref.generation)
-        tick = Tick(attempt_report=said)
-        self._unlock(spec, uid, tick, status)
-        after = self._after(ctx.catalog, spec, uid, keep_files=_exit_code(observed.detail, status) == EXIT_UNKNOWN)
+        program = result or status.get("jobReport") or {}
+        keep = "its commit's outcome is unknown" if _exit_code(observed.detail, status) == EXIT_UNKNOWN else None
+        after = self._after(ctx.catalog, spec, uid, keep=keep, program=program)
         if after.landed is not None:
             return self._succeeded(tick, spec, uid, status, ctx, after.landed, now)
         if observed.state == "Succeeded":  # nothing to commit (a dry run, nothing to do)
             return self._succeeded(tick, spec, uid, status, ctx, None, now, result=observed.detail.get("result"))
-        reason = self.scrub(observed.message or "failed")
+        reason = self.scrub(failure_reason(observed, program))
         committed, files = after.committed, after.files
         attempts = int(status.get("attempts") or 1)
-        deadline = parse_stamp(status.get("deadline"))
         wait = min(self.retry_backoff * 2 ** (attempts - 1), RETRY_BACKOFF_CAP)
+        if attempts <= spec.retries and not observed.retriable:
+            return tick.end("Failed", f"{reason}; {committed}, {files}; {NOT_RETRIED}", now, spec.ref.generation)
         if attempts <= spec.retries and deadline is not None and now + wait >= deadline:
             why = f"not retried: the run's timeout ({spec.timeout_seconds} s, retries included) ends before a retry"
             return tick.end("Failed", f"{reason}; {committed}, {files}; {why}", now, spec.ref.generation)
@@ -302,21 +319,33 @@ class Runs:
         self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float, state: str, why: str
     ) -> Tick:
         """Cancel or time out: stop what runs, wait until it has stopped, then ask the
-        catalog whether it landed anyway."""
-        tick = Tick()
+        catalog whether it landed anyway. Past the run's deadline nothing is waited for: the
+        job program refuses to commit from then on (``commit_guard``), its catalog sessions
+        are ended, and the catalog decides at once, even while its pods have not stopped
+        (their node unreachable: they go when it is back)."""
+        tick = Tick(status={"attemptFailure": None})
         launched = _launched(status)
+        running = False
         if launched is not None:
             launcher = self._launcher(launched)
             launcher.cancel(launched)
             if not launcher.stopped(launched):
-                tick.status["message"] = f"{why}: stopping {launched.kind} {launched.name}"
-                return tick
+                deadline = parse_stamp(status.get("deadline"))
+                if deadline is None or now < deadline:
+                    tick.status["message"] = f"{why}: stopping {launched.kind} {launched.name}"
+                    return tick
+                running = True
         self._unlock(spec, uid, tick, status)
         if launched is None:
             return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
         if ctx.catalog is None:
             return tick.end(state, f"{why}; {CATALOG_GONE.format(spec.catalog)}", now, spec.ref.generation)
-        after = self._after(ctx.catalog, spec, uid, keep_files=False)
+        keep = None
+        if running:
+            keep = (
+                f"{launched.kind} {launched.name} has not stopped yet (its node may be unreachable; it cannot commit)"
+            )
+        after = self._after(ctx.catalog, spec, uid, keep=keep, program=status.get("jobReport") or {})
         if after.landed is not None:
             return self._succeeded(tick, spec, uid, status, ctx, after.landed, now, note=f"{why}, but it had committed")
         return tick.end(state, f"{why}; {after.committed}, {after.files}", now, spec.ref.generation)
@@ -363,14 +392,22 @@ class Runs:
     def _launcher(self, launched: Launched) -> Launcher:
         return self.launchers[launched.kind]
 
-    def _after(self, catalog_spec: CatalogSpec, spec: JobSpec, uid: str, *, keep_files: bool) -> After:
-        """What the catalog says of an attempt that has stopped. First the job's sessions are
-        waited out (a COMMIT sent just before its process died is then decided); then its
-        commit is looked for; if it did not land, the files it wrote that no catalog row refers
-        to are deleted, unless its commit's outcome is unknown or a session would not go."""
-        from ..catalog.job_commits import delete_uncommitted_files, job_commits, job_sessions_ended
+    def _after(
+        self, catalog_spec: CatalogSpec, spec: JobSpec, uid: str, *, keep: str | None, program: Mapping[str, Any]
+    ) -> After:
+        """What the catalog says of an attempt that has stopped (or can no longer commit).
+        First the job's catalog sessions are ended and waited out (a COMMIT sent just before
+        its process died is then decided); then its commit is looked for; if it did not land,
+        the files it wrote that no catalog row refers to are deleted, unless ``keep`` says why
+        not (its commit's outcome is unknown, its pods still run) or a session would not go.
+        ``program``: what the job program reported (its files it deleted itself)."""
+        from ..catalog.job_commits import end_job_sessions, job_commits, job_sessions_ended
 
         catalog, _ = self.pool.catalog(catalog_spec)
+        try:
+            end_job_sessions(catalog, uid)
+        except DuckLakeError as exc:  # not the job's role: its sessions end when its process does
+            log.warning("%s: %s", spec.ref, self.scrub(str(exc)))
         settled = job_sessions_ended(catalog, uid, timeout=self.settle_seconds)
         commits = job_commits(catalog, uid)
         ending = [s for s in commits if ends_run(job_commit_report(s.commit_extra_info, uid) or {})]
@@ -380,14 +417,36 @@ class Runs:
             f"{len(commits)} of its commits landed (snapshots {', '.join(str(s.snapshot_id) for s in commits)}; "
             "run it again to finish)" if commits else "nothing was committed"
         )  # fmt: skip
-        if keep_files or not settled or not spec.table:
-            return After(None, committed, KEPT if spec.table else "it writes no files")
+        if not spec.table:
+            return After(None, committed, "it writes no files")
+        return After(None, committed, self._files(catalog_spec, catalog, spec, uid, keep or (
+            None if settled else "a catalog session of it did not end"), program))  # fmt: skip
+
+    def _files(
+        self, catalog_spec: CatalogSpec, catalog: Any, spec: JobSpec, uid: str, keep: str | None,
+        program: Mapping[str, Any],
+    ) -> str:  # fmt: skip
+        """What became of the attempt's uncommitted files, as it is: deleted by the operator
+        now, deleted by the job program before (none left), or kept (``keep``: why), and which."""
+        from ..catalog.job_commits import delete_uncommitted_files, uncommitted_files
+
+        table, s3 = str(spec.table), s3_settings(catalog_spec, self.pool.credentials)
+        where = f"named *-{file_marker(uid)}.parquet under table {table}'s directory"
         try:
-            deleted = delete_uncommitted_files(catalog, spec.table, uid)
+            if keep is not None:
+                left = uncommitted_files(catalog, table, uid, s3=s3)
+                if not left:
+                    return f"it left no uncommitted files ({keep})"
+                return f"its {len(left)} uncommitted files were kept, as {keep} ({where}; {ORPHANS})"
+            deleted = delete_uncommitted_files(catalog, table, uid, s3=s3)
         except (DuckLakeError, OSError) as exc:
-            log.warning("deleting the uncommitted files of %s failed: %s", spec.ref, self.scrub(str(exc)))
-            return After(None, committed, KEPT)
-        return After(None, committed, f"{deleted} uncommitted files deleted")
+            log.warning("the uncommitted files of %s: %s", spec.ref, self.scrub(str(exc)))
+            return f"its uncommitted files ({where}) could not be listed or deleted ({self.scrub(str(exc))}; {ORPHANS})"
+        if deleted:
+            return f"the operator deleted its {deleted} uncommitted files"
+        if (program.get("report") or {}).get("uncommittedFiles") == "deleted":
+            return "the job program deleted the files it wrote"
+        return "it left no uncommitted files"
 
     def _lock(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, tick: Tick) -> str | None:
         """Take the table's Lease (a catalog-wide run: the catalog's), then a catalog slot;
@@ -456,14 +515,17 @@ def time_left(timeout: int | None, start: float, now: float) -> int | None:
     return max(math.ceil(start + timeout - now), 0)
 
 
-def attempt_spec(spec: JobSpec, uid: str, ctx: RunContext, attempt: int, timeout_seconds: int | None) -> LaunchSpec:
-    """What the launcher gets for one attempt; ``timeout_seconds``: its share (``time_left``)."""
+def attempt_spec(
+    spec: JobSpec, uid: str, ctx: RunContext, attempt: int, timeout_seconds: int | None, deadline: float | None = None
+) -> LaunchSpec:
+    """What the launcher gets for one attempt; ``timeout_seconds``: its share (``time_left``);
+    ``deadline``: the run's (seconds since the epoch), past which its program commits nothing."""
     return launch_spec(
         job_name=spec.ref.name,
         namespace=spec.ref.namespace or "default",
         uid=uid,
         attempt=attempt,
-        run_document=run_document(spec, uid, attempt, ctx),
+        run_document=run_document(spec, uid, attempt, ctx, deadline),
         spark=ctx.spark,
         env_from_secrets=env_from_secrets(ctx.catalog) if ctx.catalog else [],
         timeout_seconds=timeout_seconds,
@@ -540,6 +602,22 @@ def _launched(status: Mapping[str, Any]) -> Launched | None:
     return Launched(kind=launched["kind"], name=launched.get("name", ""), detail=dict(launched.get("detail") or {}))
 
 
+def attempt_failure(observed: Observed) -> dict[str, Any]:
+    """``status.attemptFailure``: a failure seen while the attempt's objects still ran, kept
+    while they are stopped (the object, once deleted, no longer says why)."""
+    return {"message": observed.message, "retriable": observed.retriable}
+
+
+def failure_reason(observed: Observed, program: Mapping[str, Any]) -> str:
+    """Why an attempt failed: the job program's own words first (it saw the error: Spark's,
+    the catalog's), then what its launcher saw (the Job's condition, a pod's state), each once."""
+    launcher = observed.message or "failed"
+    said = str(program.get("message") or "") if program.get("state") == "Failed" else ""
+    if not said or said in launcher:
+        return launcher
+    return f"{said} ({launcher})"
+
+
 def _report(landed: Any, uid: str, status: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:
     """The run's report: from its commit (the catalog's word), else what the program said
     (its result line, or the report it wrote to the DuckLakeJob's status)."""
@@ -579,11 +657,17 @@ def env_from_secrets(catalog: CatalogSpec) -> list[tuple[str, str, str]]:
     return out
 
 
-def run_document(spec: JobSpec, uid: str, attempt: int, ctx: RunContext) -> dict[str, Any]:
-    """What the job program reads (no credentials: they come as env from Secrets)."""
+def run_document(
+    spec: JobSpec, uid: str, attempt: int, ctx: RunContext, deadline: float | None = None
+) -> dict[str, Any]:
+    """What the job program reads (no credentials: they come as env from Secrets); with the
+    run's ``deadline``, past which the program refuses to commit."""
     spark = ctx.spark
+    job: dict[str, Any] = {"name": spec.ref.name, "namespace": spec.ref.namespace, "uid": uid, "attempt": attempt}
+    if deadline is not None:
+        job["deadline"] = stamp(deadline)
     return {
-        "job": {"name": spec.ref.name, "namespace": spec.ref.namespace, "uid": uid, "attempt": attempt},
+        "job": job,
         "catalog": ctx.catalog_doc,
         "table": spec.table,
         "operation": spec.operation,

@@ -63,6 +63,7 @@ CAST_ERRORS = DefaultChoice(ON_CAST_ERROR.choices, ON_CAST_ERROR.default)  # the
 SSL_MODE = Choice(("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
 URL_STYLE = Choice(("path", "vhost"))
 LAUNCHER = Choice(("SparkApplication", "Job", "Local"))  # unset: the next level's (run_settings)
+IMAGE_PULL_POLICY = Choice(("Always", "IfNotPresent", "Never"))  # a container's imagePullPolicy; unset: the next level's
 SELECTOR_OPERATOR = Choice(("In", "NotIn", "Exists", "DoesNotExist"))
 JOB_OPERATION = Choice(JOB_OPERATIONS)
 DEFAULT_TIMEZONE = "UTC"  # a policy's window, and schedules without a window, are read in it
@@ -234,6 +235,7 @@ class SparkSettings:
 
     launcher: str | None = None  # one of LAUNCHER
     image: str | None = None
+    image_pull_policy: str | None = None  # one of IMAGE_PULL_POLICY
     service_account: str | None = None
     driver: tuple[tuple[str, str], ...] = ()
     executor: tuple[tuple[str, str], ...] = ()

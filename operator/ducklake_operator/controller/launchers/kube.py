@@ -22,7 +22,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ...errors import LauncherNotInstalled, LaunchFailed
-from .observe import observe_job, observe_spark_application
+from .api_errors import server_message
+from .observe import observe_job, observe_spark_application, with_pods
+from .pods import pod_stopped, read_pods
+from .pods import unschedulable_grace as grace_from_env
 from .render import render_config_map, render_job, render_spark_application
 from .spec import JOB, SPARK_APPLICATION, Launched, LaunchSpec, Observed, attempt_selector
 
@@ -53,10 +56,15 @@ class KubeLauncher:
         *,
         cache_seconds: float = DISCOVERY_CACHE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        unschedulable_grace: float | None = None,
     ) -> None:
+        """``unschedulable_grace``: seconds a pod may fit no node before the attempt fails
+        (default: ``pods.unschedulable_grace()``, from the operator's environment)."""
         self._api_client = api_client or default_api_client
         self._cache_seconds = cache_seconds
-        self._clock = clock
+        self._clock, self._wall_clock = clock, wall_clock
+        self._grace = grace_from_env() if unschedulable_grace is None else unschedulable_grace
         self._checked: tuple[float, str | None] | None = None
         self._lock = threading.Lock()
 
@@ -113,6 +121,8 @@ class KubeLauncher:
         return Launched(self.kind, spec.name, {"namespace": ns, "pods": attempt_selector(spec)})
 
     def observe(self, launched: Launched) -> Observed:
+        """The object's status, and what its pods say (``observe.with_pods``): a pod that
+        cannot run fails the attempt at once, not at its deadline."""
         try:
             obj = self._custom().get_namespaced_custom_object(
                 self.group, self.version, launched.detail["namespace"], self.plural, launched.name
@@ -121,7 +131,10 @@ class KubeLauncher:
             if exc.status == 404:
                 return Observed("Gone", f"{self.kind} {launched.name} no longer exists")
             raise
-        return self.read_status(obj)
+        observed = self.read_status(obj)
+        if observed.state == "Succeeded":
+            return observed
+        return with_pods(observed, read_pods(self.pods(launched), self._wall_clock(), self._grace))
 
     def cancel(self, launched: Launched) -> None:
         """Delete the object (its pods go in the background) and its ConfigMap."""
@@ -138,11 +151,19 @@ class KubeLauncher:
         """No pod of the attempt runs: each has ended (Succeeded, Failed), was never scheduled
         to a node (so never ran), or is gone. A pod being deleted runs until its grace
         period ends."""
+        return all(pod_stopped(p) for p in self.pods(launched))
+
+    def pods(self, launched: Launched) -> list[dict[str, Any]]:
+        """The attempt's pods (driver and executors, by its labels) as the API server writes
+        them: JSON, not the client's objects, so ``pods.read_pods`` reads Kubernetes' own
+        field names."""
         selector = launched.detail.get("pods")
         if not selector:
-            return True
-        pods = self._core().list_namespaced_pod(launched.detail["namespace"], label_selector=selector)
-        return all(_pod_stopped(p) for p in pods.items)
+            return []
+        response = self._core().list_namespaced_pod(
+            launched.detail["namespace"], label_selector=selector, _preload_content=False
+        )
+        return list(json.loads(response.data).get("items") or [])
 
     # ------------------------------------------------------------------ pieces
 
@@ -210,11 +231,6 @@ class SparkApplicationLauncher(KubeLauncher):
         return observe_spark_application(obj)
 
 
-def _pod_stopped(pod: Any) -> bool:
-    phase = pod.status.phase if pod.status is not None else None
-    return phase in ("Succeeded", "Failed") or (phase in (None, "Pending") and not pod.spec.node_name)
-
-
 def _deleted(delete: Callable[[], Any]) -> None:
     """Delete; gone already is fine."""
     try:
@@ -225,7 +241,4 @@ def _deleted(delete: Callable[[], Any]) -> None:
 
 
 def _api_message(exc: ApiException) -> str:
-    try:
-        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
-    except (ValueError, AttributeError):
-        return str(exc.reason)
+    return server_message(exc) or str(exc.reason)

@@ -1,12 +1,16 @@
 """What a launched attempt's own record says, as an ``Observed``: a batch Job's conditions,
-a SparkApplication's ``status.applicationState``, the job program's final JSON line. Pure."""
+a SparkApplication's ``status.applicationState``, the job program's final JSON line, and
+what the attempt's pods add to them (``with_pods``). Pure."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ...model.out_of_memory import describe
+from .pods import PodsView
 from .spec import Observed
 
 # Kubeflow Spark Operator states (api/v1beta2 ApplicationStateType) that end an application
@@ -48,6 +52,21 @@ def observe_spark_application(app: Mapping[str, Any]) -> Observed:
     if state in SPARK_PENDING:
         return Observed("Pending", f"SparkApplication {name} is {state or 'not submitted yet'}")
     return Observed("Running", f"SparkApplication {name} is {state}")
+
+
+def with_pods(observed: Observed, pods: PodsView) -> Observed:
+    """The object's state, with what its pods say: a pod that cannot run fails an attempt
+    that has not ended (its objects still there: the controller stops them); a pending
+    one says what it waits for; containers killed for memory explain a failure."""
+    problem = pods.problem
+    if observed.state in ("Pending", "Running") and problem is not None:
+        detail = {"pod": problem.pod, "reason": problem.reason}
+        return Observed("Failed", problem.describe(), detail, retriable=problem.retriable, stop=True)
+    if observed.state == "Pending" and pods.waiting:
+        return dataclasses.replace(observed, message=pods.waiting)
+    if observed.state == "Failed" and pods.out_of_memory:
+        return dataclasses.replace(observed, message=f"{observed.message}; {describe(pods.out_of_memory)}")
+    return observed
 
 
 def last_result(lines: Iterable[str]) -> dict[str, Any] | None:

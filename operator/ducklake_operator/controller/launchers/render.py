@@ -3,13 +3,19 @@
 Every object is owned by the DuckLakeJob (garbage-collected with it) and labelled with it.
 The run document travels in a ConfigMap mounted at ``/etc/ducklake``; credentials travel as
 environment variables from the catalog's Secrets (``secretKeyRef``), never as values. A
-setting that cannot be rendered (cores that are not a whole number, a memory size Spark
-would not read, no image) is ``LaunchFailed`` naming the field.
+setting that cannot be rendered (a CPU amount or memory size Spark would not read, no image)
+is ``LaunchFailed`` naming the field.
+
+Nothing here needs the Spark Operator's mutating webhook: what the webhook would apply to a
+SparkApplication's pods (volumes, environment from Secrets, security contexts) is in the
+pods' templates (``spec.driver.template``, ``spec.executor.template``), which the Spark
+Operator (v2.1.0 and later) hands to ``spark-submit`` as Spark's own pod template files.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import LaunchFailed
@@ -30,12 +36,25 @@ POD_SECURITY = {
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-# PySpark's driver pod carries a Python process beside the JVM (and in-process runs work in
-# it alone): Spark sizes such pods with 40 % over the JVM's memory, at least 384 MiB
+# A PySpark pod carries Python beside the JVM: the driver's program (in-process runs work in
+# it alone), an executor's Python workers, where the tasks' DuckDB and pyarrow do the work.
+# Such pods get 40 % over the JVM's memory, at least 384 MiB (Spark's own rule for non-JVM
+# jobs), set explicitly so that the pod's memory limit is known: JVM memory + overhead.
 MEMORY_OVERHEAD_FACTOR, MEMORY_OVERHEAD_MIN_MIB = 0.4, 384
 JVM_MEMORY_PATTERN = r"^(\d+)([kmgtp]?)b?$"  # Spark's sizes (512m, 2g, 2gb); also the CRDs' pattern
 _MEMORY = re.compile(JVM_MEMORY_PATTERN, re.IGNORECASE)
 _MIB_PER_UNIT = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}  # no unit: MiB, as Spark
+# CPUs as a Kubernetes quantity a person writes: whole or decimal CPUs (2, 0.5) or millicores
+# (500m), to the millicore; also the CRDs' pattern
+CPU_PATTERN = r"^(\d+(\.\d{1,3})?|\d+m)$"
+_CPU = re.compile(CPU_PATTERN)
+# the containers Spark's pod templates name (Spark's defaults, which the Spark Operator passes
+# as spark.kubernetes.{driver,executor}.podTemplateContainerName)
+DRIVER_CONTAINER, EXECUTOR_CONTAINER = "spark-kubernetes-driver", "spark-kubernetes-executor"
+WORK_DIR = "/tmp"  # the pods' one writable directory (an emptyDir): the root filesystem is read-only
+RUN_VOLUME = "run"
+TMP_VOLUME: dict[str, Any] = {"name": "tmp", "emptyDir": {}}
+TMP_MOUNT: dict[str, Any] = {"name": "tmp", "mountPath": WORK_DIR}
 
 
 def owner_reference(spec: LaunchSpec) -> dict[str, Any]:
@@ -58,10 +77,65 @@ def render_config_map(spec: LaunchSpec) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(spec), "data": {RUN_KEY: spec.run_document}}
 
 
+@dataclass(frozen=True)
+class Cpu:
+    """A CPU setting as Kubernetes and Spark take it: what the pod requests (a quantity), and
+    Spark's task slots (whole CPUs in it, at least 1)."""
+
+    request: str
+    slots: int
+
+
+@dataclass(frozen=True)
+class PodMemory:
+    """A Spark pod's memory in MiB: the JVM's (``spark.*.memory``) and the overhead beside it."""
+
+    jvm: int
+    overhead: int
+
+    @property
+    def limit(self) -> int:
+        return self.jvm + self.overhead
+
+
+def cpu(text: str, name: str) -> Cpu:
+    """``2``, ``1.5``, ``0.5``, ``500m``: CPUs requested; slots are the whole CPUs (at least
+    one, so ``500m`` is one task slot on half a CPU)."""
+    value = text.strip()
+    if not _CPU.match(value):
+        raise LaunchFailed(f"{name}: {text!r} is not a CPU amount, such as 2, 0.5 or 500m")
+    millis = int(value[:-1]) if value.endswith("m") else round(float(value) * 1000)
+    if millis < 1:
+        raise LaunchFailed(f"{name}: {text!r} is no CPU at all: request at least 1m (a thousandth of a CPU)")
+    request = str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+    return Cpu(request, max(1, millis // 1000))
+
+
+def pod_memory(text: str, name: str) -> PodMemory:
+    """The pod memory of a Spark setting ``text`` (e.g. 2g): the JVM's and the overhead."""
+    jvm = _mib(text, name)
+    return PodMemory(jvm, max(int(jvm * MEMORY_OVERHEAD_FACTOR), MEMORY_OVERHEAD_MIN_MIB))
+
+
 def secret_env(spec: LaunchSpec) -> list[dict[str, Any]]:
     return [
         {"name": e.env, "valueFrom": {"secretKeyRef": {"name": e.secret, "key": e.key}}} for e in spec.env_from_secrets
     ]
+
+
+def driver_env(spec: LaunchSpec) -> list[dict[str, Any]]:
+    """What the job program needs in its environment: to report to its DuckLakeJob, and the
+    catalog's credentials."""
+    return [REPORT_TO_API, *secret_env(spec)]
+
+
+def run_volumes(spec: LaunchSpec) -> list[dict[str, Any]]:
+    """The run document (the attempt's ConfigMap) and the writable /tmp."""
+    return [{"name": RUN_VOLUME, "configMap": {"name": spec.name}}, TMP_VOLUME]
+
+
+RUN_MOUNTS: list[dict[str, Any]] = [{"name": RUN_VOLUME, "mountPath": RUN_DIR, "readOnly": True}, TMP_MOUNT]
+LOCKED_DOWN = {**CONTAINER_SECURITY, "readOnlyRootFilesystem": True}
 
 
 def render_job(spec: LaunchSpec) -> dict[str, Any]:
@@ -69,41 +143,37 @@ def render_job(spec: LaunchSpec) -> dict[str, Any]:
     mode); its executors are pods the driver creates, owned by the driver's pod. No retries
     here (``backoffLimit: 0``): the controller retries, after asking the catalog."""
     image = _image(spec)
-    driver_cores = _whole(spec.driver.cores, "spark.driver.cores", minimum=1)
-    driver_mib = _mib(spec.driver.memory, "spark.driver.memory")
-    pod_mib = driver_mib + max(int(driver_mib * MEMORY_OVERHEAD_FACTOR), MEMORY_OVERHEAD_MIN_MIB)
+    driver_cpu = cpu(spec.driver.cores, "spark.driver.cores")
+    pod_mib = pod_memory(spec.driver.memory, "spark.driver.memory").limit
     submit = ["spark-submit", "--master", spec.master, "--deploy-mode", "client", "--name", spec.name]
     for key, value in _job_conf(spec, image).items():
         submit += ["--conf", f"{key}={value}"]
+    container: dict[str, Any] = {
+        "name": "driver",
+        "image": image,
+        "command": [*submit, PROGRAM, *PROGRAM_ARGS],
+        "workingDir": WORK_DIR,
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            # the image binds Spark to 127.0.0.1; executors reach this driver at its pod IP
+            {"name": "SPARK_LOCAL_IP", "value": "$(POD_IP)"},
+            *driver_env(spec),
+        ],
+        "resources": {
+            "requests": {"cpu": driver_cpu.request, "memory": f"{pod_mib}Mi"},
+            "limits": {"memory": f"{pod_mib}Mi"},
+        },
+        "securityContext": LOCKED_DOWN,
+        "volumeMounts": RUN_MOUNTS,
+    }
+    if spec.image_pull_policy:
+        container["imagePullPolicy"] = spec.image_pull_policy
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "securityContext": POD_SECURITY,
-        "containers": [
-            {
-                "name": "driver",
-                "image": image,
-                "command": [*submit, PROGRAM, *PROGRAM_ARGS],
-                "workingDir": "/tmp",
-                "env": [
-                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                    {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-                    # the image binds Spark to 127.0.0.1; executors reach this driver at its pod IP
-                    {"name": "SPARK_LOCAL_IP", "value": "$(POD_IP)"},
-                    REPORT_TO_API,
-                    *secret_env(spec),
-                ],
-                "resources": {
-                    "requests": {"cpu": str(driver_cores), "memory": f"{pod_mib}Mi"},
-                    "limits": {"memory": f"{pod_mib}Mi"},
-                },
-                "securityContext": {**CONTAINER_SECURITY, "readOnlyRootFilesystem": True},
-                "volumeMounts": [
-                    {"name": "run", "mountPath": RUN_DIR, "readOnly": True},
-                    {"name": "tmp", "mountPath": "/tmp"},
-                ],
-            }
-        ],
-        "volumes": [{"name": "run", "configMap": {"name": spec.name}}, {"name": "tmp", "emptyDir": {}}],
+        "containers": [container],
+        "volumes": run_volumes(spec),
     }
     if spec.service_account:
         pod_spec["serviceAccountName"] = spec.service_account
@@ -117,6 +187,14 @@ def render_job(spec: LaunchSpec) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata(spec), "spec": job_spec}
 
 
+# Spark settings the launcher sets unless the settings' conf does (a setting made by hand
+# before the launcher made it stays): each, with the keys that say the same thing
+_UNLESS_SET = {
+    "spark.kubernetes.executor.request.cores": ("spark.kubernetes.executor.request.cores",),
+    "spark.executor.memoryOverhead": ("spark.executor.memoryOverhead", "spark.executor.memoryOverheadFactor"),
+}
+
+
 def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
     """The settings' ``conf``, then what this launcher decides (which wins): where the
     executors run, as what, with which resources and credentials."""
@@ -124,6 +202,15 @@ def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
     conf["spark.driver.memory"] = spec.driver.memory
     if spec.master != KUBERNETES_MASTER:
         return conf  # no executors: Spark runs inside this pod
+    executor_cpu = cpu(spec.executor.cores, "spark.executor.cores")
+    memory = pod_memory(spec.executor.memory, "spark.executor.memory")
+    defaults = {
+        "spark.kubernetes.executor.request.cores": executor_cpu.request,
+        "spark.executor.memoryOverhead": f"{memory.overhead}m",
+    }
+    for key, value in defaults.items():
+        if not any(k in conf for k in _UNLESS_SET[key]):
+            conf[key] = value
     conf.update(
         {
             "spark.kubernetes.namespace": spec.namespace,
@@ -131,10 +218,12 @@ def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
             "spark.kubernetes.driver.pod.name": "$(POD_NAME)",  # executors owned by this pod
             "spark.driver.host": "$(POD_IP)",
             "spark.executor.instances": str(_whole(spec.executor.instances, "spark.executor.instances", minimum=1)),
-            "spark.executor.cores": str(_whole(spec.executor.cores, "spark.executor.cores", minimum=1)),
-            "spark.executor.memory": f"{_mib(spec.executor.memory, 'spark.executor.memory')}m",
+            "spark.executor.cores": str(executor_cpu.slots),
+            "spark.executor.memory": f"{memory.jvm}m",
         }
     )
+    if spec.image_pull_policy:
+        conf["spark.kubernetes.container.image.pullPolicy"] = spec.image_pull_policy
     if spec.service_account:
         conf["spark.kubernetes.authenticate.executor.serviceAccountName"] = spec.service_account
     for e in spec.env_from_secrets:  # tasks on executors read the lake too
@@ -147,34 +236,29 @@ def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
 def render_spark_application(spec: LaunchSpec) -> dict[str, Any]:
     """A ``sparkoperator.k8s.io/v1beta2`` SparkApplication (the Kubeflow Spark Operator):
     the program in cluster mode, never restarted by the Spark Operator (the controller
-    retries), removed ``timeToLiveSeconds`` after it ends."""
+    retries), removed ``timeToLiveSeconds`` after it ends. Its pods are shaped by their
+    templates alone (see the module's docstring): the fields the webhook applies
+    (``configMaps``, ``env``, ``securityContext``, ...) are not used."""
     image = _image(spec)
     if not spec.spark_version:
         raise LaunchFailed(
             "the SparkApplication needs sparkVersion, and PySpark is not installed in the operator's image: "
             "set DUCKLAKE_SPARK_VERSION on the operator"
         )
-    _mib(spec.driver.memory, "spark.driver.memory")  # checked; the Spark Operator sizes the pods
-    security = {"podSecurityContext": POD_SECURITY, "securityContext": CONTAINER_SECURITY}
     account = {"serviceAccount": spec.service_account} if spec.service_account else {}
     driver = {
-        "cores": _whole(spec.driver.cores, "spark.driver.cores", minimum=1),
-        "memory": spec.driver.memory,
+        **_spark_pod(spec.driver.cores, spec.driver.memory, "spark.driver"),
         "labels": dict(spec.labels),
-        "env": [REPORT_TO_API, *secret_env(spec)],
-        "configMaps": [{"name": spec.name, "path": RUN_DIR}],
+        "template": pod_template(spec, DRIVER_CONTAINER, driver_env(spec), RUN_MOUNTS, run_volumes(spec)),
         **account,
-        **security,
     }
     executor: dict[str, Any] = {
-        "cores": _whole(spec.executor.cores, "spark.executor.cores", minimum=1),
-        "memory": spec.executor.memory,
+        **_spark_pod(spec.executor.cores, spec.executor.memory, "spark.executor"),
         "labels": dict(spec.labels),
-        "env": secret_env(spec),  # tasks on executors read the lake too
+        # tasks on executors read the lake too
+        "template": pod_template(spec, EXECUTOR_CONTAINER, secret_env(spec), [TMP_MOUNT], [TMP_VOLUME]),
         **account,
-        **security,
     }
-    _mib(spec.executor.memory, "spark.executor.memory")
     instances = _whole(spec.executor.instances, "spark.executor.instances", minimum=0)
     if instances:  # none: the program runs Spark inside the driver (the run document's master)
         executor["instances"] = instances
@@ -191,6 +275,8 @@ def render_spark_application(spec: LaunchSpec) -> dict[str, Any]:
         "driver": driver,
         "executor": executor,
     }
+    if spec.image_pull_policy:
+        app_spec["imagePullPolicy"] = spec.image_pull_policy  # spark.kubernetes.container.image.pullPolicy
     if spec.conf:
         app_spec["sparkConf"] = dict(spec.conf)
     return {
@@ -198,6 +284,42 @@ def render_spark_application(spec: LaunchSpec) -> dict[str, Any]:
         "kind": "SparkApplication",
         "metadata": metadata(spec),
         "spec": app_spec,
+    }
+
+
+def _spark_pod(cores: str, memory: str, prefix: str) -> dict[str, Any]:
+    """A SparkApplication's driver or executor resources: ``cores`` (Spark's task slots, a
+    whole number) and ``coreRequest`` (what the pod requests), the JVM's memory and the
+    overhead beside it."""
+    cpus, sizes = cpu(cores, f"{prefix}.cores"), pod_memory(memory, f"{prefix}.memory")
+    return {"cores": cpus.slots, "coreRequest": cpus.request, "memory": memory, "memoryOverhead": f"{sizes.overhead}m"}
+
+
+def pod_template(
+    spec: LaunchSpec,
+    container: str,
+    env: list[dict[str, Any]],
+    mounts: list[dict[str, Any]],
+    volumes: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A pod template as Spark takes it (``spark.kubernetes.*.podTemplateFile``): Spark builds
+    its pod from it, keeping its volumes, security contexts and the named container's
+    environment and mounts, and setting image, command, resources and its own volumes."""
+    return {
+        "metadata": {"labels": dict(spec.labels)},
+        "spec": {
+            "securityContext": POD_SECURITY,
+            "volumes": volumes,
+            "containers": [
+                {
+                    "name": container,
+                    "workingDir": WORK_DIR,
+                    "env": env,
+                    "volumeMounts": mounts,
+                    "securityContext": LOCKED_DOWN,
+                }
+            ],  # fmt: skip
+        },
     }
 
 

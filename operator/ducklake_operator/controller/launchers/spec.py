@@ -21,8 +21,10 @@ LOCAL, JOB, SPARK_APPLICATION = "Local", "Job", "SparkApplication"
 KUBERNETES_MASTER = "k8s://https://kubernetes.default.svc"  # the API server, from any pod
 LOCAL_MASTER = "local[*]"
 TTL_AFTER_FINISHED = 24 * 3600  # a finished Job or SparkApplication stays a day for its logs
-DRIVER_CORES, DRIVER_MEMORY = "1", "1g"
-EXECUTOR_INSTANCES, EXECUTOR_CORES, EXECUTOR_MEMORY = "1", "1", "2g"
+# CPU is requested, never limited: a pod uses what the node has spare. Modest requests let a
+# driver and two executors fit on a small node; an executor still runs one task at a time.
+DRIVER_CORES, DRIVER_MEMORY = "500m", "1g"
+EXECUTOR_INSTANCES, EXECUTOR_CORES, EXECUTOR_MEMORY = "1", "500m", "2g"
 SPARK_VERSION_ENV = "DUCKLAKE_SPARK_VERSION"  # else the PySpark installed here (the image's, by default)
 # 63 (a DNS label) less "-ui-svc", the suffix of the Service the Spark Operator names after
 # its application
@@ -52,14 +54,14 @@ class SecretEnv:
 
 @dataclass(frozen=True)
 class Driver:
-    cores: str  # as the settings say them; renderers check them
+    cores: str  # CPUs as the settings say them (2, 0.5, 500m); renderers check them
     memory: str  # a JVM size: 512m, 2g
 
 
 @dataclass(frozen=True)
 class Executors:
     instances: str  # 0: Spark runs inside the driver (local mode), no executor pods
-    cores: str
+    cores: str  # CPUs each executor's pod requests; its task slots are the whole CPUs in it (at least 1)
     memory: str
 
 
@@ -73,6 +75,7 @@ class LaunchSpec:
     run_document: str  # JSON, exactly what the job program reads
     master: str  # the Spark master the program uses (also in the run document)
     image: str | None
+    image_pull_policy: str | None  # Always | IfNotPresent | Never; None: Kubernetes' default
     service_account: str | None
     driver: Driver
     executor: Executors
@@ -99,6 +102,8 @@ class Observed:
     state: str  # Pending | Running | Succeeded | Failed | Gone
     message: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
+    retriable: bool = True  # a Failed attempt that another attempt could fix (an image that is not there: no)
+    stop: bool = False  # a Failed attempt whose objects still run (a pod that cannot start): the controller stops it
 
 
 class Launcher(Protocol):
@@ -154,6 +159,7 @@ def launch_spec(
         run_document=json.dumps(document, sort_keys=True),
         master=master,
         image=spark.get("image") or defaults.image,
+        image_pull_policy=spark.get("imagePullPolicy") or defaults.image_pull_policy,
         service_account=spark.get("serviceAccount") or defaults.service_account,
         driver=Driver(cores=str(driver.get("cores", DRIVER_CORES)), memory=str(driver.get("memory", DRIVER_MEMORY))),
         executor=executors,
