@@ -1,0 +1,3 @@
+module ducklake.test/pause
+
+go 1.22
