@@ -24,6 +24,7 @@ from ducklake_operator.errors import LauncherNotInstalled, LaunchFailed
 from support.manifests import manifest
 from support.operator_process import service_account_kubeconfig, wait_for
 from support.pod_states import NEVER_PULLED, bind, patch_pod_status, scheduled, waiting
+from support.webhooks import refusing_webhook
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
 JOB_ACCOUNT = "ducklake-job"
@@ -156,6 +157,22 @@ def test_a_spark_application_is_accepted_as_rendered(kube, api_client, secrets) 
     no_credentials(kube, secrets)
     assert launcher.launch(spec) == launched
     assert launcher.observe(launched).state == "Pending"  # no Spark Operator here: never submitted
+
+
+def test_the_spark_applications_pod_templates_are_valid_pod_templates(kube, api_client, secrets) -> None:
+    """The Spark Operator keeps ``template`` whole (its CRD preserves unknown fields) and Spark
+    builds its pods from it: the API server's own pod validation (a v1 PodTemplate, strict
+    fields) is what the pods will meet. Spark sets the image; here it is given."""
+    spec = attempt(kube, ducklake_job(kube), "SparkApplication")
+    app = render_spark_application(spec)["spec"]
+    for role in ("driver", "executor"):
+        template = app[role]["template"]
+        containers = [{**c, "image": IMAGE} for c in template["spec"]["containers"]]
+        body = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"{spec.name}-{role}"},
+                "template": {**template, "spec": {**template["spec"], "containers": containers}}}  # fmt: skip
+        kube.kubectl("create", "--validate=strict", "-f", "-", input=json.dumps(body))
+        stored = kube.get("podtemplate", f"{spec.name}-{role}")
+        assert pruned(body["template"], stored["template"]) == [], role
 
 
 def patch_status(kube, kind: str, name: str, status: dict[str, Any]) -> None:
@@ -310,16 +327,3 @@ def test_the_api_servers_own_words_when_it_refuses(kube, api_client, secrets) ->
         kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
     launched = SparkApplicationLauncher(api_client).launch(spec)  # the same attempt, launched now
     assert kube.get("sparkapplication", launched.name) is not None
-
-
-def refusing_webhook(name: str, namespace: str) -> dict[str, Any]:
-    """A validating webhook on SparkApplications of ``namespace`` whose service does not exist."""
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": name},
-            "webhooks": [{"name": f"{name}.ducklake.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                          "failurePolicy": "Fail", "timeoutSeconds": 5,
-                          "clientConfig": {"service": {"namespace": namespace, "name": "no-such-webhook",
-                                                       "path": "/validate"}},
-                          "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                          "rules": [{"apiGroups": ["sparkoperator.k8s.io"], "apiVersions": ["v1beta2"],
-                                     "resources": ["sparkapplications"], "operations": ["CREATE"]}]}]}  # fmt: skip

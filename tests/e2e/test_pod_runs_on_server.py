@@ -3,7 +3,10 @@ operator process, on the real API server with the SparkApplication CRD installed
 no kubelet (and no Spark Operator): the Job's pod is created by the job controller but never
 scheduled, and nothing submits the SparkApplication. So the objects are checked as the
 server accepted them, and their status is driven with ``kubectl patch --subresource=status``
-as the job controller and the Spark Operator would write it; the DuckLakeJob follows."""
+as the job controller, the Spark Operator, the scheduler and the kubelet would write it (a pod
+is bound to a node as the scheduler binds it; ``support.pod_states``); the DuckLakeJob follows.
+A pod bound to a node that has no kubelet is never deleted, only marked for deletion: what a
+node whose kubelet stopped does to a run."""
 
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ from typing import Any
 
 from support.manifests import table
 from support.operator_process import condition, is_ready, wait_for
-from support.runs import PG_PASSWORD, ended, job, pg_lake, small_files_lake, state
+from support.pod_states import NEVER_PULLED, bind, oom_killed, patch_pod_status, scheduled, unschedulable, waiting
+from support.runs import PG_PASSWORD, data_files, ended, job, pg_lake, small_files_lake, state
 from support.spark_operator import SPARK_APPLICATION_CRD, install_spark_application_crd
+from support.webhooks import refusing_webhook
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
 
@@ -150,3 +155,152 @@ def test_a_spark_application_run_without_the_spark_operator_fails_and_launches_n
         in (status["message"])
     )
     assert [c["metadata"]["name"] for c in kube.list("configmaps")] in ([], ["kube-root-ca.crt"])
+
+
+def driver_pod(kube, batch: str) -> str:
+    """The name of the pod the job controller made for the Job ``batch``."""
+    pods = wait_for(f"the pod of Job {batch}", lambda: [p for p in kube.list("pods")
+                                                        if p["metadata"]["labels"].get("job-name") == batch])  # fmt: skip
+    return str(pods[0]["metadata"]["name"])
+
+
+def now_stamp(seconds_ago: float = 0) -> str:
+    return datetime.fromtimestamp(datetime.now(UTC).timestamp() - seconds_ago, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def kubelet_confirms_deletion(kube, pod: str) -> None:
+    """What the kubelet does once a pod marked for deletion has stopped: delete it for good."""
+    wait_for(f"{pod} marked for deletion", lambda: (kube.get("pod", pod) or {}).get("metadata", {}).get(
+        "deletionTimestamp"))  # fmt: skip
+    kube.kubectl("delete", "pod", pod, "--grace-period=0", "--force", "--wait=false")
+
+
+def test_an_image_not_on_the_node_fails_the_run_at_once_and_is_not_retried(kube, operator, tmp_path) -> None:
+    small_files_lake(kube, tmp_path, inserts=1)
+    spark = {"launcher": "Job", "image": IMAGE, "imagePullPolicy": "Never"}
+    kube.apply(job("never-pulled", retries=2, timeout="30m", spark=spark))
+    batch = launched(kube, "never-pulled", 1)["name"]
+    assert kube.get("job", batch)["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never"
+    pod = driver_pod(kube, batch)
+    bind(kube, pod, "node-1")
+    patch_pod_status(kube, pod, {"phase": "Pending", "conditions": [scheduled()],
+                                 "containerStatuses": [waiting("driver", IMAGE, *NEVER_PULLED)]})  # fmt: skip
+    # the Job is deleted at once; its pod, on a node, runs until the kubelet says it stopped
+    stopping = wait_for("the attempt stopping", lambda: "waiting for Job" in (kube.get("dlj", "never-pulled")[
+        "status"].get("message") or ""))  # fmt: skip
+    assert stopping and state(kube, "never-pulled") == "Running"
+    kubelet_confirms_deletion(kube, pod)
+    status = ended(kube, "never-pulled")["status"]
+    assert status["state"] == "Failed" and status["attempts"] == 1, status  # retries left, but no retry helps
+    assert status["message"].startswith(
+        f'pod {pod} (driver), container driver cannot run: ErrImageNeverPull: Container image "{IMAGE}" is not '
+        "present with pull policy of Never; set spark.image to an image the node can pull"
+    )
+    assert status["message"].endswith(
+        "; nothing was committed, it left no uncommitted files; not retried: another attempt would fail the same way"
+    )
+    assert "attemptFailure" not in status and kube.get("job", batch) is None and kube.list("leases") == []
+    assert any(e["reason"] == "Failed" and "ErrImageNeverPull" in e["message"] for e in kube.events("never-pulled"))
+    described = kube.kubectl("describe", "ducklakejob", "never-pulled")
+    assert "ErrImageNeverPull" in described and "Failed" in described
+
+
+def test_a_pod_no_node_can_take_fails_the_attempt_after_the_grace_and_is_retried(kube, operator, tmp_path) -> None:
+    small_files_lake(kube, tmp_path, inserts=1)
+    kube.apply(job("too-big", retries=1, timeout="30m", spark={"launcher": "Job", "image": IMAGE,
+                                                                "driver": {"cores": "64", "memory": "2g"}}))  # fmt: skip
+    first = launched(kube, "too-big", 1)["name"]
+    assert kube.get("job", first)["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "64"
+    pod = driver_pod(kube, first)
+    patch_pod_status(kube, pod, {"phase": "Pending", "conditions": [unschedulable(now_stamp(30))]})
+    waiting_message = wait_for("the scheduler's words", lambda: "cannot be scheduled yet" in (kube.get(
+        "dlj", "too-big")["status"].get("message") or "") and kube.get("dlj", "too-big")["status"]["message"])  # fmt: skip
+    assert waiting_message.startswith(f"pod {pod} (driver) cannot be scheduled yet (0/1 nodes are available: 1 "
+                                      "Insufficient cpu.")  # fmt: skip
+    assert state(kube, "too-big") == "Running"
+    # unschedulable since 10 minutes: past the grace a cluster autoscaler gets (300 s)
+    patch_pod_status(kube, pod, {"phase": "Pending", "conditions": [unschedulable(now_stamp(600))]})
+    second = launched(kube, "too-big", 2)["name"]  # not on a node: nothing of it ran, so the retry goes at once
+    assert second != first and kube.get("job", first) is None
+    (failed,) = [e for e in kube.events("too-big") if e["reason"] == "AttemptFailed"]
+    assert failed["message"].startswith(f"attempt 1 failed (pod {pod} (driver) cannot run: Unschedulable: 0/1 nodes "
+                                        "are available: 1 Insufficient cpu.")  # fmt: skip
+    assert "lower spark.driver/spark.executor cores or memory" in failed["message"]
+    assert "attemptFailure" not in kube.get("dlj", "too-big")["status"]
+    finish_job(kube, second, ok=True)
+    assert ended(kube, "too-big")["status"]["state"] == "Succeeded"
+
+
+def test_a_driver_killed_for_memory_says_what_to_raise(kube, operator, tmp_path) -> None:
+    small_files_lake(kube, tmp_path, inserts=1)
+    kube.apply(job("oom", spark={"launcher": "Job", "image": IMAGE, "driver": {"memory": "1g"}}))
+    batch = launched(kube, "oom", 1)["name"]
+    pod = driver_pod(kube, batch)
+    limit = kube.get("pod", pod)["spec"]["containers"][0]["resources"]["limits"]["memory"]
+    bind(kube, pod, "node-1")
+    patch_pod_status(kube, pod, {"phase": "Failed", "conditions": [scheduled()],
+                                 "containerStatuses": [oom_killed("driver", IMAGE)]})  # fmt: skip
+    finish_job(kube, batch, ok=False)  # the job controller's verdict: BackoffLimitExceeded
+    status = ended(kube, "oom")["status"]
+    assert status["state"] == "Failed"
+    assert status["message"] == (
+        f"Job {batch} failed (BackoffLimitExceeded: Job has reached the specified backoff limit); the driver ran out "
+        f"of memory (pod {pod}, container driver was OOMKilled (exit code 137) at its pod's memory limit of {limit}): "
+        "raise spark.driver.memory (its pod gets 40 % more, at least 384 MiB, for the job program's Python); nothing "
+        "was committed, it left no uncommitted files"
+    )
+    assert limit == "1433Mi"
+
+
+def test_a_run_ends_at_its_deadline_while_its_pod_on_a_lost_node_cannot_stop(kube, operator, tmp_path) -> None:
+    """The pod is on a node whose kubelet is away: deleted, it stays (marked) until the
+    kubelet comes back. The run ends at its deadline anyway: past it, its program commits
+    nothing (its run document carries the deadline)."""
+    location = small_files_lake(kube, tmp_path, inserts=2)
+    kube.apply(job("lost", timeout=15, spark={"launcher": "Job", "image": IMAGE}))
+    batch = launched(kube, "lost", 1)["name"]
+    run = kube.get("dlj", "lost")
+    document = json.loads(kube.get("configmap", batch)["data"]["run.json"])
+    assert document["job"]["deadline"] == run["status"]["deadline"]
+    pod = driver_pod(kube, batch)
+    bind(kube, pod, "lost-node")
+    patch_pod_status(kube, pod, {"phase": "Running", "conditions": [scheduled()], "containerStatuses": [
+        {"name": "driver", "image": IMAGE, "imageID": "", "ready": True, "restartCount": 0, "started": True,
+         "state": {"running": {"startedAt": now_stamp()}}, "lastState": {}}]})  # fmt: skip
+    try:
+        status = ended(kube, "lost", timeout=60)["status"]
+        left = kube.get("pod", pod)
+        assert left is not None and left["metadata"].get("deletionTimestamp")  # still there, marked for deletion
+    finally:
+        kube.kubectl("delete", "pod", pod, "--grace-period=0", "--force", "--ignore-not-found", "--wait=false")
+    assert status["state"] == "Failed" and status["message"].startswith("timed out after 15 s; nothing was committed")
+    assert status["message"].endswith(f"(Job {batch} has not stopped yet (its node may be unreachable; it cannot "
+                                      "commit))")  # fmt: skip
+    assert status["completionTime"] >= status["deadline"] and kube.list("leases") == []
+    assert data_files(location) == 2
+
+
+def test_a_refused_launch_says_what_the_api_server_said_and_goes_once_it_is_accepted(
+    kube, operator, tmp_path, spark_application_crd
+) -> None:
+    small_files_lake(kube, tmp_path, inserts=1)
+    hook = f"refuse-{kube.namespace}"
+    kube.cluster.kubectl("apply", "-f", "-", input=json.dumps(refusing_webhook(hook, kube.namespace)))
+    try:
+        kube.apply(job("refused", spark={"launcher": "SparkApplication", "image": IMAGE}))
+        said = wait_for("the server's words", lambda: "failed calling webhook" in (
+            (kube.get("dlj", "refused").get("status") or {}).get("message") or "") and kube.get("dlj", "refused"
+                                                                                                )["status"]["message"])  # fmt: skip
+        assert said.startswith("waiting: a request to the API server failed, trying again in 5 s: HTTP 500 Internal "
+                               f'Server Error: Internal error occurred: failed calling webhook "{hook}.ducklake.dev"')  # fmt: skip
+        assert (
+            f'HTTP 500 Internal Server Error: Internal error occurred: failed calling webhook "{hook}.ducklake.dev"'
+            in (operator.log())
+        )
+        assert "launched" not in kube.get("dlj", "refused")["status"]  # nothing launched, nothing half-launched
+    finally:
+        kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
+    app = launched(kube, "refused", 1)["name"]  # tried again: launched once the server accepts it
+    assert kube.get("sparkapplication", app) is not None
+    kube.kubectl("patch", "dlj", "refused", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+    assert ended(kube, "refused")["status"]["state"] == "Cancelled"

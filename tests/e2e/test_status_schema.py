@@ -66,8 +66,10 @@ def statuses(namespace: str, directory: str) -> list[tuple[str, str, dict[str, A
 def run_status(table_state: TableState) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
     """A DuckLakeJob's status with every field written over a run's life: the controller's
     (waiting, launched, retried, ended) and the job program's own patches (progress, jobReport)."""
+    # cancelled from the start: an operator running in the same session ends it without launching
+    # anything, so it writes no object field (launched, before) that the patch below would merge into
     doc = manifest("DuckLakeJob", "compact-1", {"catalogRef": {"name": "lake"}, "table": "sales.orders",
-                                                "operation": "compact"})  # fmt: skip
+                                                "operation": "compact", "cancel": True})  # fmt: skip
     start = datetime(2026, 1, 1, 2, 0, tzinfo=UTC).timestamp()
     report = {"operation": "compact", "table": "sales.orders", "ranOn": "spark", "committedSnapshot": 7,
               **{k: 10 + i for i, k in enumerate(FIGURES)}}  # fmt: skip
