@@ -114,6 +114,8 @@ def debian_mirrors(sources: str) -> tuple[str, str] | None:
     main = security = None
     stanzas: list[dict[str, str]] = [{}]
     for line in sources.splitlines():
+        if line.lstrip().startswith("#"):  # a comment, also inside a deb822 stanza
+            continue
         line = line.split("#", 1)[0].rstrip()
         if line.startswith("deb "):  # one-line: deb [options] URI SUITE COMPONENTS...
             words = [w for w in line.split()[1:] if "=" not in w and w not in ("[", "]") and not w.startswith("[")]
