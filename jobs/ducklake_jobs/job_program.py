@@ -241,7 +241,10 @@ def failure_text(exc: BaseException) -> str:
     texts: list[str] = []
     seen: BaseException | None = exc
     while seen is not None and len(texts) < 10:
-        texts.append(str(seen))
+        try:
+            texts.append(str(seen))
+        except Exception:  # noqa: BLE001 - a Py4J error asks the JVM for its text, which may be gone
+            texts.append(type(seen).__name__)
         seen = seen.__cause__ or seen.__context__
     return "\n".join(texts)
 

@@ -131,7 +131,9 @@ def test_a_batch_job_is_accepted_as_rendered_and_its_pod_gets_credentials_from_s
     assert pod["spec"]["serviceAccountName"] == JOB_ACCOUNT and pod["spec"]["securityContext"]["runAsUser"] == 10001
     assert secret_refs(pod["spec"]["containers"][0]["env"]) == EXPECTED_REFS
     command = pod["spec"]["containers"][0]["command"]
-    assert "spark.kubernetes.executor.secretKeyRef.AWS_SECRET_ACCESS_KEY=s3:secret" in command
+    assert "spark.kubernetes.executor.podTemplateFile=/etc/ducklake/executor-pod.json" in command
+    executors = json.loads(kube.get("configmap", spec.name)["data"]["executor-pod.json"])  # Spark reads it there
+    assert secret_refs(executors["spec"]["containers"][0]["env"]) == EXPECTED_REFS
     no_credentials(kube, secrets)
     # launching the same attempt again (the operator died before recording it) finds it
     assert JobLauncher(api_client).launch(spec) == launched
@@ -165,8 +167,11 @@ def test_the_spark_applications_pod_templates_are_valid_pod_templates(kube, api_
     fields) is what the pods will meet. Spark sets the image; here it is given."""
     spec = attempt(kube, ducklake_job(kube), "SparkApplication")
     app = render_spark_application(spec)["spec"]
-    for role in ("driver", "executor"):
-        template = app[role]["template"]
+    batch = attempt(kube, ducklake_job(kube, "compact-orders-2"), "Job", name="compact-orders-2")
+    in_file = json.loads(render_config_map(batch)["data"]["executor-pod.json"])  # the batch Job's executors
+    templates = {**{role: app[role]["template"] for role in ("driver", "executor")},
+                 "job-executor": {k: v for k, v in in_file.items() if k not in ("apiVersion", "kind")}}  # fmt: skip
+    for role, template in templates.items():
         containers = [{**c, "image": IMAGE} for c in template["spec"]["containers"]]
         body = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"{spec.name}-{role}"},
                 "template": {**template, "spec": {**template["spec"], "containers": containers}}}  # fmt: skip

@@ -116,9 +116,11 @@ def test_every_job_name_gives_a_dns_label_short_enough_for_the_spark_operators_s
 
 
 def test_the_config_map_holds_the_run_document_and_is_owned_by_the_job() -> None:
-    s = spec()
+    s = spec({"executor": {"instances": "0"}})  # no executors: nothing but the run document
     cm = render_config_map(s)
     assert cm["data"] == {"run.json": s.run_document} and cm["metadata"]["name"] == s.name
+    app = spec({"launcher": "SparkApplication"})  # its executors' template is in the SparkApplication
+    assert render_config_map(app)["data"] == {"run.json": app.run_document}
     assert cm["metadata"]["ownerReferences"] == [
         {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeJob", "name": "compact-orders-1", "uid": UID,
          "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
@@ -160,7 +162,10 @@ def test_the_batch_job_runs_spark_submit_in_client_mode_with_the_settings() -> N
     assert conf["spark.driver.memory"] == "2g" and conf["spark.driver.host"] == "$(POD_IP)"
     assert conf["spark.kubernetes.driver.pod.name"] == "$(POD_NAME)"
     assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "ducklake-job"
-    assert conf["spark.kubernetes.executor.secretKeyRef.DUCKLAKE_CATALOG_PASSWORD"] == "pg:password"
+    # the executors' pods from a template beside the run document (credentials, /tmp, security contexts)
+    assert conf["spark.kubernetes.executor.podTemplateFile"] == "/etc/ducklake/executor-pod.json"
+    assert conf["spark.kubernetes.executor.podTemplateContainerName"] == "spark-kubernetes-executor"
+    assert not [k for k in conf if "secretKeyRef" in k]  # no credential's name or key on the command line either
     env = {e["name"]: e for e in container["env"]}
     assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert env["SPARK_LOCAL_IP"]["value"] == "$(POD_IP)" and env["DUCKLAKE_REPORT_TO_API"]["value"] == "1"
@@ -264,6 +269,11 @@ def test_the_spark_applications_pods_get_what_they_need_from_their_templates_not
     assert {"name": "DUCKLAKE_REPORT_TO_API", "value": "1"} in driver["containers"][0]["env"]
     executor_env = body["executor"]["template"]["spec"]["containers"][0]["env"]
     assert "DUCKLAKE_REPORT_TO_API" not in {e["name"] for e in executor_env}  # only the driver reports
+    # the batch Job's executors get the same pod, from a file Spark reads in the driver
+    job = spec({"executor": {"instances": "2"}})
+    in_file = json.loads(render_config_map(job)["data"]["executor-pod.json"])
+    assert (in_file.pop("apiVersion"), in_file.pop("kind")) == ("v1", "Pod")
+    assert in_file == body["executor"]["template"]
 
 
 @pytest.mark.parametrize("launcher", ["Job", "SparkApplication"])

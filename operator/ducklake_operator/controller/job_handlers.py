@@ -297,7 +297,9 @@ async def tick_once(
         said = ctl.scrub(_one_line(exc))
         log.warning("run %s/%s: %s", spec.ref.namespace, spec.ref.name, said)
         tick = Tick(again_in=5.0)
-        if (status.get("state") or "") != "Running":  # e.g. a failing admission webhook refused the launch
+        if (status.get("state") or "") != "Running" and not status.get(
+            "waitingFor"
+        ):  # e.g. a webhook refused the launch
             tick.status["message"] = f"waiting: a request to the API server failed, trying again in 5 s: {said}"
     written = await ctl.call(write_status, body, status, tick)
     for type_, reason, message in tick.events:

@@ -253,13 +253,16 @@ class Runs:
 
     def _follow(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
         deadline = parse_stamp(status.get("deadline"))
+        failure = status.get("attemptFailure")
         if deadline is not None and now >= deadline:
-            return self._stop(spec, uid, status, ctx, now, "Failed", f"timed out after {spec.timeout_seconds} s")
+            why = f"timed out after {spec.timeout_seconds} s"
+            if failure:  # the attempt had failed already; its objects were still going
+                why += f" (its attempt had failed: {failure.get('message')})"
+            return self._stop(spec, uid, status, ctx, now, "Failed", why)
         launched = _launched(status)
         if launched is None:  # Running without an attempt: not written by this controller
             return Tick(status={"state": "Pending"}, again_in=0.0)
         launcher = self._launcher(launched)
-        failure = status.get("attemptFailure")
         if failure:  # seen failed while its objects ran: they are being stopped
             observed = Observed("Failed", str(failure.get("message") or "failed"),
                                 retriable=bool(failure.get("retriable", True)), stop=True)  # fmt: skip

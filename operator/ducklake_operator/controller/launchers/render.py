@@ -14,15 +14,17 @@ Operator (v2.1.0 and later) hands to ``spark-submit`` as Spark's own pod templat
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import LaunchFailed
-from .spec import KUBERNETES_MASTER, LaunchSpec
+from .spec import JOB, KUBERNETES_MASTER, LaunchSpec
 
 RUN_DIR, RUN_KEY = "/etc/ducklake", "run.json"
 RUN_FILE = f"{RUN_DIR}/{RUN_KEY}"
+EXECUTOR_TEMPLATE_KEY = "executor-pod.json"  # the Job launcher's executors' pod template, beside the run document
 PROGRAM = "/opt/ducklake/run_job.py"  # the Dockerfile's: calls ducklake_jobs.__main__.main
 PROGRAM_ARGS = ("run", "--run-file", RUN_FILE)
 REPORT_TO_API = {"name": "DUCKLAKE_REPORT_TO_API", "value": "1"}
@@ -73,8 +75,12 @@ def metadata(spec: LaunchSpec) -> dict[str, Any]:
 
 
 def render_config_map(spec: LaunchSpec) -> dict[str, Any]:
-    """The run document, mounted in the pods as ``RUN_FILE``."""
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(spec), "data": {RUN_KEY: spec.run_document}}
+    """The run document, mounted in the driver's pod as ``RUN_FILE``; for the Job launcher's
+    executors, their pod template beside it (Spark, in the driver, reads it from there)."""
+    data = {RUN_KEY: spec.run_document}
+    if spec.launcher == JOB and spec.master == KUBERNETES_MASTER:
+        data[EXECUTOR_TEMPLATE_KEY] = json.dumps({"apiVersion": "v1", "kind": "Pod", **executor_template(spec)})
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(spec), "data": data}
 
 
 @dataclass(frozen=True)
@@ -226,8 +232,9 @@ def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
         conf["spark.kubernetes.container.image.pullPolicy"] = spec.image_pull_policy
     if spec.service_account:
         conf["spark.kubernetes.authenticate.executor.serviceAccountName"] = spec.service_account
-    for e in spec.env_from_secrets:  # tasks on executors read the lake too
-        conf[f"spark.kubernetes.executor.secretKeyRef.{e.env}"] = f"{e.secret}:{e.key}"
+    # the executors' pods as the SparkApplication's: credentials, /tmp, the security contexts
+    conf["spark.kubernetes.executor.podTemplateFile"] = f"{RUN_DIR}/{EXECUTOR_TEMPLATE_KEY}"
+    conf["spark.kubernetes.executor.podTemplateContainerName"] = EXECUTOR_CONTAINER
     for key, value in spec.labels:
         conf[f"spark.kubernetes.executor.label.{key}"] = value
     return conf
@@ -255,8 +262,7 @@ def render_spark_application(spec: LaunchSpec) -> dict[str, Any]:
     executor: dict[str, Any] = {
         **_spark_pod(spec.executor.cores, spec.executor.memory, "spark.executor"),
         "labels": dict(spec.labels),
-        # tasks on executors read the lake too
-        "template": pod_template(spec, EXECUTOR_CONTAINER, secret_env(spec), [TMP_MOUNT], [TMP_VOLUME]),
+        "template": executor_template(spec),
         **account,
     }
     instances = _whole(spec.executor.instances, "spark.executor.instances", minimum=0)
@@ -293,6 +299,12 @@ def _spark_pod(cores: str, memory: str, prefix: str) -> dict[str, Any]:
     overhead beside it."""
     cpus, sizes = cpu(cores, f"{prefix}.cores"), pod_memory(memory, f"{prefix}.memory")
     return {"cores": cpus.slots, "coreRequest": cpus.request, "memory": memory, "memoryOverhead": f"{sizes.overhead}m"}
+
+
+def executor_template(spec: LaunchSpec) -> dict[str, Any]:
+    """The executors' pod template, for either launcher: the credentials (tasks read the lake
+    too), a writable /tmp, the security contexts."""
+    return pod_template(spec, EXECUTOR_CONTAINER, secret_env(spec), [TMP_MOUNT], [TMP_VOLUME])
 
 
 def pod_template(
