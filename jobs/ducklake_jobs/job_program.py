@@ -60,7 +60,8 @@ log = logging.getLogger(__name__)
 USERNAME_ENV, PASSWORD_ENV = "DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD"
 SECRET_ENV = (PASSWORD_ENV, "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 # a commit must begin this long before the run's deadline: covers the clocks of the driver's node
-# and of the controller's differing, and the COMMIT's round trip
+# and of the controller's differing, and the COMMIT's round trip; a tenth of the time left at the
+# program's start when that is less (a run given seconds must still be able to commit)
 COMMIT_MARGIN = 10.0
 PYSPARK_MISSING = (
     "this run's file groups are Spark tasks, but pyspark is not installed in this image: "
@@ -164,14 +165,16 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
 
 def deadline_guard(deadline: float, clock: Callable[[], float] = time.time) -> Callable[[], None]:
     """A ``Catalog.commit_guard`` that refuses (``JobFailed``: nothing committed, the files
-    deleted) a commit later than ``COMMIT_MARGIN`` seconds before the run's ``deadline``."""
+    deleted) a commit later than ``COMMIT_MARGIN`` seconds (at most a tenth of the time left
+    now) before the run's ``deadline``."""
+    margin = min(COMMIT_MARGIN, max(deadline - clock(), 0.0) / 10)
 
     def guard() -> None:
-        late = clock() - (deadline - COMMIT_MARGIN)
+        late = clock() - (deadline - margin)
         if late >= 0:
             at = timestamps.stamp(datetime.fromtimestamp(deadline, UTC))
             raise JobFailed(
-                f"not committed: the run's deadline is {at}, and a commit must end {COMMIT_MARGIN:.0f} s before it "
+                f"not committed: the run's deadline is {at}, and a commit must end {margin:.0f} s before it "
                 f"(this one was {late:.0f} s too late)"
             )
 
