@@ -1,19 +1,25 @@
-"""rewriteColumnType: change a column's (or struct field's) type by rewriting the data, for the
+"""rewriteColumnType: change columns' (or struct fields') types by rewriting the data, for the
 conversions DuckDB refuses in place (``model.conversions``; ``evolution.typeChanges: rewrite``).
+Several columns are rewritten in one pass over the files and committed in one snapshot.
 
 plan (pure, ``maintenance.column_rewrite``): every live data file of the table in groups, one
 output file each -> one ``RetypeTask`` per group, in-process or as Spark tasks, plus one for the
 live inlined rows (in this process: they come from the catalog database) -> catch up with
-what DuckDB inserted meanwhile -> one snapshot (``RetypeColumn``) that gives the column its new
-type and swaps every file and inlined row for the outputs.
+what DuckDB inserted meanwhile -> one snapshot (``RetypeColumns``) that gives the columns their
+new types and swaps every file and inlined row for the outputs.
 
 Each task reads its files in the table's current layout (deleted rows dropped: the outputs
-begin at the commit, when they are deleted anyway), converts the column with
+begin at the commit, when they are deleted anyway), converts the columns with
 ``conversion_sql`` and writes the new layout with DuckDB's writer, row ids embedded. The
 inputs end at the commit instead of going, so every earlier snapshot still reads the old
-type and values. A value that does not convert fails the job, naming the first ones and
+types and values. A value that does not convert fails the job, naming the first ones and
 their row ids, before anything is committed (its files deleted); ``onCastError: null``
 writes NULL instead and counts them.
+
+Given the DuckLakeTable whose plan the rewrite does (``manifest``: ``ducklake apply`` and the
+operator pass it), the job commits that plan's other changes in the same snapshot
+(``manifest_plan``), so every snapshot reads the table either as it was or as the manifest
+declares it.
 
 Rows inserted while the job runs (new files, new inlined rows) are rewritten too: most of
 them before the commit, the rest inside the commit's transaction once it has reserved the
@@ -39,17 +45,19 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
 from ducklake_operator.catalog.job_inputs import TableInputs, read_inlined_data
-from ducklake_operator.errors import CommitConflict, JobFailed
+from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.maintenance.column_rewrite import (
     ColumnRewritePlan,
+    Retyped,
     RetypeGroup,
     file_groups,
     plan_column_rewrite,
     retyped_layout,
 )
 from ducklake_operator.model.conversions import conversion_sql, values_limit
-from ducklake_operator.model.file_changes import PlannedInputs, RetypeColumn
+from ducklake_operator.model.file_changes import ColumnRetype, PlannedInputs, RetypeColumns
 from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
+from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import DuckLakeType, to_duckdb_sql
 
@@ -58,6 +66,7 @@ from .inlined_rows import register_decoded
 from .inputs import read_inputs
 from .job_run import PLAIN_RUN, JobRun
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, table_paths
+from .manifest_plan import manifest_plan
 from .parquet_writer import (
     HIDDEN_FIELD_IDS,
     ROW_ID,
@@ -79,16 +88,23 @@ CAST_FAILED = "ducklake: a value does not convert"  # the error() a failed value
 
 
 @dataclass(frozen=True)
+class TaskColumn:
+    """One column a task converts."""
+
+    chain: tuple[int, ...]  # column ids from the top-level column down to the retyped one
+    old_type: DuckLakeType
+    new_type: DuckLakeType
+
+
+@dataclass(frozen=True)
 class RetypeTask:
     """One output file's work (picklable, no catalog access)."""
 
     sources: tuple[SourceFile, ...]
     output: str  # full path or URI
     columns: tuple[ColumnState, ...]  # the table's layout, read in
-    new_columns: tuple[ColumnState, ...]  # the same with the column's new type, written
-    chain: tuple[int, ...]  # column ids from the top-level column down to the retyped one
-    old_type: DuckLakeType
-    new_type: DuckLakeType
+    new_columns: tuple[ColumnState, ...]  # the same with the columns' new types, written
+    retyped: tuple[TaskColumn, ...]
     on_cast_error: str
     options: tuple[tuple[str, str], ...] = ()
     s3: storage.S3Config | None = None
@@ -99,8 +115,8 @@ class RetypeOutput:
     task: RetypeTask
     written: WrittenFile | None  # None: no live row, or values that failed (nothing written)
     rows: int  # live rows converted
-    failed: int  # non-NULL values that did not convert
-    first_failed: tuple[tuple[int, str], ...]  # (row id, value) of the first of them (onCastError: fail)
+    failed: tuple[int, ...]  # per retyped column: non-NULL values that did not convert
+    first_failed: tuple[tuple[tuple[int, str], ...], ...]  # per column: (row id, value) of the first (fail)
 
 
 def _chain(columns: tuple[ColumnState, ...], ids: tuple[int, ...]) -> list[ColumnState]:
@@ -122,20 +138,14 @@ def _leaf(chain: list[ColumnState], ref: str) -> str:
     return ref
 
 
-def _converted(chain: list[ColumnState], ref: str, leaf: Callable[[str], str]) -> str:
-    """The top-level column ``ref`` with the value at the chain's end replaced by
-    ``leaf(value)`` (structs rebuilt around it; a NULL struct stays NULL)."""
-    if len(chain) == 1:
-        return leaf(ref)
-    parts = ", ".join(
-        f"{quote(c.name)} := "
-        + (
-            _converted(chain[1:], _field(ref, c.name), leaf)
-            if c.column_id == chain[1].column_id
-            else _field(ref, c.name)
-        )
-        for c in chain[0].children
-    )
+def _converted(column: ColumnState, ref: str, leaves: dict[int, Callable[[str], str]]) -> str:
+    """The column ``ref`` with each value ``leaves`` names (by column id) replaced by
+    ``leaves[id](value)`` (structs rebuilt around them; a NULL struct stays NULL)."""
+    if column.column_id in leaves:
+        return leaves[column.column_id](ref)
+    if not any(c.column_id in leaves for c in column.walk()):
+        return ref
+    parts = ", ".join(f"{quote(c.name)} := {_converted(c, _field(ref, c.name), leaves)}" for c in column.children)
     return f"CASE WHEN {ref} IS NULL THEN NULL ELSE struct_pack({parts}) END"
 
 
@@ -145,21 +155,26 @@ def retype_files(task: RetypeTask) -> RetypeOutput:
 
 
 def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> RetypeOutput:
-    """One pass: read, convert, write. A value that does not convert stops the write when the
-    job fails on them (DuckDB's ``error()``); a second look at the sources then names the first
-    of them, or, when they become NULL, counts them."""
+    """One pass: read, convert every retyped column, write. A value that does not convert stops
+    the write when the job fails on them (DuckDB's ``error()``); a second look at the sources
+    then names the first of them, or, when they become NULL, counts them."""
     scan = scan_sources(con, task.sources, task.columns, scratch)
-    chain = _chain(task.columns, task.chain)
-    top = quote(chain[0].name)
-    target = to_duckdb_sql(task.new_type)
+    values = [_leaf(_chain(task.columns, r.chain), quote(_chain(task.columns, r.chain)[0].name)) for r in task.retyped]
 
-    def convert(value: str) -> str:
-        return f"CAST({conversion_sql(task.old_type, task.new_type, value)} AS {target})"
+    def convert(r: TaskColumn, value: str) -> str:
+        return f"CAST({conversion_sql(r.old_type, r.new_type, value)} AS {to_duckdb_sql(r.new_type)})"
 
-    def guarded(value: str) -> str:  # coalesce evaluates its second argument only where the first is NULL
-        return f"coalesce({convert(value)}, CASE WHEN {value} IS NULL THEN NULL ELSE error('{CAST_FAILED}') END)"
+    def guarded(
+        r: TaskColumn,
+    ) -> Callable[[str], str]:  # coalesce evaluates its 2nd argument only where the 1st is NULL
+        return lambda v: f"coalesce({convert(r, v)}, CASE WHEN {v} IS NULL THEN NULL ELSE error('{CAST_FAILED}') END)"
 
-    leaf = guarded if task.on_cast_error == "fail" else convert
+    leaves = {
+        r.chain[-1]: (guarded(r) if task.on_cast_error == "fail" else (lambda v, r=r: convert(r, v)))
+        for r in task.retyped
+    }
+    tops = [c for c in task.columns if any(r.chain[0] == c.column_id for r in task.retyped)]
+    replaced = ", ".join(f"{_converted(c, quote(c.name), leaves)} AS {quote(c.name)}" for c in tops)
     how = OrderedOutput(
         columns=task.new_columns,
         embed_row_ids=True,
@@ -170,7 +185,7 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     try:
         out = write_ordered(
             con,
-            f"SELECT * REPLACE ({_converted(chain, top, leaf)} AS {top}) FROM ({scan.sql}) WHERE __deleted_at IS NULL",
+            f"SELECT * REPLACE ({replaced}) FROM ({scan.sql}) WHERE __deleted_at IS NULL",
             scan.params,
             how,
             scratch,
@@ -179,23 +194,40 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
         if CAST_FAILED not in str(exc):
             raise
         out = None
-    value = _leaf(chain, top)
-    failed = (
-        f"SELECT {quote(ROW_ID)} AS row_id, CAST({value} AS VARCHAR) AS value FROM ({scan.sql}) "
-        f"WHERE __deleted_at IS NULL AND {value} IS NOT NULL AND {convert(value)} IS NULL"
-    )
+    none: tuple[tuple[tuple[int, str], ...], ...] = tuple(() for _ in task.retyped)
     if out is not None and task.on_cast_error == "fail":
-        return _stored(task, out.written, 0, ())
-    counted = con.execute(f"SELECT count(*) FROM ({failed})", scan.params).fetchone()
-    failures: tuple[tuple[int, str], ...] = ()
+        return _stored(task, out.written, tuple(0 for _ in task.retyped), none)
+    fails = [f"{v} IS NOT NULL AND {convert(r, v)} IS NULL" for r, v in zip(task.retyped, values, strict=True)]
+    counts = con.execute(
+        "SELECT "
+        + ", ".join(f"count(*) FILTER (WHERE {f})" for f in fails)
+        + f" FROM ({scan.sql}) WHERE __deleted_at IS NULL",
+        scan.params,
+    ).fetchone()
+    failed = tuple(int(n) for n in counts) if counts else tuple(0 for _ in task.retyped)
+    first = none
     if task.on_cast_error == "fail":  # the job's message names the first (values nulled are only counted)
-        first = con.execute(f"SELECT row_id, value FROM ({failed}) ORDER BY row_id LIMIT {FIRST_FAILURES}", scan.params)
-        failures = tuple((int(r), str(v)) for r, v in first.fetchall())
-    return _stored(task, out.written if out else None, counted[0] if counted else 0, failures)
+        first = tuple(
+            tuple(
+                (int(row_id), str(value))
+                for row_id, value in con.execute(
+                    f"SELECT {quote(ROW_ID)}, CAST({v} AS VARCHAR) FROM ({scan.sql}) WHERE __deleted_at IS NULL "
+                    f"AND {f} ORDER BY 1 LIMIT {FIRST_FAILURES}",
+                    scan.params,
+                ).fetchall()
+            )
+            if n
+            else ()
+            for v, f, n in zip(values, fails, failed, strict=True)
+        )
+    return _stored(task, out.written if out else None, failed, first)
 
 
 def _stored(
-    task: RetypeTask, written: WrittenFile | None, failed: int, first: tuple[tuple[int, str], ...]
+    task: RetypeTask,
+    written: WrittenFile | None,
+    failed: tuple[int, ...],
+    first: tuple[tuple[tuple[int, str], ...], ...],
 ) -> RetypeOutput:
     """The task's result, its file stored at the output path unless empty (or not written)."""
     if written is None or written.record_count == 0:
@@ -218,6 +250,7 @@ class Work:
     outputs: list[tuple[RetypeGroup | None, RetypeOutput]] = field(default_factory=list)  # group None: inlined rows
     planned: list[str] = field(default_factory=list)  # every output path, before it is written
     rounds: int = 0  # catch-up rounds that found rows to rewrite
+    keep_partitions: bool = True  # false: the commit changes the partitioning (no partition values kept)
 
     @property
     def table(self) -> TableState:
@@ -258,15 +291,15 @@ def _tasks(work: Work, groups: tuple[RetypeGroup, ...], paths: TablePaths, parqu
 
 def _task(work: Work, sources: tuple[SourceFile, ...], output: str, parquet: Any) -> RetypeTask:
     work.planned.append(output)
-    plan, columns = work.plan, work.table.columns
+    columns = work.table.columns
     return RetypeTask(
         sources=sources,
         output=output,
         columns=columns,
-        new_columns=retyped_layout(columns, plan.column.column_id, plan.new_type.name),
-        chain=tuple(c.column_id for c in plan.chain),
-        old_type=plan.column.type,
-        new_type=plan.new_type,
+        new_columns=retyped_layout(columns, {r.column.column_id: r.new_type.name for r in work.plan.columns}),
+        retyped=tuple(
+            TaskColumn(tuple(c.column_id for c in r.chain), r.column.type, r.new_type) for r in work.plan.columns
+        ),
         on_cast_error=work.on_cast_error,
         options=parquet,
         s3=storage.s3_config(output),
@@ -304,17 +337,21 @@ def _inlined_task(work: Work, batches: list[InlinedRows], paths: TablePaths, par
 
 
 def _check_failures(work: Work, outputs: list[RetypeOutput]) -> None:
-    failed = sum(o.failed for o in outputs)
-    if not failed or work.on_cast_error != "fail":
+    if work.on_cast_error != "fail" or not any(sum(o.failed) for o in outputs):
         return
-    first = sorted(f for o in outputs for f in o.first_failed)[:FIRST_FAILURES]
-    plan = work.plan
+    said = []
+    for i, r in enumerate(work.plan.columns):
+        failed = sum(o.failed[i] for o in outputs)
+        if failed:
+            first = sorted(f for o in outputs for f in o.first_failed[i])[:FIRST_FAILURES]
+            said.append(
+                f"{failed} value(s) of {r.name} do not convert from {r.column.type} to {r.new_type}: "
+                + ", ".join(f"{value!r} (row id {row_id})" for row_id, value in first)
+                + _why(r.new_type)
+            )
     raise JobFailed(
-        f"rewriteColumnType {work.table.qualified_name}: {failed} value(s) of {'.'.join(plan.path)} do not convert "
-        f"from {plan.column.type} to {plan.new_type}: "
-        + ", ".join(f"{value!r} (row id {row_id})" for row_id, value in first)
-        + _why(plan.new_type)
-        + "; nothing was committed and the job's files were deleted (onCastError: null writes NULL instead)"
+        f"rewriteColumnType {work.table.qualified_name}: {'; '.join(said)}; nothing was committed and the job's "
+        "files were deleted (onCastError: null writes NULL instead)"
     )
 
 
@@ -323,19 +360,19 @@ def _why(new_type: DuckLakeType) -> str:
     return f" ({limit})" if limit else ""
 
 
-def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str | None, str]:
+def _convert_defaults(r: Retyped, on_cast_error: str) -> tuple[str | None, str]:
     """The column's initial_default and literal default_value for the new type: kept as stored
     when DuckDB reads that text in the new type as the converted value (DuckDB's own ALTER
     keeps them: '7' of an int32 stays '7' for a float64), else DuckDB's text of it."""
-    c = plan.column
-    old_sql, new_sql = to_duckdb_sql(c.type), to_duckdb_sql(plan.new_type)
+    c = r.column
+    old_sql, new_sql = to_duckdb_sql(c.type), to_duckdb_sql(r.new_type)
     con = duckdb.connect()
     try:
 
         def convert(text: str | None, what: str) -> str | None:
             if text is None:
                 return None
-            converted = conversion_sql(c.type, plan.new_type, f"CAST($text AS {old_sql})")
+            converted = conversion_sql(c.type, r.new_type, f"CAST($text AS {old_sql})")
             row = con.execute(
                 f"SELECT CAST(v AS VARCHAR), TRY_CAST($text AS {new_sql}) IS NOT DISTINCT FROM v "
                 f"FROM (SELECT {converted} AS v)",
@@ -344,8 +381,8 @@ def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str 
             if row is None or row[0] is None:
                 if on_cast_error == "fail":
                     raise JobFailed(
-                        f"rewriteColumnType: the {what} of {'.'.join(plan.path)}, {text!r}, does not convert to "
-                        f"{plan.new_type}{_why(plan.new_type)}; change it first, or set onCastError: null to drop it; "
+                        f"rewriteColumnType: the {what} of {r.name}, {text!r}, does not convert to "
+                        f"{r.new_type}{_why(r.new_type)}; change it first, or set onCastError: null to drop it; "
                         "nothing was committed"
                     )
                 return None
@@ -358,31 +395,50 @@ def _convert_defaults(plan: ColumnRewritePlan, on_cast_error: str) -> tuple[str 
         con.close()
 
 
+def requested(
+    column: tuple[str, ...] | None,
+    new_type: DuckLakeType | None,
+    columns: tuple[tuple[tuple[str, ...], DuckLakeType], ...] | None,
+) -> tuple[tuple[tuple[str, ...], DuckLakeType], ...]:
+    """The (path, new type) pairs asked for: ``column`` and ``new_type``, or ``columns``."""
+    if columns is not None and column is None and new_type is None and columns:
+        return columns
+    if columns is None and column is not None and new_type is not None:
+        return ((column, new_type),)
+    raise DuckLakeError("rewriteColumnType takes column and type, or columns (several columns and their types)")
+
+
 def rewrite_column_type(
     catalog: Catalog,
     schema: str,
     table: str,
     *,
-    column: tuple[str, ...],
-    new_type: DuckLakeType,
+    column: tuple[str, ...] | None = None,
+    new_type: DuckLakeType | None = None,
+    columns: tuple[tuple[tuple[str, ...], DuckLakeType], ...] | None = None,
     on_cast_error: str = ON_CAST_ERROR.default,
+    manifest: TableSpec | None = None,
     dry_run: bool = DRY_RUN.default,
     author: str = DEFAULT_AUTHOR,
     runner: Runner = run_in_process,
     run: JobRun = PLAIN_RUN,
 ) -> dict[str, Any]:
+    """``column`` and ``new_type``, or ``columns``: what to retype. ``manifest``: the
+    DuckLakeTable whose plan's heavy changes these are; its other changes commit with them."""
+    asked = requested(column, new_type, columns)
     inputs = read_inputs(catalog, schema, table)
     state, t = inputs.state, inputs.table
     target = TARGET_FILE_SIZE.resolve(None, lambda key: option(state, t, key))
-    plan = plan_column_rewrite(t, inputs.base, column, new_type, target)
+    planned = manifest_plan(catalog, manifest, t, inputs.base, asked) if manifest is not None else None
+    repartitioned = planned is not None and planned.repartitions
+    retypes = planned.retypes(t) if planned is not None else asked  # a manifest's names may be new ones
+    plan = plan_column_rewrite(t, inputs.base, retypes, target, repartitioned=repartitioned)
     inlined = read_inlined_data(catalog, t, inputs.base)
     inlined_rows = sum(1 for b in inlined.batches for r in b.rows if r[2] is None)
     report = Report(
         "rewriteColumnType",
         table=t.qualified_name,
-        column=".".join(plan.path),
-        fromType=str(plan.column.type),
-        toType=str(new_type),
+        columns=[r.to_json() for r in plan.columns + plan.unchanged],
         onCastError=on_cast_error,
         baseSnapshot=inputs.base,
         groups=len(plan.groups),
@@ -390,6 +446,7 @@ def rewrite_column_type(
         bytesRead=plan.input_bytes,
         inlinedRowsRead=inlined_rows,
         dryRun=dry_run,
+        **(planned.report() if planned is not None else {}),
     )
     if dry_run or plan.done:
         return report.done(
@@ -398,13 +455,13 @@ def rewrite_column_type(
             ranOn=ran_on(run_in_process),
             **({"plan": plan.to_json()} if dry_run else {"alreadyOfType": True}),
         )
-    defaults = _convert_defaults(plan, on_cast_error)
+    defaults = {r.column.column_id: _convert_defaults(r, on_cast_error) for r in plan.columns}
     runner = run.runner_for(runner, plan.input_bytes)
     report.fields["ranOn"] = ran_on(runner)
     paths = table_paths(state, t)
     parquet = copy_options(options_in_force(state, t))
     staging = tempfile.mkdtemp(prefix="ducklake-retype-")
-    work = Work(inputs, plan, on_cast_error, run.file_marker, staging)
+    work = Work(inputs, plan, on_cast_error, run.file_marker, staging, keep_partitions=not repartitioned)
 
     def rewrite(groups: tuple[RetypeGroup, ...], batches: list[InlinedRows], on: Runner = runner) -> None:
         tasks = _tasks(work, groups, paths, parquet)
@@ -418,7 +475,7 @@ def rewrite_column_type(
         rewrite(plan.groups, inlined.batches)
         return work
 
-    def last_rows(latest: int) -> list[RetypeColumn]:
+    def last_rows(latest: int) -> list[Any]:
         """Inside the commit, writers held: the rows inserted since the last look (few: in
         this process, Spark would only add its start to the hold)."""
         _catch_up(catalog, work, target, lambda groups, batches: rewrite(groups, batches, run_in_process))
@@ -427,15 +484,23 @@ def rewrite_column_type(
                 f"rewriteColumnType {t.qualified_name}: read snapshot {work.base} while committing after "
                 f"{latest}; nothing was committed"
             )
-        return [_change(work, defaults, paths)]
+        others: list[Any] = []
+        if planned is not None:  # the manifest's other changes, as planned now
+            planned.check_at(catalog, latest)
+            planned.check_nulls(_nulled(work))
+            others = list(planned.plan.light_changes)
+        return [_change(work, defaults, paths), *others]
 
     def commit(_: Work) -> Any:
         _catch_up(catalog, work, target, rewrite)  # what was inserted while the files were rewritten
+        also = f"; {planned.describe_others()}" if planned is not None and planned.plan.light_changes else ""
         return catalog.commit(
             last_rows,
             author=author,
-            message=f"rewriteColumnType {t.qualified_name}: {'.'.join(plan.path)} {plan.column.type} → {new_type}",
-            extra_info=lambda: run.extra_info(report.done(**_written(work))),
+            message=f"rewriteColumnType {t.qualified_name}: {plan.describe()}{also}",
+            extra_info=lambda: (
+                run.extra_info(report.done(**_written(work))) or (planned.extra_info() if planned is not None else None)
+            ),
             before_commit=lambda: fault_point("in_commit"),
         )
 
@@ -483,10 +548,10 @@ def _catch_up(catalog: Catalog, work: Work, target: int, rewrite: Any) -> None:
     work.inputs = now
     if added or new_rows:
         work.rounds += 1
-        rewrite(file_groups(table, added, target), inlined.batches)
+        rewrite(file_groups(table, added, target, keep_partitions=work.keep_partitions), inlined.batches)
 
 
-def _change(work: Work, defaults: tuple[str | None, str], paths: TablePaths) -> RetypeColumn:
+def _change(work: Work, defaults: dict[int, tuple[str | None, str]], paths: TablePaths) -> RetypeColumns:
     t, plan = work.table, work.plan
     sources = tuple(sorted(work.sources))
     outputs = tuple(
@@ -499,14 +564,14 @@ def _change(work: Work, defaults: tuple[str | None, str], paths: TablePaths) -> 
         for g, o in work.outputs
         if o.written is not None
     )
-    return RetypeColumn(
+    return RetypeColumns(
         t.table_id,
         t.qualified_name,
         work.base,
-        plan.column.column_id,
-        plan.path,
-        plan.column.type_name,
-        plan.new_type.name,
+        tuple(
+            ColumnRetype(r.column.column_id, r.path, r.column.type_name, r.new_type.name, defaults[r.column.column_id])
+            for r in plan.columns
+        ),
         PlannedInputs(
             sources,
             tuple((i, d) for i in sources if (d := work.sources[i][0]) is not None),
@@ -514,14 +579,22 @@ def _change(work: Work, defaults: tuple[str | None, str], paths: TablePaths) -> 
         ),
         tuple((name, len(ids)) for name, ids in sorted(work.inlined.items())),
         outputs,
-        defaults,
     )
 
 
+def _nulled(work: Work) -> dict[tuple[str, ...], int]:
+    """Values that became NULL (onCastError: null), by column path."""
+    if work.on_cast_error != "null":
+        return {}
+    return {r.path: sum(o.failed[i] for _, o in work.outputs) for i, r in enumerate(work.plan.columns)}
+
+
 def _written(work: Work) -> dict[str, Any]:
+    nulled = _nulled(work)
     return {
         **written_counts(o.written for _, o in work.outputs if o.written),
         "inlinedRowsRewritten": sum(len(ids) for ids in work.inlined.values()),
-        "valuesNulled": sum(o.failed for _, o in work.outputs) if work.on_cast_error == "null" else 0,
+        "valuesNulled": sum(nulled.values()),
+        **({"valuesNulledByColumn": {".".join(p): n for p, n in nulled.items()}} if len(nulled) > 1 else {}),
         "catchUpRounds": work.rounds,
     }

@@ -1,8 +1,8 @@
 """``ducklake``: plan, apply and inspect manifests against a catalog, without a cluster.
 
     ducklake plan   -f PATH...   what would change (exit 2 if a change is blocked)
-    ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan (then a heavy
-                                 change's job, in this process: rewriteColumnType)
+    ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan (a plan with
+                                 heavy changes: by its rewriteColumnType job, in this process)
     ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
     ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
     ducklake run-job OP [T] -f P  compact|rewriteDeletes|rewriteColumnType|repartition|ingest schema.table,
@@ -140,13 +140,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
                     print(f"  → committed snapshot {result.commit.snapshot_id}")
                 if result.plan.is_refused:
                     status = EXIT_BLOCKED
-                _run_heavy_jobs(catalog, cat_spec, result.heavy, args.author)
+                if isinstance(m, TableSpec):
+                    _run_heavy_jobs(catalog, cat_spec, m, result.heavy, args.author)
     return status
 
 
-def _run_heavy_jobs(catalog: Catalog, cat_spec: CatalogSpec, jobs: Sequence[HeavyJob], author: str) -> None:
-    """A plan's heavy changes, done here and now: each job in this process, one after the
-    other (the controller runs them as DuckLakeJobs instead)."""
+def _run_heavy_jobs(
+    catalog: Catalog, cat_spec: CatalogSpec, spec: TableSpec, jobs: Sequence[HeavyJob], author: str
+) -> None:
+    """A plan with heavy changes, done here and now: its job in this process, given the
+    manifest when the plan has other changes too, which it commits in the same snapshot (the
+    controller runs it as a DuckLakeJob instead)."""
     if not jobs:
         return
     from ducklake_jobs.operations import run_operation
@@ -158,7 +162,8 @@ def _run_heavy_jobs(catalog: Catalog, cat_spec: CatalogSpec, jobs: Sequence[Heav
     try:
         for job in jobs:
             print(f"  → heavy change: running {job.describe()} in this process")
-            report = run_operation(catalog, job.operation, job.table, job.params, runner=run_in_process, author=author)
+            params = {**job.params, **({"manifest": spec} if job.with_plan else {})}
+            report = run_operation(catalog, job.operation, job.table, params, runner=run_in_process, author=author)
             print(
                 f"  → committed snapshot {report['committedSnapshot']}: {report['filesRead']} files read, "
                 f"{report['filesWritten']} written, {report['rowsWritten']} rows"

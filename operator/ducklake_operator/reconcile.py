@@ -96,7 +96,7 @@ def empty_state(spec: CatalogSpec) -> CatalogState:
 class ApplyResult:
     plan: TablePlan
     commit: CommitResult | None  # None: nothing to do (no light change), or refused
-    heavy: tuple[HeavyJob, ...] = ()  # jobs the plan's heavy changes need, once ``commit`` landed
+    heavy: tuple[HeavyJob, ...] = ()  # the job that does the plan (its heavy changes and the rest); nothing committed
 
 
 def commit_message(spec: TableSpec | SchemaSpec, plan: TablePlan) -> tuple[str, str]:
@@ -116,8 +116,9 @@ def apply_plan(
     state: CatalogState | None = None,
     commit: Callable[..., CommitResult] | None = None,
 ) -> ApplyResult:
-    """Plan against the catalog and commit the plan as one snapshot: its light changes; the
-    result names the jobs its heavy changes need (``evolution.heavy``), for the caller to run.
+    """Plan against the catalog and commit the plan as one snapshot. A plan with heavy changes
+    commits nothing here: the result names the job they need (``evolution.heavy``), for the
+    caller to run with the manifest, and that job commits the whole plan in its snapshot.
 
     A refused plan commits nothing. If the catalog moved under the plan (a conflicting
     concurrent commit), the plan is made again from fresh state, never replayed.
@@ -131,7 +132,7 @@ def apply_plan(
         current = state if state is not None and attempt == 1 else read_for_plan(catalog, spec)
         plan = plan_for(spec, current)
         heavy = heavy_jobs(plan, spec.evolution) if isinstance(spec, TableSpec) else ()
-        if plan.is_empty or plan.is_refused or not plan.light_changes:
+        if plan.is_empty or plan.is_refused or not plan.light_changes or heavy:
             return ApplyResult(plan, None, heavy)
         message, extra = commit_message(spec, plan)
         try:
@@ -148,9 +149,13 @@ def read_for_plan(catalog: Catalog, spec: TableSpec | SchemaSpec) -> CatalogStat
     """Only what planning ``spec`` needs: its table (and the tables it may be renamed from),
     with its files when a heavy change's plan counts them."""
     if isinstance(spec, TableSpec):
-        names = [(spec.schema, spec.name)] + [(spec.schema, old) for old in spec.renamed_from]
-        return catalog.state(include_files=counts_files(spec), table_names=names)
+        return catalog.state(include_files=counts_files(spec), table_names=plan_table_names(spec))
     return catalog.state(include_files=False, table_names=[])
+
+
+def plan_table_names(spec: TableSpec) -> list[tuple[str, str]]:
+    """The tables planning ``spec`` reads: its own, and those it may be renamed from."""
+    return [(spec.schema, spec.name)] + [(spec.schema, old) for old in spec.renamed_from]
 
 
 def counts_files(spec: TableSpec) -> bool:

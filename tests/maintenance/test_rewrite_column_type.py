@@ -171,6 +171,79 @@ def test_new_type_now_old_values_before(
     same_history(observe(location), after)
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_several_columns_match_duckdbs_alters_in_one_transaction(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, kind: str
+) -> None:
+    """int32 -> float64 and int32 -> int64 in one job: the catalog rows of DuckDB's two ALTER
+    COLUMN TYPEs in one transaction (one snapshot, one schema version), the same rows since."""
+    theirs, ours = make_location(kind), make_location(kind)
+    build(theirs, str(tmp_path / "a") + "/")
+    build(ours, str(tmp_path / "b") + "/")
+    before = observe(ours)
+    duck.run_workload(
+        theirs, ["BEGIN", "ALTER TABLE lk.t ALTER COLUMN n TYPE DOUBLE", "ALTER TABLE lk.t ALTER COLUMN id TYPE BIGINT", "COMMIT"]
+    )  # fmt: skip
+    with closing(Catalog.open(ours)) as catalog:
+        report = run_operation(catalog, "rewriteColumnType", "main.t", {"columns": {"n": "float64", "id": "int64"}})
+    assert [c["column"] for c in report["columns"]] == ["n", "id"]
+    assert report["committedSnapshot"] == max(before["history"]) + 1
+    agg = "count(*), min(n), max(n), sum(n), sum(id)"
+    a, b = observe(theirs, agg), observe(ours, agg)
+    assert b == a and ("n", "DOUBLE") in b["now"][1] and ("id", "BIGINT") in b["now"][1]
+    same_history(b, before)
+    x, y = dump(theirs), dump(ours)
+    for table in ("ducklake_column", "ducklake_schema_versions", "ducklake_inlined_data_tables"):
+        assert x[table] == y[table], table
+    duck.run_workload(theirs, AFTERWARDS)
+    duck.run_workload(ours, AFTERWARDS)
+    a, b = observe(theirs, agg), observe(ours, agg)
+    assert a["now"] == b["now"] and a["agg"] == b["agg"]
+
+
+@pytest.mark.parametrize(
+    "kind, runner",
+    [("sqlite", run_in_process), ("postgres", run_in_process), ("sqlite", run_on_spark)],
+    ids=["sqlite", "postgres", "sqlite-spark"],
+)
+def test_several_columns_in_one_pass_and_one_snapshot(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, kind: str, runner: Runner
+) -> None:
+    """v varchar -> int64 and the struct field s.a varchar -> date together: one snapshot, whose
+    rows are those the two jobs one after the other make, every earlier snapshot as before."""
+    location = make_location(kind)
+    build(location, str(tmp_path / "data") + "/")
+    before = observe(location)
+    with closing(Catalog.open(location)) as catalog:
+        report = job.rewrite_column_type(
+            catalog, "main", "t", columns=((("v",), parse_type("int64")), (("s", "a"), parse_type("date"))), runner=runner
+        )  # fmt: skip
+    assert report["committedSnapshot"] == max(before["history"]) + 1 and report["filesRead"] == 4
+    after = observe(location)
+    assert after["now"][0] == converted(before["now"][0], v=True, day=True)
+    assert ("v", "BIGINT") in after["now"][1] and ("s", "STRUCT(a DATE, b INTEGER)") in after["now"][1]
+    same_history(after, before)
+
+
+def test_several_columns_failing_are_named_each(lake: Lake) -> None:
+    snapshot, files = lake.snapshot(), lake.files()
+    with closing(Catalog.open(lake.location)) as catalog, pytest.raises(JobFailed) as failed:
+        run_operation(catalog, "rewriteColumnType", "main.t", {"columns": {"v": "int32", "id": "date"}})
+    message = str(failed.value)
+    assert message.startswith(
+        "rewriteColumnType main.t: 2 value(s) of v do not convert from varchar to int32: 'abc' (row id 50), '6.5' "
+        "(row id 60); 80 value(s) of id do not convert from int32 to date: '0' (row id 0), '1' (row id 1)"
+    ) and message.endswith(
+        "; nothing was committed and the job's files were deleted (onCastError: null writes NULL instead)"
+    )
+    assert lake.snapshot() == snapshot and lake.files() == files
+    with closing(Catalog.open(lake.location)) as catalog:
+        report = run_operation(catalog, "rewriteColumnType", "main.t", {"columns": {"id": "varchar", "v": "int32"}, "onCastError": "null"})  # fmt: skip
+    assert report["valuesNulled"] == 2 and report["valuesNulledByColumn"] == {"id": 0, "v": 2}
+    got = {r[1]: r[2] for r in lake.rows()}
+    assert got["50"] is None and got["51"] == 7
+
+
 # ------------------------------------------------------------------ bad input
 
 
@@ -248,7 +321,7 @@ def test_dry_run_plans_and_writes_nothing(lake: Lake) -> None:
     snapshot, files = lake.snapshot(), lake.files()
     with closing(Catalog.open(lake.location)) as catalog:
         report = run_operation(catalog, "rewriteColumnType", "main.t", {"column": "v", "type": "int64", "dryRun": True})
-    assert report["plan"]["from"] == "varchar" and report["plan"]["to"] == "int64"
+    assert report["plan"]["columns"] == [{"column": "v", "from": "varchar", "to": "int64"}]
     assert report["filesRead"] == 2 and report["inlinedRowsRead"] == 2 and report["committedSnapshot"] is None
     assert lake.snapshot() == snapshot and lake.files() == files
 

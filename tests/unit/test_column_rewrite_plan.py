@@ -1,5 +1,5 @@
 """The rewriteColumnType planner without a database: which files go into which output file,
-and what it refuses."""
+which columns it retypes (several in one pass), and what it refuses."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_groups_keep_the_current_specs_partitions_and_pack_to_the_target() -> No
         data_file(5, 40),
         data_file(6, 40, end_snapshot=3),  # ended: not live
     )
-    plan = plan_column_rewrite(t, 9, ("v",), parse_type("int64"), target_file_size=100)
+    plan = plan_column_rewrite(t, 9, [(("v",), parse_type("int64"))], target_file_size=100)
     assert [(g.files, g.partition_id, g.partition_values) for g in plan.groups] == [
         ((0, 1), 7, ((0, "a"),)),
         ((2,), 7, ((0, "a"),)),
@@ -75,17 +75,36 @@ def test_groups_keep_the_current_specs_partitions_and_pack_to_the_target() -> No
         ((4, 5), None, ()),
     ]
     assert plan.input_files == 6 and plan.input_bytes == 240 and not plan.done
+    # the commit also changes the partitioning: no file keeps partition values
+    moved = plan_column_rewrite(t, 9, [(("v",), parse_type("int64"))], 100, repartitioned=True)
+    assert [(g.files, g.partition_id) for g in moved.groups] == [((0, 1), None), ((2, 3), None), ((4, 5), None)]
 
 
 def test_a_struct_field_and_the_layout_it_is_written_in() -> None:
-    plan = plan_column_rewrite(table(data_file(0, 1)), 9, ("S", "A"), parse_type("date"), 100)
-    assert plan.path == ("s", "a") and plan.column.column_id == 4
-    layout = retyped_layout(COLUMNS, 4, "date")
+    plan = plan_column_rewrite(table(data_file(0, 1)), 9, [(("S", "A"), parse_type("date"))], 100)
+    (r,) = plan.columns
+    assert r.path == ("s", "a") and r.column.column_id == 4
+    layout = retyped_layout(COLUMNS, {4: "date"})
     assert layout[2].children[0].type_name == "date" and layout[:2] == COLUMNS[:2]
 
 
+def test_several_columns_in_one_plan() -> None:
+    plan = plan_column_rewrite(
+        table(data_file(0, 1)),
+        9,
+        [(("v",), parse_type("int64")), (("s", "a"), parse_type("date")), (("id",), parse_type("int32"))],
+        100,
+        repartitioned=True,  # id is the old spec's key: the commit's new spec no longer has it
+    )
+    assert [r.name for r in plan.columns] == ["v", "s.a"] and [r.name for r in plan.unchanged] == ["id"]
+    assert plan.describe() == "v varchar → int64, s.a varchar → date" and len(plan.groups) == 1
+    layout = retyped_layout(COLUMNS, {2: "int64", 4: "date"})
+    assert layout[0] == COLUMNS[0] and layout[1].type_name == "int64" and layout[2].children[0].type_name == "date"
+
+
 def test_a_column_of_the_type_already_is_done() -> None:
-    assert plan_column_rewrite(table(data_file(0, 1)), 9, ("v",), parse_type("varchar"), 100).done
+    plan = plan_column_rewrite(table(data_file(0, 1)), 9, [(("v",), parse_type("varchar"))], 100)
+    assert plan.done and plan.groups == ()
 
 
 @pytest.mark.parametrize(
@@ -100,4 +119,14 @@ def test_a_column_of_the_type_already_is_done() -> None:
 )
 def test_refusals(path: tuple[str, ...], new_type: str, files: tuple[DataFile, ...], message: str) -> None:
     with pytest.raises(DuckLakeError, match=message):
-        plan_column_rewrite(table(*files), 9, path, parse_type(new_type), 100)
+        plan_column_rewrite(table(*files), 9, [(path, parse_type(new_type))], 100)
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [[("v",), ("V",)], [("s",), ("s", "a")], [("s", "a"), ("s",)]],
+    ids=["twice", "a-struct-and-its-field", "a-field-and-its-struct"],
+)
+def test_a_column_given_twice_or_with_what_holds_it_is_refused(paths: list[tuple[str, ...]]) -> None:
+    with pytest.raises(DuckLakeError, match="are one column, or one holds the other"):
+        plan_column_rewrite(table(data_file(0, 1)), 9, [(p, parse_type("varchar")) for p in paths], 100)

@@ -1,5 +1,6 @@
-"""How a table says its heavy change's DuckLakeJob goes (pure): one stable name per table,
-generation and change; Rewriting while it runs, RewriteFailed when it failed, waiting either way."""
+"""How a table says its heavy changes' DuckLakeJob goes (pure): one stable name per table,
+generation and change; the table as the job's manifest when the plan has other changes;
+Rewriting while it runs, RewriteFailed when it failed, waiting either way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from ducklake_operator.controller.heavy_runs import heavy_outcome, job_manifest,
 from ducklake_operator.controller.reconcilers import Outcome
 from ducklake_operator.controller.status import condition
 from ducklake_operator.evolution.heavy import HeavyJob
+from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.spec import TableSpec
 
 JOB = HeavyJob("rewriteColumnType", "main.orders", {"column": "code", "type": "int64", "onCastError": "fail"})
@@ -41,12 +43,32 @@ def test_one_stable_dns_name_per_table_generation_and_change() -> None:
     assert len(job_name("x" * 300, 3, JOB)) == 63
 
 
+TABLE = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeTable",
+         "metadata": {"name": "Orders.V2", "namespace": "data", "generation": 3, "uid": "u-1", "resourceVersion": "9"},
+         "spec": {"catalogRef": {"name": "lake"}, "name": "orders", "columns": [{"name": "code", "type": "int64"}]},
+         "status": {"observedGeneration": 2}}  # fmt: skip
+
+
 def test_the_job_is_owned_by_the_table() -> None:
     owner = {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeTable", "name": "Orders.V2", "uid": "u-1"}
-    doc = job_manifest(spec(), owner, JOB, "n")
+    doc = job_manifest(spec(), owner, JOB, "n", TABLE)
     assert doc["metadata"]["ownerReferences"] == [{**owner, "controller": True, "blockOwnerDeletion": True}]
     assert doc["spec"] == {"catalogRef": {"name": "lake"}, "table": "main.orders", "operation": "rewriteColumnType",
                            "params": JOB.params}  # fmt: skip
+
+
+def test_a_plan_with_other_changes_gives_the_job_the_table() -> None:
+    """The job commits the plan's other changes too: its manifest param is the DuckLakeTable
+    (its spec and identity, not its status), which the job's params check reads back."""
+    job = HeavyJob(
+        JOB.operation, JOB.table, {"columns": {"code": "int64", "s.day": "date"}, "onCastError": "fail"}, True
+    )
+    params = job_manifest(spec(), {"name": "Orders.V2", "uid": "u-1"}, job, "n", TABLE)["spec"]["params"]
+    assert params == {**job.params, "manifest": {"apiVersion": "ducklake.dev/v1alpha1", "kind": "DuckLakeTable",
+                                                 "metadata": {"name": "Orders.V2", "namespace": "data", "generation": 3},
+                                                 "spec": TABLE["spec"]}}  # fmt: skip
+    assert job_keywords(job.operation, params)["manifest"] == spec()
+    assert job_name("Orders.V2", 3, job) == job_name("Orders.V2", 3, HeavyJob(job.operation, job.table, job.params))
 
 
 def test_while_it_runs_the_table_is_rewriting_and_waits() -> None:

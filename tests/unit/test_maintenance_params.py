@@ -65,6 +65,8 @@ def invalid_values(param: Param) -> list[object]:
         "snapshot_ids": ["1,2"],
         "column_path": ["a..b", 7],
         "type": ["int65", 64],
+        "column_types": ["code", {}, {"a..b": "int64"}, {"code": "int65"}],
+        "manifest": ["x", {"kind": "DuckLakeTable", "metadata": {"name": "t"}, "spec": {}}],
         "choice": ["maybe"],
         "text": ["", 7],
     }

@@ -147,10 +147,10 @@ def _promote_column(change: PromoteColumn, ctx: CommitContext) -> None:
 @write_change.register
 def _rewrite_column(change: RewriteColumnType, ctx: CommitContext) -> None:
     """A plan's heavy change: the rewriteColumnType job commits it with the rewritten files
-    (``RetypeColumn``); on its own it would leave the files' values in the old type."""
+    (``RetypeColumns``); on its own it would leave the files' values in the old type."""
     raise SpecError(
         f"{'.'.join(change.path)}: {change.old_type} → {change.new_type} needs its data rewritten: "
-        "run the rewriteColumnType job (reconcile.apply_plan commits the other changes and says which)"
+        "run the rewriteColumnType job (reconcile.apply_plan says which; it commits the plan's other changes too)"
     )
 
 

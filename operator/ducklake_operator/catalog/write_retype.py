@@ -1,7 +1,7 @@
-"""The writer of ``RetypeColumn`` (the rewriteColumnType job's commit): one snapshot that
-changes a column's type as DuckDB 1.5.5's ``ALTER COLUMN ... TYPE`` does (docs/ducklake-format.md
-§3.8: a new column row version, a ``ducklake_schema_versions`` row, a new inlined-data table,
-``altered_table``) and swaps every live data file and inlined row of the table for files
+"""The writer of ``RetypeColumns`` (the rewriteColumnType job's commit): one snapshot that
+changes columns' types as DuckDB 1.5.5's ``ALTER COLUMN ... TYPE`` does (docs/ducklake-format.md
+§3.8: a new column row version each, a ``ducklake_schema_versions`` row, a new inlined-data
+table, ``altered_table``) and swaps every live data file and inlined row of the table for files
 holding the converted values, as ``ducklake_rewrite_data_files`` swaps files (§5.2: the
 inputs and their delete files end, ``rewrite_delete``; ended inlined rows, ``inlined_delete``).
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from ..errors import CommitConflict
-from ..model.file_changes import RetypeColumn
+from ..model.file_changes import RetypeColumns
 from .changes_made import Change as Token
 from .files import add_data_files, check_inputs, inputs_changed
 from .inlined import inlined_table
@@ -28,7 +28,7 @@ from .write_columns import edit_column, mark_altered
 _ADDED_ROWS = ("inserted_into_table", "inlined_insert", "inline_flush")
 
 
-def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumn, job: str) -> None:
+def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumns, job: str) -> None:
     """Every live file and inlined row of the table now is one the job rewrote."""
     df = T["ducklake_data_file"]
     live_files = set(
@@ -49,26 +49,27 @@ def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumn, job: str) 
 
 
 @write_change.register
-def _retype_column(change: RetypeColumn, ctx: CommitContext) -> None:
+def _retype_columns(change: RetypeColumns, ctx: CommitContext) -> None:
     job = f"rewriteColumnType of {change.table_name}"
     check_inputs(ctx, change.table_id, job, change.base_snapshot, change.inputs)
     _check_all_rows_planned(ctx, change, job)
-    where = ".".join(change.path)
-    row = resolve_path(ctx, change.table_id, change.path, f"rewriteColumnType {where}")
-    if row["column_id"] != change.column_id or row["column_type"] != change.old_type:
-        raise CommitConflict(
-            f"{job}: {where} is now column {row['column_id']} of type {row['column_type']}, not "
-            f"column {change.column_id} of type {change.old_type}; nothing was committed"
+    for c in change.columns:
+        where = ".".join(c.path)
+        row = resolve_path(ctx, change.table_id, c.path, f"rewriteColumnType {where}")
+        if row["column_id"] != c.column_id or row["column_type"] != c.old_type:
+            raise CommitConflict(
+                f"{job}: {where} is now column {row['column_id']} of type {row['column_type']}, not "
+                f"column {c.column_id} of type {c.old_type}; nothing was committed"
+            )
+        initial_default, default_value = c.defaults
+        edit_column(
+            ctx,
+            change.table_id,
+            c.column_id,
+            column_type=c.new_type,
+            initial_default=initial_default,
+            default_value=default_value,
         )
-    initial_default, default_value = change.defaults
-    edit_column(
-        ctx,
-        change.table_id,
-        change.column_id,
-        column_type=change.new_type,
-        initial_default=initial_default,
-        default_value=default_value,
-    )
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
     add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)

@@ -488,7 +488,8 @@ def table_schema() -> Schema:
             **plan_status(),
             "drift": array("Where the catalog differs from the manifest.", string("A difference.")),
             "heavyJob": obj(
-                "The DuckLakeJob doing the plan's heavy change (typeChanges: rewrite), while there is one.",
+                "The DuckLakeJob doing the plan (its heavy changes, typeChanges: rewrite, and the rest in the same "
+                "snapshot), while there is one.",
                 {
                     "name": string("The DuckLakeJob."),
                     "operation": string("Its operation."),

@@ -474,7 +474,7 @@ async def table_reconcile(
 
     def reconcile(spec: TableSpec) -> Outcome:
         outcome = reconcile_table(spec, _catalog_for(spec, catalog_manifests), ctl.pool)
-        return with_heavy_runs(outcome, spec, owner, _custom_objects_api)  # its heavy changes run as DuckLakeJobs
+        return with_heavy_runs(outcome, spec, owner, _custom_objects_api, body)  # its heavy changes: a DuckLakeJob
 
     await _handle(
         "DuckLakeTable", body, patch, status, memo, retry, reconcile,

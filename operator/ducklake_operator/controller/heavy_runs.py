@@ -1,7 +1,9 @@
-"""A table's heavy changes as DuckLakeJobs (``evolution.heavy``): the table's handler starts
-the job its plan's first heavy change needs, owned by the DuckLakeTable, and says how it
-goes in the table's conditions; one at a time, in plan order (the next plan, once the job
-has landed, has the next one).
+"""A table's heavy changes as a DuckLakeJob (``evolution.heavy``): the table's handler starts
+the one job its plan needs, owned by the DuckLakeTable, and says how it goes in the table's
+conditions. The job rewrites every column the plan retypes and commits the plan's other
+changes in the same snapshot (its ``manifest`` param is the DuckLakeTable; the handler
+commits none of the plan itself), so the table goes from its old schema to the declared one
+in one snapshot.
 
 A job is named after the table, its generation and the change, so reconciling again finds
 it instead of starting a second. While it runs the table is ``Progressing`` (``Ready`` is
@@ -39,8 +41,12 @@ def job_name(table: str, generation: int | None, job: HeavyJob) -> str:
     return base[: MAX_NAME - len(suffix)].rstrip("-") + suffix
 
 
-def job_manifest(spec: TableSpec, owner: Mapping[str, Any], job: HeavyJob, name: str) -> dict[str, Any]:
-    """The DuckLakeJob, owned by the DuckLakeTable (``owner``: its apiVersion, kind, name, uid)."""
+def job_manifest(
+    spec: TableSpec, owner: Mapping[str, Any], job: HeavyJob, name: str, table: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The DuckLakeJob, owned by the DuckLakeTable (``owner``: its apiVersion, kind, name, uid;
+    ``table``: the DuckLakeTable as read, the job's ``manifest`` when the plan has other changes)."""
+    manifest = {"manifest": table_document(table)} if job.with_plan else {}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "DuckLakeJob",
@@ -53,8 +59,19 @@ def job_manifest(spec: TableSpec, owner: Mapping[str, Any], job: HeavyJob, name:
             "catalogRef": {"name": spec.catalog},
             "table": job.table,
             "operation": job.operation,
-            "params": dict(job.params),
+            "params": {**job.params, **manifest},
         },  # fmt: skip
+    }
+
+
+def table_document(table: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a DuckLakeTable the job plans from: its kind, identity and spec (not its status)."""
+    meta = table.get("metadata") or {}
+    return {
+        "apiVersion": table.get("apiVersion", f"{GROUP}/{VERSION}"),
+        "kind": "DuckLakeTable",
+        "metadata": {k: meta[k] for k in ("name", "namespace", "generation") if k in meta},
+        "spec": dict(table.get("spec") or {}),
     }
 
 
@@ -86,9 +103,10 @@ def heavy_outcome(outcome: Outcome, spec: TableSpec, name: str, job: HeavyJob, r
 
 
 def with_heavy_runs(
-    outcome: Outcome, spec: TableSpec, owner: Mapping[str, Any], custom_api: Callable[[], Any]
+    outcome: Outcome, spec: TableSpec, owner: Mapping[str, Any], custom_api: Callable[[], Any], table: Mapping[str, Any]
 ) -> Outcome:
-    """Start (or find) the job of the outcome's first heavy change and say how it goes."""
+    """Start (or find) the job of the outcome's heavy changes and say how it goes (``table``:
+    the DuckLakeTable as the handler read it)."""
     if not outcome.heavy or outcome.failure is not None:
         outcome.status.setdefault("heavyJob", None)
         return outcome
@@ -105,7 +123,7 @@ def with_heavy_runs(
             raise
         try:
             run = api.create_namespaced_custom_object(GROUP, VERSION, namespace, JOBS,
-                                                      job_manifest(spec, owner, job, name))  # fmt: skip
+                                                      job_manifest(spec, owner, job, name, table))  # fmt: skip
         except ApiException as again:
             if again.status != 409:
                 raise

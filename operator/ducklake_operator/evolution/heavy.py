@@ -1,9 +1,12 @@
-"""The jobs a table plan's heavy changes need (pure): the seam between planning and running.
+"""The job a table plan's heavy changes need (pure): the seam between planning and running.
 
-A plan that is not refused commits its ``light_changes`` in one snapshot; each of its
-``heavy_changes`` then needs a maintenance job, in plan order, one at a time per table:
-``ducklake apply`` runs them in its own process, the controller creates a DuckLakeJob for
-each (operation and params as below, checked by ``model.job_params`` like any job's).
+A plan with heavy changes (type changes a rewrite does) is done by one rewriteColumnType job:
+every column in one pass over the files and one snapshot, which also holds the plan's other
+changes (the job is given the manifest: ``with_plan``), so no snapshot reads a schema nobody
+declared. A plan without heavy changes commits its ``light_changes`` in one snapshot itself.
+``ducklake apply`` runs the job in its own process; the controller creates a DuckLakeJob
+(operation and params as below, checked by ``model.job_params`` like any job's, with the
+DuckLakeTable as its ``manifest``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.changes import RewriteColumnType
+from ..model.changes import RenameTable, RewriteColumnType
 from ..model.maintenance_params import render_column_path
 from ..model.plans import TablePlan
 from ..model.spec import EvolutionPolicy
@@ -22,12 +25,15 @@ from ..model.spec import EvolutionPolicy
 @dataclass(frozen=True)
 class HeavyJob:
     operation: str
-    table: str  # schema.table
-    params: dict[str, Any]  # a DuckLakeJob's spec.params
+    table: str  # schema.table, as the catalog names it now
+    params: dict[str, Any]  # a DuckLakeJob's spec.params (but the manifest)
+    with_plan: bool = False  # the plan has other changes: the job is given the manifest and commits them too
 
     def describe(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.operation} {self.table} ({params})"
+        return f"{self.operation} {self.table} ({params})" + (
+            " with the plan's other changes" if self.with_plan else ""
+        )
 
     @property
     def key(self) -> str:
@@ -38,15 +44,20 @@ class HeavyJob:
 
 
 def heavy_jobs(plan: TablePlan, evolution: EvolutionPolicy) -> tuple[HeavyJob, ...]:
-    """The jobs that do ``plan``'s heavy changes, in order; none for a refused plan."""
-    if plan.is_refused:
+    """The job that does ``plan``'s heavy changes (none for a refused plan, or one without)."""
+    retypes = [c for c in plan.heavy_changes if isinstance(c, RewriteColumnType)]
+    if plan.is_refused or not retypes:
         return ()
-    return tuple(
+    columns = {render_column_path(c.path): c.new_type.name for c in retypes}
+    params: dict[str, Any] = (
+        {"column": next(iter(columns)), "type": next(iter(columns.values()))}
+        if len(columns) == 1
+        else {"columns": columns}
+    )
+    renamed = next((c for c in plan.light_changes if isinstance(c, RenameTable)), None)
+    table = renamed.old_name if renamed is not None else retypes[0].table
+    return (
         HeavyJob(
-            "rewriteColumnType",
-            c.table,
-            {"column": render_column_path(c.path), "type": c.new_type.name, "onCastError": evolution.on_cast_error},
-        )
-        for c in plan.heavy_changes
-        if isinstance(c, RewriteColumnType)
+            "rewriteColumnType", table, {**params, "onCastError": evolution.on_cast_error}, bool(plan.light_changes)
+        ),
     )

@@ -11,8 +11,9 @@ order, options. Ids of added columns are assigned at commit (MAX+1 over all rows
 
 A type change that is no lossless promotion is blocked, unless ``typeChanges: rewrite`` and
 ``model.conversions`` can convert it: then it is a heavy change (``RewriteColumnType``),
-which the plan carries with a "heavy: rewrite N files, M bytes" note; its other changes are
-committed first and a rewriteColumnType job does it (``evolution.heavy``).
+which the plan carries with a "heavy: rewrite N files, M bytes" note; one rewriteColumnType
+job does every such change of the plan and commits the plan's other changes with them, in
+one snapshot (``evolution.heavy``).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class _Differ:
     blocked: list[BlockedChange] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rewrites: list[str] = field(default_factory=list)  # the heavy changes' "path old → new", for one note
     problems: list[str] = field(default_factory=list)
     top_ids: dict[str, int] = field(default_factory=dict)  # desired top-level name -> column id
 
@@ -145,6 +147,13 @@ class _Differ:
             + self.tags
             + tail
         )
+        if self.rewrites:
+            files = [f for f in self.table.data_files if f.end_snapshot is None]
+            self.notes.append(
+                f"heavy: rewrite {len(files)} files, {sum(f.file_size_bytes for f in files)} bytes: one "
+                f"rewriteColumnType job converts {', '.join(self.rewrites)} in one pass over them, and commits the "
+                "plan's other changes with them in one snapshot"
+            )
         notes = tuple(default_warnings(self.spec.columns) + self.notes)
         plan = TablePlan(self.tname, base, changes, tuple(self.blocked), tuple(self.unsupported), notes)
         approvable = all(not isinstance(b.change, RewriteColumnType) for b in plan.blocked)
@@ -331,12 +340,7 @@ class _Differ:
                     )
                 )
             else:
-                files = [f for f in self.table.data_files if f.end_snapshot is None]
-                self.notes.append(
-                    f"heavy: rewrite {len(files)} files, {sum(f.file_size_bytes for f in files)} bytes: "
-                    f"a rewriteColumnType job converts {'.'.join(path)} from {have} to {want} once the other "
-                    "changes are committed"
-                )
+                self.rewrites.append(f"{'.'.join(path)} {have} → {want}")
 
     def parent_types(self, c: ColumnState) -> tuple[str, ...]:
         """The type names of the columns above ``c``, top-level first."""

@@ -132,28 +132,34 @@ class FlushInlinedDeletions:
 
 
 @dataclass(frozen=True)
-class RetypeColumn:
-    """rewriteColumnType: the column (or struct field) at ``path`` becomes ``new_type`` (a new
-    column row version, as DuckDB's ALTER COLUMN TYPE writes it, with its defaults converted),
-    and ``outputs``, holding every live row of the table with the converted values, replace
-    the inputs from the commit on: every live data file and its delete file end there, as
-    in ``RewriteFiles``, and so do the ``inlined`` rows. Earlier snapshots read the old
-    type, files and rows. The column's table statistics become the outputs' (all columns'
-    when no deletion is left, as after ``RewriteFiles``). The writer refuses when the table
-    got any row, file or deletion since the base snapshot (the outputs would miss or
-    resurrect it)."""
+class ColumnRetype:
+    """One column (or struct field) of a ``RetypeColumns``: by id, ``path`` to find it at commit."""
 
-    table_id: int
-    table_name: str
-    base_snapshot: int
     column_id: int
     path: tuple[str, ...]
     old_type: str  # ducklake_column.column_type
     new_type: str
+    defaults: tuple[str | None, str]  # the converted (initial_default, default_value)
+
+
+@dataclass(frozen=True)
+class RetypeColumns:
+    """rewriteColumnType: each of ``columns`` (columns or struct fields) gets its new type (a
+    new column row version, as DuckDB's ALTER COLUMN TYPE writes it, with its defaults
+    converted), and ``outputs``, holding every live row of the table with the converted
+    values, replace the inputs from the commit on: every live data file and its delete file
+    end there, as in ``RewriteFiles``, and so do the ``inlined`` rows. Earlier snapshots read
+    the old types, files and rows. The table statistics become the outputs' (no deletion is
+    left). The writer refuses when the table got any row, file or deletion since the base
+    snapshot (the outputs would miss or resurrect it)."""
+
+    table_id: int
+    table_name: str
+    base_snapshot: int
+    columns: tuple[ColumnRetype, ...]
     inputs: PlannedInputs  # every live data file of the table
     inlined: tuple[tuple[str, int], ...]  # (inlined table, its live rows) at the base: all of the table's
     outputs: tuple[NewDataFile, ...]
-    defaults: tuple[str | None, str]  # the converted (initial_default, default_value)
 
 
 @dataclass(frozen=True)
@@ -178,5 +184,11 @@ class AppendFiles:
 
 
 FileChange = (
-    MergeFiles | RewriteFiles | RepartitionFiles | FlushInlinedRows | FlushInlinedDeletions | RetypeColumn | AppendFiles
+    MergeFiles
+    | RewriteFiles
+    | RepartitionFiles
+    | FlushInlinedRows
+    | FlushInlinedDeletions
+    | RetypeColumns
+    | AppendFiles
 )

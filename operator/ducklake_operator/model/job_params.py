@@ -15,12 +15,14 @@ from .maintenance_params import (
     APPLY_DELETES,
     CLEANUP_OLDER_THAN,
     COLUMN,
+    COLUMNS,
     DELETE_THRESHOLD,
     DRY_RUN,
     EXPIRE_OLDER_THAN,
     INGEST_EVOLVE,
     INGEST_FORMAT,
     INGEST_PATH,
+    MANIFEST,
     MAX_BYTES_PER_COMMIT,
     MAX_FILES_PER_RUN,
     MIN_INPUT_FILES,
@@ -79,7 +81,14 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             "rewriteColumnType",
             "required",
-            {"column": COLUMN, "type": NEW_TYPE, "onCastError": ON_CAST_ERROR, "dryRun": DRY_RUN},
+            {
+                "column": COLUMN,
+                "type": NEW_TYPE,
+                "columns": COLUMNS,
+                "onCastError": ON_CAST_ERROR,
+                "manifest": MANIFEST,
+                "dryRun": DRY_RUN,
+            },
         ),
         Operation(
             "ingest",
@@ -131,6 +140,11 @@ def job_keywords(operation: str, params: Mapping[str, object], where: str = "par
     problems += [f"{where}.{key}: is required" for key, p in op.params.items() if p.required and key not in params]
     if operation == "expireSnapshots" and "versions" in params and ("olderThan" in params or "retainLast" in params):
         problems.append(f"{where}: versions cannot be combined with olderThan or retainLast")
+    if operation == "rewriteColumnType":
+        if "columns" in params and ("column" in params or "type" in params):
+            problems.append(f"{where}: columns cannot be combined with column and type")
+        elif "columns" not in params:
+            problems += [f"{where}.{key}: is required (or columns)" for key in ("column", "type") if key not in params]
     if problems:
         raise SpecError(problems)
     return out

@@ -18,10 +18,21 @@ from typing import Any, Literal, TypeGuard
 from ..errors import SpecError
 from .durations import parse_duration
 from .options import DEFAULT_REWRITE_DELETE_THRESHOLD, DEFAULT_TARGET_FILE_SIZE, parse_size, render_size
-from .types import parse_type
+from .types import DuckLakeType, parse_type
 
 Kind = Literal[
-    "integer", "size", "fraction", "duration", "boolean", "snapshot_ids", "column_path", "type", "choice", "text"
+    "integer",
+    "size",
+    "fraction",
+    "duration",
+    "boolean",
+    "snapshot_ids",
+    "column_path",
+    "type",
+    "column_types",
+    "manifest",
+    "choice",
+    "text",
 ]
 
 FORMATS: dict[str, str] = {
@@ -29,6 +40,8 @@ FORMATS: dict[str, str] = {
     "duration": "a duration such as 30m, 12h, 3d or '2 weeks'",
     "column_path": "a column name, or parent.field for a struct field (a name holding a dot in double quotes)",
     "type": "a DuckLake type name or its DuckDB spelling",
+    "column_types": "a mapping of column paths (as column takes them) to types, {code: int64, s.day: date}",
+    "manifest": "a DuckLakeTable (apiVersion, kind, metadata, spec)",
     "text": "a path or s3:// URI",
 }
 
@@ -62,17 +75,18 @@ class Param:
             return value
         if self.kind == "column_path":
             return parse_column_path(value)
+        if self.kind == "column_types":
+            if not isinstance(value, dict) or not value:
+                raise ValueError(f"{value!r} is not {FORMATS['column_types']}")
+            return tuple((parse_column_path(k), self._type(v)) for k, v in value.items())
+        if self.kind == "manifest":
+            return parse_table_manifest(value)
         if self.kind == "text":
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{value!r} is not {FORMATS['text']}")
             return value.strip()
         if self.kind == "type":
-            if not isinstance(value, str):
-                raise ValueError(f"{value!r} is not {FORMATS['type']}")
-            try:
-                return parse_type(value)
-            except SpecError as exc:
-                raise ValueError(exc.problems[0]) from None
+            return self._type(value)
         if self.kind == "boolean":
             if not isinstance(value, bool):
                 raise ValueError(f"{value!r} is not true or false")
@@ -102,6 +116,15 @@ class Param:
         if self.maximum is not None and value > self.maximum:
             raise ValueError(f"must be at most {self.maximum}, got {value}")
         return value
+
+    @staticmethod
+    def _type(value: object) -> DuckLakeType:
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not {FORMATS['type']}")
+        try:
+            return parse_type(value)
+        except SpecError as exc:
+            raise ValueError(exc.problems[0]) from None
 
     def _within(self, value: float) -> bool:
         return (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
@@ -163,6 +186,21 @@ def parse_column_path(value: object) -> tuple[str, ...]:
     if quoted or not all(names):
         raise ValueError(f"{value!r} is not {FORMATS['column_path']}")
     return tuple(names)
+
+
+def parse_table_manifest(value: object) -> Any:
+    """A DuckLakeTable document as its ``TableSpec`` (one already parsed is taken as it is)."""
+    from ..api.load import parse_manifest  # the loader reads these definitions itself
+    from .spec import TableSpec
+
+    if isinstance(value, TableSpec):
+        return value
+    if not isinstance(value, dict) or value.get("kind") != "DuckLakeTable":
+        raise ValueError(f"{str(value)[:60]!r}... is not {FORMATS['manifest']}")
+    try:
+        return parse_manifest(value)
+    except SpecError as exc:
+        raise ValueError("; ".join(exc.problems)) from None
 
 
 def render_column_path(path: tuple[str, ...]) -> str:
@@ -245,13 +283,29 @@ MAX_BYTES_PER_COMMIT = Param(
     keyword="max_bytes_per_commit",
     unset="everything in one snapshot",
 )
-COLUMN = Param("column_path", "the column, or struct field, whose type changes", keyword="column", required=True)
+COLUMN = Param(
+    "column_path",
+    "the column, or struct field, whose type changes (with type; or columns)",
+    keyword="column",
+)
 NEW_TYPE = Param(
     "type",
     "its new type: numbers to wider numbers or varchar, varchar to numbers or date, timestamp to and from date, "
     "integer (yyyymmdd) to date, decimal to decimal",
     keyword="new_type",
-    required=True,
+)
+COLUMNS = Param(
+    "column_types",
+    "several columns (or struct fields) and their new types, rewritten in one pass over the files and one "
+    "snapshot (instead of column and type)",
+    keyword="columns",
+)
+MANIFEST = Param(
+    "manifest",
+    "the DuckLakeTable whose plan these type changes are: its other changes are committed in the same snapshot, "
+    "and the job checks that the plan's rewrites are these (set by the operator and ducklake apply)",
+    keyword="manifest",
+    unset="none: only the types change",
 )
 ON_CAST_ERROR = Param(
     "choice",

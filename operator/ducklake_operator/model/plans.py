@@ -42,12 +42,13 @@ class TablePlan:
 
     @property
     def heavy_changes(self) -> tuple[Change, ...]:
-        """Changes that rewrite the data: jobs do them once ``light_changes`` are committed."""
+        """Changes that rewrite the data: one job does them, and commits ``light_changes`` with them."""
         return tuple(c for c in self.changes if isinstance(c, RewriteColumnType))
 
     @property
     def light_changes(self) -> tuple[Change, ...]:
-        """The changes one catalog commit makes."""
+        """The changes a catalog commit makes without rewriting data (the heavy changes' job's
+        commit, when there are any)."""
         return tuple(c for c in self.changes if not isinstance(c, RewriteColumnType))
 
     @property
