@@ -159,20 +159,19 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     the write when the job fails on them (DuckDB's ``error()``); a second look at the sources
     then names the first of them, or, when they become NULL, counts them."""
     scan = scan_sources(con, task.sources, task.columns, scratch)
-    values = [_leaf(_chain(task.columns, r.chain), quote(_chain(task.columns, r.chain)[0].name)) for r in task.retyped]
+    chains = [_chain(task.columns, r.chain) for r in task.retyped]
+    values = [_leaf(chain, quote(chain[0].name)) for chain in chains]  # each retyped value, as read
 
     def convert(r: TaskColumn, value: str) -> str:
         return f"CAST({conversion_sql(r.old_type, r.new_type, value)} AS {to_duckdb_sql(r.new_type)})"
 
-    def guarded(
-        r: TaskColumn,
-    ) -> Callable[[str], str]:  # coalesce evaluates its 2nd argument only where the 1st is NULL
+    def leaf(r: TaskColumn) -> Callable[[str], str]:
+        if task.on_cast_error != "fail":
+            return lambda v: convert(r, v)
+        # coalesce evaluates its second argument only where the first is NULL
         return lambda v: f"coalesce({convert(r, v)}, CASE WHEN {v} IS NULL THEN NULL ELSE error('{CAST_FAILED}') END)"
 
-    leaves = {
-        r.chain[-1]: (guarded(r) if task.on_cast_error == "fail" else (lambda v, r=r: convert(r, v)))
-        for r in task.retyped
-    }
+    leaves = {r.chain[-1]: leaf(r) for r in task.retyped}
     tops = [c for c in task.columns if any(r.chain[0] == c.column_id for r in task.retyped)]
     replaced = ", ".join(f"{_converted(c, quote(c.name), leaves)} AS {quote(c.name)}" for c in tops)
     how = OrderedOutput(
