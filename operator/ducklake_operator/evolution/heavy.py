@@ -30,7 +30,7 @@ class HeavyJob:
     with_plan: bool = False  # the plan has other changes: the job is given the manifest and commits them too
 
     def describe(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        params = ", ".join(f"{k}={_text(v)}" for k, v in self.params.items())
         return f"{self.operation} {self.table} ({params})" + (
             " with the plan's other changes" if self.with_plan else ""
         )
@@ -41,6 +41,13 @@ class HeavyJob:
         controller can name its DuckLakeJob by it and create it once."""
         text = json.dumps([self.operation, self.table, self.params], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _text(value: Any) -> str:
+    """A param as a manifest would write it (``{code: int64, d: date}``)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def heavy_jobs(plan: TablePlan, evolution: EvolutionPolicy) -> tuple[HeavyJob, ...]:
