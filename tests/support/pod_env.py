@@ -19,13 +19,13 @@ import duckdb
 
 from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.duckdb_client import configure_s3
-from support import duck
+from support import duck, spark_operator
 from support.images import Image, operator_image, pause_image
 from support.kube_cluster import KubeCluster
 from support.kube_namespace import Kube
 from support.kube_node import NODE_IP, KubeNode, start_cluster_with_node
 from support.manifests import manifest
-from support.operator_process import RELEASE, RELEASE_NS, install_chart, is_ready, wait_for
+from support.operator_process import CHART, RELEASE, RELEASE_NS, helm, install_chart, is_ready, wait_for
 from support.pgserver import PgServer
 from support.s3server import S3Server
 
@@ -44,6 +44,7 @@ class PodEnv:
     s3: S3Server
     namespaces: int = 0
     chart_values: list[str] = field(default_factory=list)
+    spark_operator_image: Image | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -75,10 +76,21 @@ class PodEnv:
         repository, tag = self.image.ref.rsplit(":", 1)
         self.chart_values = [
             "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
-            "--set", "image.pullPolicy=Never", *chart_args,
+            "--set", "image.pullPolicy=Never", "--set", "jobs.serviceAccount.create=true",
+            "--set-json", f"jobs.serviceAccount.namespaces={json.dumps([RELEASE_NS])}", *chart_args,
         ]  # fmt: skip
         install_chart(self.cluster, *self.chart_values)
         self.wait_operator_ready()
+
+    def install_spark_operator(self) -> Image:
+        """The Kubeflow Spark Operator (its chart and controller from its Go module, no webhook),
+        once; its image."""
+        if self.spark_operator_image is None:
+            image = spark_operator.image(self.image)
+            self.node.import_image(str(image.archive))
+            spark_operator.install(self.cluster, image)
+            self.spark_operator_image = image
+        return self.spark_operator_image
 
     def wait_operator_ready(self, timeout: float = 120) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
@@ -112,9 +124,15 @@ class PodEnv:
         ).create_dir(name)  # fmt: skip
 
     def namespace(self) -> Kube:
+        """A new namespace where runs may run: the chart's job service account is put there (a
+        ``helm upgrade`` adding it to ``jobs.serviceAccount.namespaces``, as a platform team does)."""
         self.namespaces += 1
         name = f"p{os.getpid() % 10000}-{self.namespaces}"
         self.cluster.kubectl("create", "namespace", name)
+        values = json.loads(helm(self.cluster, "get", "values", RELEASE, "--namespace", RELEASE_NS, "--output", "json"))
+        listed = ((values or {}).get("jobs") or {}).get("serviceAccount", {}).get("namespaces") or []
+        helm(self.cluster, "upgrade", RELEASE, CHART, "--namespace", RELEASE_NS, "--reuse-values", "--history-max=3",
+             "--set-json", f"jobs.serviceAccount.namespaces={json.dumps([*listed, name])}")  # fmt: skip
         return Kube(self.cluster, name)
 
     def lake(self, kube: Kube, name: str = "lake", **spec: Any) -> CatalogLocation:

@@ -10,13 +10,17 @@ import glob
 import json
 import os
 import subprocess
+from pathlib import Path
 
 from support.helm import ROOT
+from support.images import Image, build_image
 from support.kube_cluster import KubeCluster
-from support.operator_process import wait_for
+from support.operator_process import helm, wait_for
 
 BUILD = os.path.join(ROOT, "tests", "kube", "spark-operator", "build.sh")
 SPARK_APPLICATION_CRD = "sparkapplications.sparkoperator.k8s.io"
+CONTAINERFILE = Path(ROOT) / "tests" / "images" / "spark-operator" / "Containerfile"
+RELEASE, RELEASE_NS = "spark-operator", "spark-operator"
 
 
 @functools.cache
@@ -72,3 +76,27 @@ def install_spark_application_crd(cluster: KubeCluster) -> str:
     """The SparkApplication CRD, installed as the Spark Operator's chart would, once Established; its name."""
     (name,) = install_crds(cluster, [crd_file(SPARK_APPLICATION_CRD)])
     return name
+
+
+def image(operator_image: Image) -> Image:
+    """The controller's image: its binary on the operator's image (``tests/images/spark-operator``)."""
+    return build_image("spark-operator", CONTAINERFILE, Path(binary()).parent, {"OPERATOR_IMAGE": operator_image})
+
+
+def install(cluster: KubeCluster, controller_image: Image, *args: str) -> None:
+    """``helm install`` of the module's chart with that image, as a platform team installs it
+    without the mutating webhook (``webhook.enable=false``): the controller alone, for SparkApplications
+    in every namespace; then wait for its pod to be Ready."""
+    registry, _, rest = controller_image.ref.partition("/")
+    repository, tag = rest.rsplit(":", 1)
+    helm(
+        cluster, "install", RELEASE, chart_dir(), "--namespace", RELEASE_NS, "--create-namespace",
+        "--set", f"image.registry={registry}", "--set", f"image.repository={repository}",
+        "--set", f"image.tag={tag}", "--set", "image.pullPolicy=Never",
+        "--set", "webhook.enable=false", "--set", "spark.jobNamespaces={}",
+        "--set", "controller.leaderElection.enable=false", "--set", "controller.uiService.enable=false",
+        *args,
+    )  # fmt: skip
+    cluster.kubectl(
+        "-n", RELEASE_NS, "wait", "--for=condition=Available", "deployment", "--all", "--timeout=120s"
+    )  # fmt: skip

@@ -226,7 +226,11 @@ def test_the_spark_application_runs_the_program_in_cluster_mode() -> None:
         "Python", "cluster", "4.0.1", {"type": "Never"})  # fmt: skip
     assert body["mainApplicationFile"] == "local:///opt/ducklake/run_job.py"
     assert body["arguments"] == ["run", "--run-file", "/etc/ducklake/run.json"]
-    assert body["timeToLiveSeconds"] == 86400 and body["sparkConf"] == {"spark.sql.shuffle.partitions": "4"}
+    assert body["timeToLiveSeconds"] == 86400 and body["sparkConf"] == {
+        "spark.sql.shuffle.partitions": "4",
+        # Spark 4.2's NetworkPolicy for the driver, which the Spark Operator's chart may not create
+        "spark.kubernetes.driver.pod.excludedFeatureSteps": "org.apache.spark.deploy.k8s.features.NetworkPolicyFeatureStep",
+    }
     driver, executor = body["driver"], body["executor"]
     assert (driver["cores"], driver["coreRequest"], driver["memory"], driver["memoryOverhead"]) == (1, "500m", "1g",
                                                                                                     "409m")  # fmt: skip
@@ -393,3 +397,9 @@ def test_the_programs_last_line_says_how_it_ended() -> None:
         "the job program exited with code -9 without a result: MemoryError",
     )
     assert observe_finished_program(None, None, "").state == "Gone"  # after a restart: no exit code, no result
+
+
+def test_a_run_may_have_sparks_network_policy_back() -> None:
+    s = spec({"launcher": "SparkApplication", "conf": {"spark.kubernetes.driver.pod.excludedFeatureSteps": ""}},
+             env={"DUCKLAKE_SPARK_VERSION": "4.3.0"})  # fmt: skip
+    assert render_spark_application(s)["spec"]["sparkConf"]["spark.kubernetes.driver.pod.excludedFeatureSteps"] == ""

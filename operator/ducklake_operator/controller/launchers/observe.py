@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ...model.jvm_errors import innermost_jvm_error
 from ...model.out_of_memory import describe
 from .pods import PodsView
 from .spec import Observed
@@ -47,8 +48,10 @@ def observe_spark_application(app: Mapping[str, Any]) -> Observed:
     if state in SPARK_SUCCEEDED:
         return Observed("Succeeded", f"SparkApplication {name} completed")
     if state in SPARK_FAILED:
-        error = state_record.get("errorMessage")
-        return Observed("Failed", f"SparkApplication {name} {state}" + (f": {error}" if error else ""))
+        error = str(state_record.get("errorMessage") or "")
+        # spark-submit's whole output when the submission failed: its one line that says why
+        said = innermost_jvm_error(error) if "\n" in error else None
+        return Observed("Failed", f"SparkApplication {name} {state}" + (f": {said or error}" if error else ""))
     if state in SPARK_PENDING:
         return Observed("Pending", f"SparkApplication {name} is {state or 'not submitted yet'}")
     return Observed("Running", f"SparkApplication {name} is {state}")

@@ -240,6 +240,15 @@ def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
     return conf
 
 
+# Spark 4.2 (SPARK-55653) gives a cluster-mode driver a NetworkPolicy, created by whoever runs
+# spark-submit: the Spark Operator, whose v2.5.0 chart may not create NetworkPolicies, so every
+# submission failed with a 403. Left out, as a Job launcher's client-mode driver has none; a
+# run's own spark.conf setting (e.g. "" once the Spark Operator may) wins.
+SPARK_APPLICATION_CONF = {
+    "spark.kubernetes.driver.pod.excludedFeatureSteps": "org.apache.spark.deploy.k8s.features.NetworkPolicyFeatureStep",
+}
+
+
 def render_spark_application(spec: LaunchSpec) -> dict[str, Any]:
     """A ``sparkoperator.k8s.io/v1beta2`` SparkApplication (the Kubeflow Spark Operator):
     the program in cluster mode, never restarted by the Spark Operator (the controller
@@ -283,8 +292,7 @@ def render_spark_application(spec: LaunchSpec) -> dict[str, Any]:
     }
     if spec.image_pull_policy:
         app_spec["imagePullPolicy"] = spec.image_pull_policy  # spark.kubernetes.container.image.pullPolicy
-    if spec.conf:
-        app_spec["sparkConf"] = dict(spec.conf)
+    app_spec["sparkConf"] = {**SPARK_APPLICATION_CONF, **dict(spec.conf)}
     return {
         "apiVersion": "sparkoperator.k8s.io/v1beta2",
         "kind": "SparkApplication",

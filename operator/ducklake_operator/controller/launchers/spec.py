@@ -18,7 +18,9 @@ from ...model.spec import API_VERSION
 from ..run_settings import SparkDefaults
 
 LOCAL, JOB, SPARK_APPLICATION = "Local", "Job", "SparkApplication"
-KUBERNETES_MASTER = "k8s://https://kubernetes.default.svc"  # the API server, from any pod
+# The API server, from any pod: the address the kubelet gives every container (and expands in
+# its command), so a run needs no cluster DNS (kubernetes.default.svc is a DNS name)
+KUBERNETES_MASTER = "k8s://https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"
 LOCAL_MASTER = "local[*]"
 TTL_AFTER_FINISHED = 24 * 3600  # a finished Job or SparkApplication stays a day for its logs
 # CPU is requested, never limited: a pod uses what the node has spare. Modest requests let a

@@ -1,0 +1,124 @@
+"""Every launcher for real: DuckLakeJob runs whose Spark driver and executors are pods on the
+test node, on a PostgreSQL catalog and an S3 lake, checked through DuckDB, ``kubectl logs``
+and ``kubectl get``."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from support.kube_namespace import Kube
+from support.manifests import table
+from support.operator_process import is_ready, wait_for
+from support.pod_env import PodEnv
+from support.runs import ENDED, job
+
+SMALL = {"cores": "100m", "memory": "512m"}  # the node has 2 CPUs: requests small enough for a driver and 2 executors
+
+
+def many_files_lake(pods: PodEnv, kube: Kube, files: int = 12) -> Any:
+    """A Ready lake ``lake`` with ``main.orders`` in ``files`` small files written by DuckDB."""
+    location = pods.lake(kube, options={"dataInliningRowLimit": 0})
+    kube.apply(table("orders", "lake"))
+    wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=60)
+    con = pods.duckdb(location)
+    try:
+        for k in range(files):
+            con.execute(f"INSERT INTO lk.orders SELECT i, {k} FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    finally:
+        con.close()
+    return location
+
+
+def rows(pods: PodEnv, location: Any) -> list[tuple[Any, ...]]:
+    con = pods.duckdb(location)
+    try:
+        return con.execute("SELECT rowid, * FROM lk.orders ORDER BY rowid").fetchall()
+    finally:
+        con.close()
+
+
+def last_result(log: str) -> dict[str, Any]:
+    """The job program's result line in a pod's log."""
+    events = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    results = [e for e in events if e.get("event") == "result"]
+    assert results, log[-3000:]
+    return dict(results[-1])
+
+
+def explain(kube: Kube, name: str, status: dict[str, Any]) -> str:
+    """What a failed run says, its events and its pods' logs: the assertion message."""
+    lines = [f"{name}: {status.get('state')}: {status.get('message')}"]
+    lines += [f"event {e['reason']}: {e['message']}" for e in kube.events(name)]
+    for pod in kube.list("pods"):
+        if pod["metadata"].get("labels", {}).get("ducklake.dev/job") == name:
+            lines.append(f"--- pod {pod['metadata']['name']} ({pod['status'].get('phase')}):")
+            lines.append(kube.kubectl("logs", pod["metadata"]["name"], "--all-containers", check=False)[-3000:])
+    return "\n".join(lines)
+
+
+def run_to_end(kube: Kube, name: str, timeout: float = 300) -> tuple[dict[str, Any], set[str]]:
+    """Wait until the run ends; its last status and the pods of it that were seen meanwhile."""
+    seen: set[str] = set()
+
+    def ended() -> dict[str, Any] | None:
+        for pod in kube.list("pods"):
+            if pod["metadata"].get("labels", {}).get("ducklake.dev/job") == name:
+                seen.add(pod["metadata"]["name"])
+        status = (kube.get("dlj", name) or {}).get("status") or {}
+        return status if status.get("state") in ENDED else None
+
+    status = wait_for(f"run {name} ended", ended, timeout=timeout, interval=0.5)
+    return status, seen
+
+
+def test_a_compaction_as_a_batch_job_with_two_executor_pods(pods: PodEnv, kube: Kube) -> None:
+    location = many_files_lake(pods, kube)
+    before = rows(pods, location)
+    spark = {"launcher": "Job", "driver": SMALL, "executor": {"instances": 2, **SMALL}}
+    kube.apply(job("compact-1", spark=spark, params={"minInputFiles": 2}))
+    started = time.monotonic()
+    status, seen = run_to_end(kube, "compact-1")
+    assert status["state"] == "Succeeded", explain(kube, "compact-1", status)
+    assert status["filesRead"] == 12 and status["filesWritten"] >= 1 and status["committedSnapshot"]
+    executors = {p for p in seen if "-exec-" in p}
+    assert len(executors) >= 2, seen
+    assert rows(pods, location) == before
+
+    # the executors are gone afterwards; the driver's pod stays (the Job's TTL) with its log
+    wait_for("executors gone", lambda: not [p for p in kube.list("pods") if p["metadata"]["name"] in executors],
+             timeout=60)  # fmt: skip
+    log = kube.kubectl("logs", f"job/{status['launched']['name']}")
+    result = last_result(log)
+    assert result["state"] == "Succeeded" and result["report"]["filesRead"] == 12, log[-3000:]
+    table_view = kube.kubectl("get", "ducklakejobs", "compact-1")
+    assert "Succeeded" in table_view and "compact" in table_view
+    print(f"compaction through 2 executor pods: {time.monotonic() - started:.1f} s")
+
+
+def test_a_compaction_as_a_spark_application_through_the_spark_operator(pods: PodEnv, kube: Kube) -> None:
+    """The real Kubeflow Spark Operator (v2.5.0 from its Go module, no mutating webhook) runs the
+    SparkApplication: its driver and an executor are pods of it."""
+    pods.install_spark_operator()
+    location = many_files_lake(pods, kube, files=6)
+    before = rows(pods, location)
+    spark = {"launcher": "SparkApplication", "driver": SMALL, "executor": {"instances": 1, **SMALL}}
+    kube.apply(job("compact-sa", spark=spark))
+    status, seen = run_to_end(kube, "compact-sa")
+    assert status["state"] == "Succeeded", explain(kube, "compact-sa", status)
+    assert status["filesRead"] == 6 and status["committedSnapshot"]
+    assert any(p.endswith("-driver") for p in seen) and any("-exec-" in p for p in seen), seen
+    app = kube.get("sparkapplication", status["launched"]["name"]) or {}
+    assert app["status"]["applicationState"]["state"] == "COMPLETED"
+    assert rows(pods, location) == before
+
+
+def test_a_compaction_with_the_local_launcher_runs_in_the_operator_pod(pods: PodEnv, kube: Kube) -> None:
+    location = many_files_lake(pods, kube, files=4)
+    before = rows(pods, location)
+    kube.apply(job("compact-local", spark={"launcher": "Local"}))
+    status, seen = run_to_end(kube, "compact-local")
+    assert status["state"] == "Succeeded", explain(kube, "compact-local", status)
+    assert status["filesRead"] == 4 and not seen  # no pod of its own: a process of the operator's pod
+    assert rows(pods, location) == before
