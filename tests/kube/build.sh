@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Build the test cluster's binaries (etcd, kube-apiserver, kube-controller-manager, and the
-# node's kube-scheduler, kubelet and kube-proxy) from the Go modules pinned in go.mod, once per machine and version: they are cached under
+# node's kube-scheduler, kubelet and kube-proxy) from the Go modules pinned in go.mod, and the
+# node's cluster DNS, CoreDNS, from coredns/go.mod (a module of its own: its Kubernetes client
+# is not the one k8s.io/kubernetes pins), once per machine and version: they are cached under
 # ~/.cache/ducklake-operator/kube/<version>-<hash of the inputs>/. Prints the bin directory.
 # The first build takes minutes on 2 cores; later runs return at once.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$HERE"
 VERSION="$(awk '$1 == "k8s.io/kubernetes" || ($1 == "require" && $2 == "k8s.io/kubernetes") {print $NF; exit}' go.mod)"
-KEY="$(cat go.mod go.sum etcd/main.go build.sh | sha256sum | cut -c1-12)"
+KEY="$(cat go.mod go.sum etcd/main.go coredns/go.mod coredns/go.sum build.sh | sha256sum | cut -c1-12)"
 OUT="${XDG_CACHE_HOME:-$HOME/.cache}/ducklake-operator/kube/$VERSION-$KEY"
 COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-built() { local c; for c in etcd "${COMMANDS[@]}"; do [ -x "$OUT/bin/$c" ] || return 1; done; }
+built() { local c; for c in etcd coredns "${COMMANDS[@]}"; do [ -x "$OUT/bin/$c" ] || return 1; done; }
 if built; then
   echo "$OUT/bin"; exit 0
 fi
@@ -26,6 +28,7 @@ go build -ldflags "$LDFLAGS" -o "$tmp/bin/etcd" ./etcd
 for c in "${COMMANDS[@]}"; do
   go build -ldflags "$LDFLAGS" -o "$tmp/bin/$c" "k8s.io/kubernetes/cmd/$c"
 done
+(cd coredns && go build -ldflags "-s -w" -o "$tmp/bin/coredns" github.com/coredns/coredns)
 rm -rf "$OUT"; mv "$tmp" "$OUT"
 echo "build.sh: built in $(( $(date +%s) - start )) s" >&2
 echo "$OUT/bin"

@@ -52,6 +52,7 @@ from support.kube_cluster import KubeCluster, NodeAddress
 
 NODE_NAME = "node-1"
 NODE_IP = "10.201.0.2"
+CLUSTER_DNS = "10.96.0.10"  # the kube-dns Service's address, as kubeadm gives it
 NODE_PREFIX = 24
 POD_CIDR = "10.244.0.0/24"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -121,6 +122,7 @@ class KubeNode:
             self._start_containerd(pause_image)
             for archive in images:
                 self.import_image(archive)
+            self._start_cluster_dns()
             self._start_kubelet()
             self._start_kube_proxy()
             self.wait_ready()
@@ -429,8 +431,9 @@ class KubeNode:
             "failSwapOn": False,
             "containerRuntimeEndpoint": f"unix://{d}/containerd.sock",
             "podLogsDir": f"{d}/pod-logs",
-            "resolvConf": "",  # no DNS server is reachable from the node
+            "resolvConf": "",  # no DNS server outside the cluster is reachable from the node
             "clusterDomain": "cluster.local",
+            "clusterDNS": [CLUSTER_DNS],
             # no image is ever collected (there is no registry to pull it again from), nothing
             # evicted for the disk the machine's other work uses
             "imageGCHighThresholdPercent": 100,
@@ -459,6 +462,39 @@ class KubeNode:
                 "--v=1",
             ],
         )
+
+    def _start_cluster_dns(self) -> None:
+        """CoreDNS (built with the cluster, ``tests/kube/build.sh``) for the cluster's names, in
+        the node's network, behind the ``kube-dns`` Service as in a kubeadm cluster (kube-proxy
+        carries the Service's address to it). It answers for ``cluster.local`` only: nothing
+        outside the node is reachable."""
+        d = self.directory
+        api_port = self.cluster.url.rsplit(":", 1)[1]
+        kubeconfig = self.cluster.kubeconfig_for("admin", f"https://{NODE_IP}:{api_port}")
+        corefile = os.path.join(d, "Corefile")
+        with open(corefile, "w") as fh:
+            fh.write(
+                f".:53 {{\n  bind {NODE_IP}\n  errors\n"
+                f"  kubernetes cluster.local in-addr.arpa ip6.arpa {{\n    kubeconfig {kubeconfig} test\n"
+                "    pods insecure\n    fallthrough in-addr.arpa ip6.arpa\n  }\n  cache 30\n}\n"
+            )
+        self._spawn("coredns", [f"{self.cluster.bin_dir}/coredns", "-conf", corefile])
+        ports = [{"name": "dns", "port": 53, "protocol": "UDP"}, {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]
+        service = {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+            "spec": {"clusterIP": CLUSTER_DNS, "ports": [{**p, "targetPort": 53} for p in ports]},
+        }  # fmt: skip
+        endpoints = {
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kube-dns-node", "namespace": "kube-system",
+                         "labels": {"kubernetes.io/service-name": "kube-dns"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [NODE_IP], "conditions": {"ready": True}}],
+            "ports": ports,
+        }  # fmt: skip
+        self.cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                    "items": [service, endpoints]}))  # fmt: skip
 
     def _start_kube_proxy(self) -> None:
         d = self.directory
