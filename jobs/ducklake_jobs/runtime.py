@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from ducklake_operator import storage
 from ducklake_operator.errors import DuckLakeError, JobFailed
+from ducklake_operator.model.jvm_errors import innermost_jvm_error
 
 from . import task_resources
 
@@ -231,11 +232,15 @@ _ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*): (.+)$")  # pyarrow
 
 def reason(exc: BaseException) -> str:
     """One line saying why: the innermost ``SomeError: message`` line of the text (a Spark
-    task's failure arrives as a Python traceback inside a Java one), else the first line."""
+    task's failure arrives as a Python traceback inside a Java one), else the innermost Java
+    cause (a Py4J error: Spark could not start, say), else the first line."""
     text = str(exc)
     found = [m for m in map(_ERROR_LINE.match, text.splitlines()) if m]
     if found:
         return f"{found[-1].group(1)}: {found[-1].group(2).strip()}"
+    java = innermost_jvm_error(text)
+    if java:
+        return java
     first = text.strip().splitlines()[0] if text.strip() else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 

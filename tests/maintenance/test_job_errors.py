@@ -66,3 +66,11 @@ def test_reason_finds_the_innermost_error_line() -> None:
     assert reason(RuntimeError(spark_text)) == "ArrowInvalid: bad file"
     assert reason(ValueError("plain message\nmore")) == "ValueError: plain message"
     assert reason(KeyError()) == "KeyError"
+    # a Py4J error whose Java cause is what matters (Spark could not reach the cluster)
+    java_text = (
+        "An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+        ": org.apache.spark.SparkException: External scheduler cannot be instantiated\n"
+        "\tat org.apache.spark.SparkContext$.createTaskScheduler(SparkContext.scala:3257)\n"
+        "Caused by: java.net.UnknownHostException: kubernetes.default.svc\n\tat java.base/java.net.InetAddress.get"
+    )
+    assert reason(RuntimeError(java_text)) == "UnknownHostException: kubernetes.default.svc"
