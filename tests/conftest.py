@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -113,3 +114,23 @@ def s3_bucket(s3_server, monkeypatch) -> str:
         allow_bucket_creation=True,
     ).create_dir(bucket)
     return f"s3://{bucket}/"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The pod tests need the images and the node's binaries, minutes to build on a new
+    machine: when any of them is collected, the builds start now, beside the tests that run
+    first (``tests/pods`` comes late). A build that fails here fails again, with its reason,
+    in the test that needs it."""
+    if any(item.nodeid.startswith("tests/pods/") for item in session.items):
+        threading.Thread(target=_build_for_pods, name="pod-builds", daemon=True).start()
+
+
+def _build_for_pods() -> None:
+    from support import images, kube_cluster, spark_operator
+
+    try:
+        kube_cluster.binaries()
+        images.pause_image()
+        spark_operator.image(images.operator_image())
+    except Exception as exc:  # said again, with its reason, by the test that needs it
+        print(f"\nbuilding for the pod tests failed (the pod tests will say why): {exc}", file=sys.stderr)

@@ -16,6 +16,13 @@ built() { local c; for c in etcd coredns "${COMMANDS[@]}"; do [ -x "$OUT/bin/$c"
 if built; then
   echo "$OUT/bin"; exit 0
 fi
+# one build at a time (the tests may ask from two places at once): the others wait, then find it
+mkdir -p "$(dirname "$OUT")"
+exec 9>"$(dirname "$OUT")/.build.lock"
+flock 9
+if built; then
+  echo "$OUT/bin"; exit 0
+fi
 command -v go >/dev/null || { echo "build.sh: the Go toolchain is needed to build the test cluster (https://go.dev/dl)" >&2; exit 1; }
 minor="${VERSION#v1.}"; minor="${minor%%.*}"
 pkg=k8s.io/component-base/version
