@@ -4,73 +4,13 @@ and ``kubectl get``."""
 
 from __future__ import annotations
 
-import json
 import time
-from typing import Any
 
 from support.kube_namespace import Kube
-from support.manifests import table
-from support.operator_process import is_ready, wait_for
+from support.operator_process import wait_for
 from support.pod_env import PodEnv
-from support.runs import ENDED, job
-
-SMALL = {"cores": "100m", "memory": "512m"}  # the node has 2 CPUs: requests small enough for a driver and 2 executors
-
-
-def many_files_lake(pods: PodEnv, kube: Kube, files: int = 12) -> Any:
-    """A Ready lake ``lake`` with ``main.orders`` in ``files`` small files written by DuckDB."""
-    location = pods.lake(kube, options={"dataInliningRowLimit": 0})
-    kube.apply(table("orders", "lake"))
-    wait_for("table Ready", lambda: is_ready(kube.get("dlt", "orders")), timeout=60)
-    con = pods.duckdb(location)
-    try:
-        for k in range(files):
-            con.execute(f"INSERT INTO lk.orders SELECT i, {k} FROM range({k * 100}, {k * 100 + 100}) t(i)")
-    finally:
-        con.close()
-    return location
-
-
-def rows(pods: PodEnv, location: Any) -> list[tuple[Any, ...]]:
-    con = pods.duckdb(location)
-    try:
-        return con.execute("SELECT rowid, * FROM lk.orders ORDER BY rowid").fetchall()
-    finally:
-        con.close()
-
-
-def last_result(log: str) -> dict[str, Any]:
-    """The job program's result line in a pod's log."""
-    events = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
-    results = [e for e in events if e.get("event") == "result"]
-    assert results, log[-3000:]
-    return dict(results[-1])
-
-
-def explain(kube: Kube, name: str, status: dict[str, Any]) -> str:
-    """What a failed run says, its events and its pods' logs: the assertion message."""
-    lines = [f"{name}: {status.get('state')}: {status.get('message')}"]
-    lines += [f"event {e['reason']}: {e['message']}" for e in kube.events(name)]
-    for pod in kube.list("pods"):
-        if pod["metadata"].get("labels", {}).get("ducklake.dev/job") == name:
-            lines.append(f"--- pod {pod['metadata']['name']} ({pod['status'].get('phase')}):")
-            lines.append(kube.kubectl("logs", pod["metadata"]["name"], "--all-containers", check=False)[-3000:])
-    return "\n".join(lines)
-
-
-def run_to_end(kube: Kube, name: str, timeout: float = 300) -> tuple[dict[str, Any], set[str]]:
-    """Wait until the run ends; its last status and the pods of it that were seen meanwhile."""
-    seen: set[str] = set()
-
-    def ended() -> dict[str, Any] | None:
-        for pod in kube.list("pods"):
-            if pod["metadata"].get("labels", {}).get("ducklake.dev/job") == name:
-                seen.add(pod["metadata"]["name"])
-        status = (kube.get("dlj", name) or {}).get("status") or {}
-        return status if status.get("state") in ENDED else None
-
-    status = wait_for(f"run {name} ended", ended, timeout=timeout, interval=0.5)
-    return status, seen
+from support.pod_runs import SMALL, explain, last_result, many_files_lake, rows, run_to_end
+from support.runs import job
 
 
 def test_a_compaction_as_a_batch_job_with_two_executor_pods(pods: PodEnv, kube: Kube) -> None:

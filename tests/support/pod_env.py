@@ -115,13 +115,17 @@ class PodEnv:
 
     # ------------------------------------------------------------------ servers
 
-    def s3_bucket(self, name: str) -> None:
+    def s3fs(self) -> Any:
+        """pyarrow's S3 filesystem on the node's S3 server (through the forwarded port)."""
         import pyarrow.fs as pafs
 
-        pafs.S3FileSystem(
+        return pafs.S3FileSystem(
             access_key=S3_KEYS["username"], secret_key=S3_KEYS["password"], region="us-east-1",
             endpoint_override=self.s3.endpoint.split("://")[1], scheme="http", allow_bucket_creation=True,
-        ).create_dir(name)  # fmt: skip
+        )  # fmt: skip
+
+    def s3_bucket(self, name: str) -> None:
+        self.s3fs().create_dir(name)
 
     def namespace(self) -> Kube:
         """A new namespace where runs may run: the chart's job service account is put there (a
