@@ -78,6 +78,15 @@ INVALID: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
     ("executor memory Spark would not read", lambda: with_spec("DuckLakeJob", spark={"executor": {"memory": "4 gigs"}}),
      "should match"),  # fmt: skip
     ("negative retries", lambda: with_spec("DuckLakeJob", retries=-1), "should be greater than or equal to 0"),
+    # spark.env: the run's credentials come from its catalog's Secrets only
+    ("a credential in spark.env", lambda: with_spec("DuckLakeJob", spark={"env": [
+        {"name": "AWS_SECRET_ACCESS_KEY", "value": "x"}]}), "the operator sets this variable itself"),
+    ("a variable twice in spark.env", lambda: with_spec("DuckLakeMaintenancePolicy", spark={"env": [
+        {"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}), "duplicate entries for key [name=\"A\"]"),
+    ("value and valueFrom", lambda: with_spec("DuckLakeJob", spark={"env": [{"name": "A", "value": "1", "valueFrom": {
+        "secretKeyRef": {"name": "s", "key": "k"}}}]}), "give value or valueFrom, not both"),
+    ("a variable name with a space", lambda: with_spec("DuckLakeJob", spark={"env": [{"name": "A B", "value": "1"}]}),
+     "should match"),
     ("selector and tables", lambda: with_spec("DuckLakeMaintenancePolicy", tables=["a.b"],
                                               tableSelector={"matchLabels": {"a": "b"}}), "not both"),
     ("unknown launcher", lambda: with_spec("DuckLakeMaintenancePolicy", spark={"launcher": "Pod"}), "Unsupported value"),

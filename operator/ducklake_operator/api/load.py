@@ -23,6 +23,7 @@ from ..model.job_params import OPERATIONS, job_keywords
 from ..model.maintenance_params import JOB_SETTINGS, POLICY_SETTINGS, Param
 from ..model.names import fold, identifier_problem
 from ..model.options import normalize_option, parse_size
+from ..model.run_env import read_env
 from ..model.spec import (
     API_VERSION,
     CAST_ERRORS,
@@ -530,8 +531,11 @@ def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
     raw = p.get(spec, "spark", "spec", dict)
     if raw is None:
         return None
-    keys = ("launcher", "image", "imagePullPolicy", "serviceAccount", "driver", "executor", "conf", "inProcessBelow")
+    keys = ("launcher", "image", "imagePullPolicy", "serviceAccount", "driver", "executor", "conf", "env",
+            "inProcessBelow")  # fmt: skip
     p.keys(raw, "spec.spark", keys)
+    env, problems = read_env(raw.get("env"), "spec.spark.env")
+    p.items.extend(problems)
     below = p.get(raw, "inProcessBelow", "spec.spark", (int, str))
     in_process_below = None
     if below is not None:
@@ -552,6 +556,7 @@ def _spark(spec: Mapping[str, Any], p: _Problems) -> SparkSettings | None:
         executor=pairs("executor"),
         conf=pairs("conf"),
         in_process_below=in_process_below,
+        env=env,
     )
 
 

@@ -8,6 +8,7 @@ enums and patterns, and CEL rules for invariants a user can get wrong.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -18,6 +19,8 @@ from ..model.durations import DURATION_PATTERN
 from ..model.job_params import params_help
 from ..model.maintenance_params import JOB_SETTINGS, POLICY_SETTINGS, Param
 from ..model.options import OPTIONS, SIZE_PATTERN
+from ..model.run_env import NAME_PATTERN as ENV_NAME_PATTERN
+from ..model.run_env import RESERVED as RESERVED_ENV
 from ..model.spec import (
     CAST_ERRORS,
     CATALOGS,
@@ -610,6 +613,7 @@ def spark_settings(desc: str) -> Schema:
                 },
             ),
             "conf": string_map("Extra Spark configuration."),
+            "env": env_list(),
             "inProcessBelow": {
                 **int_or_string(
                     "Run in-process, without starting Spark, when the planned input is smaller than this (e.g. "
@@ -619,6 +623,50 @@ def spark_settings(desc: str) -> Schema:
             },
         },
     )
+
+
+def env_list() -> Schema:
+    """``spark.env``: a container's ``env`` as users write it, one entry per name."""
+    reserved = ", ".join(RESERVED_ENV)
+    entry = obj(
+        "An environment variable: a value, or a key of a Secret in the run's namespace.",
+        {
+            "name": {**string("Its name.", pattern=ENV_NAME_PATTERN, min_length=1), "maxLength": 256},
+            "value": string("Its value, as the program gets it ($(NAME) is not expanded)."),
+            "valueFrom": obj(
+                "Where its value comes from.",
+                {
+                    "secretKeyRef": obj(
+                        "A key of a Secret in the run's namespace (the Local launcher reads it as the operator: "
+                        "grant it with the chart's rbac.catalogSecrets).",
+                        {"name": string("The Secret.", min_length=1), "key": string("Its key.", min_length=1)},
+                        required=("name", "key"),
+                    )
+                },
+                required=("secretKeyRef",),
+            ),
+        },
+        required=("name",),
+        rules=[
+            ("!(has(self.value) && has(self.valueFrom))", "give value or valueFrom, not both"),
+            (
+                f"!(self.name in {json.dumps(list(RESERVED_ENV))})",
+                f"the operator sets this variable itself ({reserved}): a run's credentials come from its catalog's "
+                "Secrets",
+            ),
+        ],  # fmt: skip
+    )
+    return {
+        **array(
+            "Environment variables of the run's programs, on the driver and the executors (the Local launcher's "
+            "process): a job's replace its policy's and the operator's (chart value jobs.spark.env) of the same "
+            f"name. Names the operator sets are refused: {reserved}.",
+            entry,
+            max_items=100,
+        ),
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+    }
 
 
 JOB_FIELDS_FIXED = ("catalogRef", "table", "operation", "params", "timeout", "retries", "spark")

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import run_env
 from ..model.options import parse_size
+from ..model.run_env import EnvVar
 from ..model.spec import IMAGE_PULL_POLICY, SparkSettings
 
 IMAGE_PULL_POLICY_ENV = "DUCKLAKE_JOB_IMAGE_PULL_POLICY"  # the chart sets it to its image.pullPolicy
@@ -28,18 +30,22 @@ class SparkDefaults:
     driver: tuple[tuple[str, str], ...] = ()
     executor: tuple[tuple[str, str], ...] = ()
     conf: tuple[tuple[str, str], ...] = ()
+    env: tuple[EnvVar, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SparkDefaults:
         """``DUCKLAKE_JOB_LAUNCHER``, ``_IMAGE``, ``_IMAGE_PULL_POLICY``, ``_SERVICE_ACCOUNT``,
         ``_IN_PROCESS_BELOW`` (a size), ``DUCKLAKE_SPARK_MASTER`` and ``DUCKLAKE_JOB_SPARK`` (JSON:
-        driver, executor, conf). A value that does not read is an error at the operator's start,
-        not per run."""
+        driver, executor, conf, env). A value that does not read is an error at the operator's
+        start, not per run."""
         below = env.get("DUCKLAKE_JOB_IN_PROCESS_BELOW") or None
         pull = env.get(IMAGE_PULL_POLICY_ENV) or None
         if pull is not None and pull not in IMAGE_PULL_POLICY.values:
             raise ValueError(f"{IMAGE_PULL_POLICY_ENV}: {pull!r} is not one of {', '.join(IMAGE_PULL_POLICY.values)}")
         blocks = json.loads(env.get("DUCKLAKE_JOB_SPARK") or "{}")
+        variables, problems = run_env.read_env(blocks.get("env"), "jobs.spark.env")
+        if problems:
+            raise ValueError(f"DUCKLAKE_JOB_SPARK (the chart's jobs.spark): {'; '.join(problems)}")
 
         def text(value: object) -> str:  # as YAML says it: false, not Python's False
             return json.dumps(value) if isinstance(value, bool) else str(value)
@@ -58,12 +64,13 @@ class SparkDefaults:
             driver=pairs("driver"),
             executor=pairs("executor"),
             conf=pairs("conf"),
+            env=variables,
         )
 
 
 def effective_spark(job: SparkSettings | None, policy: SparkSettings | None, defaults: SparkDefaults) -> dict[str, Any]:
     """The settings a run gets; a level's unset field takes the next level's, and driver,
-    executor and conf merge key by key."""
+    executor and conf merge key by key, env variable by variable."""
     levels = [s for s in (job, policy) if s is not None]
 
     def first(attr: str, default: Any) -> Any:
@@ -83,6 +90,7 @@ def effective_spark(job: SparkSettings | None, policy: SparkSettings | None, def
         "driver": merged("driver"),
         "executor": merged("executor"),
         "conf": merged("conf"),
+        "env": [v.to_json() for v in run_env.merged((defaults.env, *(s.env for s in reversed(levels))))],
         "inProcessBelow": first("in_process_below", defaults.in_process_below),
         "master": defaults.master,
     }

@@ -33,6 +33,7 @@ from ..model import timestamps
 from ..model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
 from ..model.job_params import OPERATIONS
 from ..model.names import fold, same_name
+from ..model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, S3_KEY_ID, S3_SECRET_KEY
 from ..model.spec import (
     CATALOG_LABEL,
     DEFAULT_SCHEMA,
@@ -650,13 +651,10 @@ def env_from_secrets(catalog: CatalogSpec) -> list[tuple[str, str, str]]:
     out = []
     if isinstance(catalog.backend, PostgresSpec) and catalog.backend.credentials is not None:
         c = catalog.backend.credentials
-        out += [
-            ("DUCKLAKE_CATALOG_USERNAME", c.name, c.username_key),
-            ("DUCKLAKE_CATALOG_PASSWORD", c.name, c.password_key),
-        ]
+        out += [(CATALOG_USERNAME, c.name, c.username_key), (CATALOG_PASSWORD, c.name, c.password_key)]
     if catalog.s3 is not None and catalog.s3.credentials is not None:
         c = catalog.s3.credentials
-        out += [("AWS_ACCESS_KEY_ID", c.name, c.username_key), ("AWS_SECRET_ACCESS_KEY", c.name, c.password_key)]
+        out += [(S3_KEY_ID, c.name, c.username_key), (S3_SECRET_KEY, c.name, c.password_key)]
     return out
 
 

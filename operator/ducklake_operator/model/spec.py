@@ -22,6 +22,7 @@ from .maintenance_params import (
     SORT,
     SUSPEND,
 )
+from .run_env import EnvVar
 from .types import Field
 
 GROUP = "ducklake.dev"
@@ -241,6 +242,7 @@ class SparkSettings:
     executor: tuple[tuple[str, str], ...] = ()
     conf: tuple[tuple[str, str], ...] = ()
     in_process_below: int | None = None  # bytes of planned input under which a run skips Spark
+    env: tuple[EnvVar, ...] = ()  # the programs' environment variables (model/run_env.py), merged by name
 
 
 @dataclass(frozen=True)

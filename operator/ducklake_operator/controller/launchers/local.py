@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import LaunchFailed
+from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
 from .observe import last_result, observe_finished_program
 from .spec import LOCAL, Launched, LaunchSpec, Observed
 
@@ -32,7 +33,7 @@ STATE_DIR_ENV = "DUCKLAKE_STATE_DIR"
 GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL on cancel
 KILL_WAIT_SECONDS = 10.0  # SIGKILL is not refused, but a process in the kernel ends when it returns
 # catalog credentials come from the catalog's Secret only, never from the operator's own env
-NOT_INHERITED = ("DUCKLAKE_CATALOG_USERNAME", "DUCKLAKE_CATALOG_PASSWORD")
+NOT_INHERITED = (CATALOG_USERNAME, CATALOG_PASSWORD)
 SecretValue = Callable[[str, str, str], str]  # (namespace, Secret, key) -> value
 
 
@@ -144,9 +145,12 @@ class LocalLauncher:
 
     def _environment(self, spec: LaunchSpec) -> dict[str, str]:
         env = {k: v for k, v in self._env.items() if k not in NOT_INHERITED}  # KUBECONFIG stays
+        for var in spec.env:  # the settings' spark.env (no name the operator sets below)
+            env[var.name] = var.value if var.secret is None else self._secret_value(
+                spec.namespace, var.secret.name, var.secret.key)  # fmt: skip
         for e in spec.env_from_secrets:
             env[e.env] = self._secret_value(spec.namespace, e.secret, e.key)
-        env["DUCKLAKE_REPORT_TO_API"] = "1"
+        env[REPORT_TO_API] = "1"
         return env
 
     def _finished(self, detail: Mapping[str, Any], exit_code: int | None) -> Observed:

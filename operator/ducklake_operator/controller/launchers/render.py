@@ -2,7 +2,8 @@
 
 Every object is owned by the DuckLakeJob (garbage-collected with it) and labelled with it.
 The run document travels in a ConfigMap mounted at ``/etc/ducklake``; credentials travel as
-environment variables from the catalog's Secrets (``secretKeyRef``), never as values. A
+environment variables from the catalog's Secrets (``secretKeyRef``), never as values. The
+settings' ``spark.env`` is on the driver and the executors, its values as written. A
 setting that cannot be rendered (a CPU amount or memory size Spark would not read, no image)
 is ``LaunchFailed`` naming the field.
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import LaunchFailed
+from ...model.run_env import POD_IP, POD_NAME, REPORT_TO_API, SPARK_LOCAL_IP, literal
 from .spec import JOB, KUBERNETES_MASTER, LaunchSpec
 
 RUN_DIR, RUN_KEY = "/etc/ducklake", "run.json"
@@ -27,7 +29,7 @@ RUN_FILE = f"{RUN_DIR}/{RUN_KEY}"
 EXECUTOR_TEMPLATE_KEY = "executor-pod.json"  # the Job launcher's executors' pod template, beside the run document
 PROGRAM = "/opt/ducklake/run_job.py"  # the Dockerfile's: calls ducklake_jobs.__main__.main
 PROGRAM_ARGS = ("run", "--run-file", RUN_FILE)
-REPORT_TO_API = {"name": "DUCKLAKE_REPORT_TO_API", "value": "1"}
+REPORTING = {"name": REPORT_TO_API, "value": "1"}
 # the image's user (Dockerfile), as in the operator's own pod (the chart's deployment.yaml)
 RUN_AS = 10001
 POD_SECURITY = {
@@ -129,10 +131,16 @@ def secret_env(spec: LaunchSpec) -> list[dict[str, Any]]:
     ]
 
 
+def user_env(spec: LaunchSpec) -> list[dict[str, Any]]:
+    """The settings' ``spark.env``: a value reaches the program as written (Kubernetes'
+    ``$(NAME)`` expansion escaped), a Secret's key as Kubernetes reads it."""
+    return [{**e.to_json(), "value": literal(e.value)} if e.secret is None else e.to_json() for e in spec.env]
+
+
 def driver_env(spec: LaunchSpec) -> list[dict[str, Any]]:
-    """What the job program needs in its environment: to report to its DuckLakeJob, and the
-    catalog's credentials."""
-    return [REPORT_TO_API, *secret_env(spec)]
+    """What the job program needs in its environment: to report to its DuckLakeJob, the
+    catalog's credentials, and the settings' own variables."""
+    return [REPORTING, *secret_env(spec), *user_env(spec)]
 
 
 def run_volumes(spec: LaunchSpec) -> list[dict[str, Any]]:
@@ -160,10 +168,10 @@ def render_job(spec: LaunchSpec) -> dict[str, Any]:
         "command": [*submit, PROGRAM, *PROGRAM_ARGS],
         "workingDir": WORK_DIR,
         "env": [
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": POD_NAME, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             # the image binds Spark to 127.0.0.1; executors reach this driver at its pod IP
-            {"name": "SPARK_LOCAL_IP", "value": "$(POD_IP)"},
+            {"name": SPARK_LOCAL_IP, "value": f"$({POD_IP})"},
             *driver_env(spec),
         ],
         "resources": {
@@ -221,8 +229,8 @@ def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
         {
             "spark.kubernetes.namespace": spec.namespace,
             "spark.kubernetes.container.image": image,
-            "spark.kubernetes.driver.pod.name": "$(POD_NAME)",  # executors owned by this pod
-            "spark.driver.host": "$(POD_IP)",
+            "spark.kubernetes.driver.pod.name": f"$({POD_NAME})",  # executors owned by this pod
+            "spark.driver.host": f"$({POD_IP})",
             "spark.executor.instances": str(_whole(spec.executor.instances, "spark.executor.instances", minimum=1)),
             "spark.executor.cores": str(executor_cpu.slots),
             "spark.executor.memory": f"{memory.jvm}m",
@@ -311,8 +319,8 @@ def _spark_pod(cores: str, memory: str, prefix: str) -> dict[str, Any]:
 
 def executor_template(spec: LaunchSpec) -> dict[str, Any]:
     """The executors' pod template, for either launcher: the credentials (tasks read the lake
-    too), a writable /tmp, the security contexts."""
-    return pod_template(spec, EXECUTOR_CONTAINER, secret_env(spec), [TMP_MOUNT], [TMP_VOLUME])
+    too), the settings' variables, a writable /tmp, the security contexts."""
+    return pod_template(spec, EXECUTOR_CONTAINER, [*secret_env(spec), *user_env(spec)], [TMP_MOUNT], [TMP_VOLUME])
 
 
 def pod_template(

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...model.run_env import EnvVar, read_env
 from ...model.spec import API_VERSION
 from ..run_settings import SparkDefaults
 
@@ -83,6 +84,7 @@ class LaunchSpec:
     executor: Executors
     conf: tuple[tuple[str, str], ...]
     env_from_secrets: tuple[SecretEnv, ...]
+    env: tuple[EnvVar, ...]  # the settings' spark.env: the programs' own variables (checked: none is reserved)
     timeout_seconds: int | None
     ttl_seconds_after_finished: int
     labels: tuple[tuple[str, str], ...]
@@ -167,6 +169,7 @@ def launch_spec(
         executor=executors,
         conf=tuple(sorted((str(k), str(v)) for k, v in dict(spark.get("conf") or {}).items())),
         env_from_secrets=tuple(SecretEnv(*entry) for entry in env_from_secrets),
+        env=read_env(spark.get("env"), "spark.env")[0],  # checked where it was read (api.load, SparkDefaults)
         timeout_seconds=timeout_seconds,
         ttl_seconds_after_finished=TTL_AFTER_FINISHED,
         labels=tuple(sorted(_labels(job_name, attempt, labels or {}).items())),
