@@ -375,7 +375,12 @@ class Runs:
             return problem
         if spec.table:
             catalog, _ = self.pool.catalog(ctx.catalog)
-            if self._table(self.pool.state(ctx.catalog, catalog, max_age=1.0), spec) is None:
+            # a state checked within the last second is trusted for a table that is there; a
+            # missing one fails the run for good, so a fresh read confirms it (the table may
+            # have been created since: by DuckDB, just before this run)
+            if self._table(self.pool.state(ctx.catalog, catalog, max_age=1.0), spec) is None and (
+                self._table(self.pool.state(ctx.catalog, catalog), spec) is None
+            ):
                 return f"table {spec.table} does not exist in catalog {spec.catalog}"
         return None
 
