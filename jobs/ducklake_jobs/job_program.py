@@ -22,7 +22,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,11 +42,12 @@ from ducklake_operator.model.job_marker import (
     session_name,
 )
 from ducklake_operator.model.job_params import job_keywords
-from ducklake_operator.model.out_of_memory import describe, from_spark_error
+from ducklake_operator.model.out_of_memory import OutOfMemory, describe, from_spark_error
 from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
 from ducklake_operator.reconcile import location_for, s3_settings
 
+from .executor_pods import follow_executors
 from .job_run import JobRun
 from .job_status import JobStatus, api_job_status
 from .operations import run_operation
@@ -145,6 +146,7 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
         if landed is not None:
             return _landed(landed, doc, what, "an earlier attempt committed it; not run again")
         storage.configure(s3_settings(doc.catalog))  # shipped to Spark tasks with their work
+        executors = follow_executors(doc.job, doc.spark_master)  # what Spark's error may not say
         try:
             report = run_operation(
                 catalog,
@@ -155,7 +157,8 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
                 run=JobRun(doc.job, doc.in_process_below, events.progress),
             )
         except Exception as exc:
-            return outcome_of_failure(catalog, doc, what, {**started, **commit_counts(catalog)}, exc)
+            killed = executors.out_of_memory() if executors is not None else []
+            return outcome_of_failure(catalog, doc, what, {**started, **commit_counts(catalog)}, exc, killed)
         finally:
             storage.configure(None)
     committed = _committed_snapshot(report)
@@ -218,10 +221,17 @@ def _on_spark(
 
 
 def outcome_of_failure(
-    catalog: Catalog, doc: RunDocument, what: str, started: dict[str, Any], exc: Exception
+    catalog: Catalog,
+    doc: RunDocument,
+    what: str,
+    started: dict[str, Any],
+    exc: Exception,
+    killed: Sequence[OutOfMemory] = (),
 ) -> Outcome:
     """A run that raised: Succeeded if its commit is in the catalog after all, unknown if
-    the commit's fate could not be learnt, else Failed (its files are already deleted)."""
+    the commit's fate could not be learnt, else Failed (its files are already deleted).
+    ``killed``: executor containers seen killed for memory (their pods, as they ended),
+    else Spark's error is read for them."""
     try:
         landed = find_job_commit(catalog, doc.job.uid)
     except DuckLakeError:
@@ -229,7 +239,7 @@ def outcome_of_failure(
     if landed is not None:
         return _landed(landed, doc, what, "its commit landed before the failure")
     message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
-    memory = describe(from_spark_error(failure_text(exc), _executor_memory()))
+    memory = describe(killed or from_spark_error(failure_text(exc), _executor_memory()))
     if memory:  # the reason, before Spark's words
         message = f"{memory}; {message}"
     if isinstance(exc, CommitStateUnknown):

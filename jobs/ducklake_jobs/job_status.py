@@ -107,13 +107,28 @@ def api_job_status(job: JobIdentity, env: Mapping[str, str]) -> JobStatus | None
     """The job's status on the API server, or None (not asked for, or not reachable)."""
     if env.get(REPORT_TO_API) != "1":
         return None
+    client = kubernetes_client(f"{REPORT_TO_API}=1", "reporting on stdout only")
+    if client is None:
+        return None
+    api = client.CustomObjectsApi()
+
+    def patch(body: dict[str, Any]) -> None:
+        api.patch_namespaced_custom_object_status(GROUP, VERSION, job.namespace or "default", JOBS, job.name, body)
+
+    return JobStatus(patch)
+
+
+def kubernetes_client(asked: str, otherwise: str) -> Any | None:
+    """The kubernetes client's ``client`` module, configured (in-cluster, else the
+    kubeconfig); None when it is not installed or there are no credentials, said in one log
+    line: what ``asked`` for it, and what happens ``otherwise``."""
     try:
         from kubernetes import client, config
     except ImportError:
         log.info(
-            "%s=1, but the kubernetes client is not installed (pip install 'ducklake-operator[controller]'): "
-            "reporting on stdout only",
-            REPORT_TO_API,
+            "%s, but the kubernetes client is not installed (pip install 'ducklake-operator[controller]'): %s",
+            asked,
+            otherwise,
         )
         return None
     try:
@@ -122,16 +137,9 @@ def api_job_status(job: JobIdentity, env: Mapping[str, str]) -> JobStatus | None
         try:
             config.load_kube_config()
         except Exception as exc:  # no kubeconfig, or an unreadable one
-            log.info(
-                "%s=1, but no Kubernetes credentials (%s): reporting on stdout only", REPORT_TO_API, _one_line(exc)
-            )
+            log.info("%s, but no Kubernetes credentials (%s): %s", asked, _one_line(exc), otherwise)
             return None
-    api = client.CustomObjectsApi()
-
-    def patch(body: dict[str, Any]) -> None:
-        api.patch_namespaced_custom_object_status(GROUP, VERSION, job.namespace or "default", JOBS, job.name, body)
-
-    return JobStatus(patch)
+    return client
 
 
 def _one_line(exc: BaseException) -> str:

@@ -82,9 +82,14 @@ def describe(found: Iterable[OutOfMemory]) -> str:
     parts = []
     for role in roles:
         mine = [o for o in items if o.role == role]
-        said = ", ".join(
-            f"{o.who} {o.how}" + (f" at its pod's memory limit of {o.limit}" if o.limit and not o.heap else "")
-            for o in mine
+        alike: dict[tuple[str, str | None], list[OutOfMemory]] = {}  # a retried executor dies the same way
+        for o in mine:
+            alike.setdefault((o.how, o.limit if not o.heap else None), []).append(o)
+        said = "; ".join(
+            f"{same[0].who} {how}"
+            + (f" at its pod's memory limit of {limit}" if limit else "")
+            + (f", and {len(same) - 1} more the same way" if len(same) > 1 else "")
+            for (how, limit), same in alike.items()
         )
         advice = "; ".join(dict.fromkeys(_RAISE[(role, o.heap)] for o in mine))
         subject = "the driver" if role == DRIVER else "the executors"
