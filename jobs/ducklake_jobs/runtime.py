@@ -67,6 +67,7 @@ def run_on_spark(
     )
 
     def run(item: W) -> R:
+        fault_point("in_task")  # in the executor: a test may lose it (its pod) while it holds a task
         with task_resources.using(task_resources.in_spark_task(threads)):
             return fn(item)
 

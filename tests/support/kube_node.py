@@ -46,6 +46,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from support.kube_cluster import KubeCluster, NodeAddress
@@ -150,6 +151,39 @@ class KubeNode:
             _wait(self.holder, 10)
         self._remove_cgroups()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def stop_kubelet(self) -> None:
+        """Stop the kubelet alone, as a node whose kubelet died: the pods' containers go on
+        running (containerd keeps them), nothing reports on them, and the node goes NotReady
+        once the node controller's grace period has passed."""
+        proc = self.processes["kubelet"]
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            _wait(proc, 30)
+
+    def start_kubelet(self, timeout: float = 120) -> None:
+        """The kubelet started again with the same command and configuration (its earlier log
+        kept beside the new one), and the node Ready again by its word (a Ready condition it
+        posted since: one from before it stopped may not have expired yet)."""
+        proc = self.processes["kubelet"]
+        if proc.poll() is None:
+            return
+        argv = [str(a) for a in proc.args]  # nsenter ... -- <the kubelet's command>
+        log = os.path.join(self.directory, "kubelet.log")
+        started = int(time.time())
+        os.replace(log, os.path.join(self.directory, f"kubelet.{started}.log"))
+        self._spawn("kubelet", argv[argv.index("--") + 1 :])
+        deadline = time.time() + timeout
+        while True:
+            self.wait_ready(max(deadline - time.time(), 1))
+            node = self.cluster.request("GET", f"/api/v1/nodes/{NODE_NAME}") or {}
+            ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"]
+            beat = ready[0].get("lastHeartbeatTime") if ready else None
+            if beat and datetime.fromisoformat(beat.replace("Z", "+00:00")).timestamp() >= started:
+                return
+            if time.time() > deadline:
+                raise NodeError(f"the kubelet did not report node {NODE_NAME} Ready within {timeout} s of its start")
+            time.sleep(0.5)
 
     # ------------------------------------------------------------------ access
 
