@@ -40,7 +40,7 @@ from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR, CommitResult
 from ducklake_operator.catalog.ingested import ingested_files
-from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
+from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.evolution.auto_schema import IngestPlan, Level, marker_field, plan_ingest
 from ducklake_operator.evolution.observed import BadRecord, Fields, MissingValue, merged, observe_record, observe_typed
 from ducklake_operator.evolution.routing import convert_record
@@ -383,7 +383,7 @@ def ingest(
             stored.extend(r.stored)
         failed = next((r.error for r in results if r.error), None)
         if failed is not None:
-            raise JobFailed(f"{failed}; nothing was committed and the job's files were deleted")
+            raise JobFailed(f"{failed}; {NOTHING_COMMITTED}")
         return results
 
     def commit(results: list[WriteResult]) -> CommitResult:

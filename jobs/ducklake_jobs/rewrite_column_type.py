@@ -45,7 +45,7 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
 from ducklake_operator.catalog.job_inputs import TableInputs, read_inlined_data
-from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
+from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.maintenance.column_rewrite import (
     ColumnRewritePlan,
     Retyped,
@@ -349,8 +349,8 @@ def _check_failures(work: Work, outputs: list[RetypeOutput]) -> None:
                 + _why(r.new_type)
             )
     raise JobFailed(
-        f"rewriteColumnType {work.table.qualified_name}: {'; '.join(said)}; nothing was committed and the job's "
-        "files were deleted (onCastError: null writes NULL instead)"
+        f"rewriteColumnType {work.table.qualified_name}: {'; '.join(said)}; {NOTHING_COMMITTED} "
+        "(onCastError: null writes NULL instead)"
     )
 
 

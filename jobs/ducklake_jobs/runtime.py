@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 from ducklake_operator import storage
-from ducklake_operator.errors import DuckLakeError, JobFailed
+from ducklake_operator.errors import NOTHING_COMMITTED, DuckLakeError, JobFailed
 from ducklake_operator.model.jvm_errors import innermost_jvm_error
 
 from . import task_resources
@@ -223,7 +223,7 @@ def produce_and_commit(
         if not isinstance(exc, DuckLakeError) or exc.cleanable:
             discard(planned_outputs())
         if isinstance(exc, Exception) and not isinstance(exc, DuckLakeError):
-            raise JobFailed(f"{reason(exc)}; nothing was committed and the job's files were deleted") from exc
+            raise JobFailed(f"{reason(exc)}; {NOTHING_COMMITTED}") from exc
         raise
     return produced, committed
 

@@ -79,6 +79,10 @@ class CommitRetriesExhausted(CommitConflict):
     """Every retry of a commit collided with another writer; nothing was committed."""
 
 
+# how a job's failure ends, for whoever runs it by hand (the controller says it from the catalog)
+NOTHING_COMMITTED = "nothing was committed and the job's files were deleted"
+
+
 class JobFailed(DuckLakeError):
     """A maintenance job's work failed before its commit: nothing was committed and the
     files it wrote were deleted."""

@@ -20,6 +20,7 @@ from ducklake_operator.controller.launchers.observe import with_pods
 from ducklake_operator.controller.launchers.pods import pod_stopped, read_pods
 from ducklake_operator.controller.launchers.spec import Observed
 from ducklake_operator.controller.runs import failure_reason
+from ducklake_operator.errors import NOTHING_COMMITTED
 from ducklake_operator.model.out_of_memory import describe, from_spark_error
 from support import pod_states as states
 from support.pod_states import scheduled, unschedulable
@@ -216,3 +217,6 @@ def test_a_failures_reason_is_the_programs_words_then_the_launchers() -> None:
     assert failure_reason(launcher, {"state": "Succeeded", "message": "nothing to do"}) == launcher.message
     local = Observed("Failed", program["message"])  # the Local launcher's message is the program's own
     assert failure_reason(local, program) == program["message"]
+    # what the program adds for a person at a terminal, the run's message says from the catalog
+    told = {"state": "Failed", "message": f"compact main.orders: IOError: gone; {NOTHING_COMMITTED}"}
+    assert failure_reason(launcher, told) == f"compact main.orders: IOError: gone ({launcher.message})"

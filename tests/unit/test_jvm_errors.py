@@ -37,6 +37,10 @@ def test_the_innermost_cause_is_what_a_java_failure_says() -> None:
     assert innermost_jvm_error(main) == "IllegalStateException: no"
     assert innermost_jvm_error("java.lang.IllegalStateException: bad\n\tat x") == "IllegalStateException: bad"
     assert innermost_jvm_error("nothing like an exception") is None
+    py4j = (
+        "An error occurred while calling o58.collectToPython.\n: org.apache.spark.SparkException: Job aborted\n\tat x"
+    )
+    assert innermost_jvm_error(py4j) == "SparkException: Job aborted"
     assert len(innermost_jvm_error("Caused by: java.io.IOException: " + "x" * 5000) or "") == MAX_LENGTH
 
 

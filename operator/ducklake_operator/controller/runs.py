@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..catalog.job_commits import find_job_commit
-from ..errors import DuckLakeError
+from ..errors import NOTHING_COMMITTED, DuckLakeError
 from ..maintenance.windows import closed_until, describe_instant, describe_window, in_window, window_zone
 from ..model import timestamps
 from ..model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
@@ -622,6 +622,7 @@ def failure_reason(observed: Observed, program: Mapping[str, Any]) -> str:
     the catalog's), then what its launcher saw (the Job's condition, a pod's state), each once."""
     launcher = observed.message or "failed"
     said = str(program.get("message") or "") if program.get("state") == "Failed" else ""
+    said = said.replace(f"; {NOTHING_COMMITTED}", "")  # the run's message says it, from the catalog
     if not said or said in launcher:
         return launcher
     return f"{said} ({launcher})"

@@ -12,7 +12,8 @@ MAX_LENGTH = 600
 _API_MESSAGE = re.compile(r"Message: (.+?)\. Received status", re.DOTALL)
 # "Caused by: java.net.UnknownHostException: kubernetes.default.svc"; an exception line of its own
 _CAUSED_BY = re.compile(r"^Caused by: (?:[\w$]+\.)*([\w$]+): (.+)$")
-_EXCEPTION = re.compile(r'^\s*(?:Exception in thread "[^"]*" )?(?:[\w$]+\.)+([\w$]*(?:Exception|Error)): (.+)$')
+# also Py4J's form, ": org.apache.spark.SparkException: Job aborted ..."
+_EXCEPTION = re.compile(r'^\s*(?::\s*|Exception in thread "[^"]*" )?(?:[\w$]+\.)+([\w$]*(?:Exception|Error)): (.+)$')
 
 
 def innermost_jvm_error(text: str) -> str | None:

@@ -64,7 +64,9 @@ CAST_ERRORS = DefaultChoice(ON_CAST_ERROR.choices, ON_CAST_ERROR.default)  # the
 SSL_MODE = Choice(("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
 URL_STYLE = Choice(("path", "vhost"))
 LAUNCHER = Choice(("SparkApplication", "Job", "Local"))  # unset: the next level's (run_settings)
-IMAGE_PULL_POLICY = Choice(("Always", "IfNotPresent", "Never"))  # a container's imagePullPolicy; unset: the next level's
+IMAGE_PULL_POLICY = Choice(
+    ("Always", "IfNotPresent", "Never")
+)  # a container's imagePullPolicy; unset: the next level's
 SELECTOR_OPERATOR = Choice(("In", "NotIn", "Exists", "DoesNotExist"))
 JOB_OPERATION = Choice(JOB_OPERATIONS)
 DEFAULT_TIMEZONE = "UTC"  # a policy's window, and schedules without a window, are read in it
