@@ -44,6 +44,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -450,7 +451,7 @@ class Bench:
         ended = [r.at["ended"] for r in runs if "ended" in r.at]
         return {
             "rest": sampler.between(rest_from, runs_from), "during": sampler.between(runs_from, runs_to),
-            "after": sampler.between(runs_to + 15), "kernel_peak": kernel_peak, "runs": len(runs),
+            "after": sampler.between(runs_to), "kernel_peak": kernel_peak, "runs": len(runs),
             "failed": [f"{r.name}: {r.failure}" for r in runs if r.failure], "restarts": restarts,
             "elapsed": max(ended) - min(r.created for r in runs) if ended else float("nan"),
             "at_once": f"at most {self.args.memory_at_once} at once (maxJobsPerCatalog)" if self.args.memory_at_once
@@ -532,7 +533,10 @@ def machine(pods: PodEnv) -> str:
     node = pods.cluster.request("GET", f"/api/v1/nodes/{NODE_NAME}")
     allocatable = node["status"]["allocatable"]
     load = os.getloadavg()
-    return (f"{os.cpu_count()} cores ({allocatable['cpu']} allocatable on the node, which shares them with the "
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    commit = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return (f"commit {commit.stdout.strip() or '?'}; "
+            f"{os.cpu_count()} cores ({allocatable['cpu']} allocatable on the node, which shares them with the "
             f"control plane, containerd, PostgreSQL and moto), {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB; "  # noqa: E501
             f"kubelet {node['status']['nodeInfo']['kubeletVersion']}; load average at the end "
             f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")  # fmt: skip
