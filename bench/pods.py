@@ -34,7 +34,7 @@ DuckDB reads the same row count and sum afterwards; a run that is not right is r
 failed and left out of the figures. The node's 2 cores are shared with the control plane
 (etcd, the API server, the scheduler), containerd, PostgreSQL and moto.
 
-    python bench/pods.py [--table-mb 1024] [--files 100] [--runs 3] [--big-runs 1] [--memory-runs 20]
+    python bench/pods.py [--table-mb 1024] [--files 100] [--runs 3] [--big-runs 3] [--memory-runs 20]
     python bench/pods.py --table-mb 50 --files 20 --runs 1   # a quick try
 """
 
@@ -548,7 +548,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=100, help="the big table's files")
     parser.add_argument("--small-files", type=int, default=12, help="the small table's files (100 rows each)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each launcher on the small table")
-    parser.add_argument("--big-runs", type=int, default=1, help="runs of each launcher on the big table")
+    parser.add_argument("--big-runs", type=int, default=3, help="runs of each launcher on the big table")
     parser.add_argument("--memory-runs", type=int, default=20, help="runs while the operator's memory is sampled")
     parser.add_argument("--memory-at-once", type=int, default=4,
                         help="of those, at most this many at once (maxJobsPerCatalog); 0: all at once")  # fmt: skip
