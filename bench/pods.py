@@ -16,11 +16,12 @@ and measures:
    (``--small-files`` files of 100 rows) and of a ~``--table-mb`` MB table (``--files`` files
    written by DuckDB; ``targetFileSize`` so that every file is merged). Every run works on a
    fresh table.
-2. **The operator pod's memory** (``memory.workingSetBytes`` of its pod in the kubelet's
-   summary API, as ``kubectl top`` and evictions read it) at rest, then sampled every second
-   while ``--memory-runs`` small compactions run through the Local launcher in-process
-   (``inProcessBelow``: the job program is a child process in the operator's pod, without
-   Spark), all created at once, then at rest again.
+2. **The operator pod's memory** (its working set: ``memory.workingSetBytes`` in the kubelet's
+   summary API, as ``kubectl top`` and evictions read it, and cAdvisor's formula on the pod's
+   cgroup, read every 0.25 s) at rest, while ``--memory-runs`` small compactions run through
+   the Local launcher in-process (``inProcessBelow``: the job program is a child process in the
+   operator's pod, without Spark), all created at once, at most ``--memory-at-once`` of them
+   running (a suspended policy's ``maxJobsPerCatalog``; 0: no limit), then at rest again.
 3. **Throughput**: MB/s of compaction input through 2 executor pods (the Job launcher's run
    of the big table above) and in-process (the Job launcher, 0 executors, ``inProcessBelow``
    above the table's size: no Spark session), each on a fresh copy of the same data: end to
