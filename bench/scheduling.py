@@ -146,7 +146,8 @@ def main() -> None:
                             "columns": [{"name": "id", "type": "int64"}, {"name": "v", "type": "varchar"}]}}
                   for i in range(args.tables)]  # fmt: skip
         op = Operator(kubeconfig, os.path.join(tmp, "operator.log"), DUCKLAKE_DRIFT_INTERVAL="3600",
-                      DUCKLAKE_POLICY_INTERVAL="1", DUCKLAKE_STATE_DIR=os.path.join(tmp, "runs")).start(
+                      DUCKLAKE_POLICY_INTERVAL="1", DUCKLAKE_LOCAL_MAX_RUNS=str(SLOTS),  # the catalog's limit decides
+                      DUCKLAKE_STATE_DIR=os.path.join(tmp, "runs")).start(
                           "--log-level=WARNING")  # fmt: skip
         cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=yaml.safe_dump_all([secret, catalog, *tables]))
         while True:

@@ -108,6 +108,11 @@ class LaunchFailed(DuckLakeError):
     cleanable = True
 
 
+class LauncherBusy(DuckLakeError):
+    """A launcher cannot start another attempt now (the Local launcher's programs share the
+    operator's pod: at most so many at once); the run waits, holding nothing, and tries again."""
+
+
 class LauncherNotInstalled(LaunchFailed):
     """The cluster does not serve the custom resource a launcher creates (its operator is
     not installed)."""

@@ -50,9 +50,10 @@ def operator(cluster: KubeCluster, chart: list[dict[str, Any]], tmp_path_factory
     kubeconfig = service_account_kubeconfig(cluster, str(tmp / "kubeconfig"))
     # drift every 2 s, policies every second, a health trigger at most every 2 s per table, a
     # failed attempt retried after 1 s (then 2, 4, ...), runs without a launcher run as the operator's children
+    # (8 at once: tests hold programs at fault points; the chart's limit is tested on the test node's pods)
     op = Operator(kubeconfig, str(tmp / "operator.log"), DUCKLAKE_DRIFT_INTERVAL="2", DUCKLAKE_POLICY_INTERVAL="1",
                   DUCKLAKE_TRIGGER_INTERVAL="2s", DUCKLAKE_RETRY_BACKOFF="1", DUCKLAKE_JOB_LAUNCHER="Local",
-                  DUCKLAKE_STATE_DIR=str(tmp / "runs")).start()  # fmt: skip
+                  DUCKLAKE_LOCAL_MAX_RUNS="8", DUCKLAKE_STATE_DIR=str(tmp / "runs")).start()  # fmt: skip
     try:
         yield op
     finally:

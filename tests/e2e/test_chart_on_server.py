@@ -86,6 +86,7 @@ def test_values_schema_rejects_bad_values() -> None:
                           (["--set", "jobs.spark.launcher=Yarn"], "launcher"),
                           (["--set", "jobs.spark.executor.memory=lots"], "memory"),
                           (["--set", "jobs.spark.driver.gpus=1"], "gpus"),
+                          (["--set", "jobs.local.maxRuns=0"], "maxRuns"),
                           # an empty resourceNames would allow every Secret of the namespace
                           (["--set-json", "rbac.catalogSecrets.data=[]"], "minItems"),
                           (["--skip-schema-validation", "--set-json", "rbac.catalogSecrets.data=[]"], "names no Secret"),
@@ -359,6 +360,7 @@ def test_the_charts_spark_values_reach_every_run() -> None:
     assert defaults.launcher == "SparkApplication" and defaults.in_process_below == 64_000_000
     assert dict(defaults.executor)["instances"] == "4" and dict(defaults.conf) == {"spark.ui.enabled": "false"}
     assert env["DUCKLAKE_SPARK_VERSION"] == "4.0.1"
+    assert env["DUCKLAKE_LOCAL_MAX_RUNS"] == "2"  # the Local launcher's programs in the operator's pod
     spark = effective_spark(SparkSettings(executor=(("memory", "8g"),)), None, defaults)
     assert spark["launcher"] == "SparkApplication" and spark["executor"]["memory"] == "8g"
     assert spark["executor"]["instances"] == "4" and spark["inProcessBelow"] == 64_000_000

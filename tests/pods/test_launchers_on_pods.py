@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 
 from support.kube_namespace import Kube
-from support.operator_process import wait_for
+from support.manifests import table
+from support.operator_process import is_ready, wait_for
 from support.pod_env import PodEnv
 from support.pod_runs import SMALL, explain, last_result, many_files_lake, rows, run_to_end
-from support.runs import job
+from support.runs import ENDED, job
 
 
 def test_a_compaction_as_a_batch_job_with_two_executor_pods(pods: PodEnv, kube: Kube) -> None:
@@ -62,3 +63,37 @@ def test_a_compaction_with_the_local_launcher_runs_in_the_operator_pod(pods: Pod
     assert status["state"] == "Succeeded", explain(kube, "compact-local", status)
     assert status["filesRead"] == 4 and not seen  # no pod of its own: a process of the operator's pod
     assert rows(pods, location) == before
+
+
+def test_local_runs_beyond_the_charts_limit_wait_for_a_place_in_the_operator_pod(pods: PodEnv, kube: Kube) -> None:
+    """The Local launcher's programs share the operator pod's memory: 20 of them at once got it
+    OOM-killed (and every run with it). At most jobs.local.maxRuns (2) run; the others wait."""
+    location = pods.lake(kube, options={"dataInliningRowLimit": 0})
+    names = [f"t{i}" for i in range(6)]
+    kube.apply(*(table(n, "lake") for n in names))
+    wait_for("tables Ready", lambda: all(is_ready(kube.get("dlt", n)) for n in names), timeout=120)
+    con = pods.duckdb(location)
+    try:
+        for n in names:
+            for k in range(3):
+                con.execute(f"INSERT INTO lk.{n} SELECT i, {k} FROM range(10) t(i)")
+    finally:
+        con.close()
+    restarts = pods.wait_operator_ready()["status"]["containerStatuses"][0]["restartCount"]
+    in_process = {"launcher": "Local", "inProcessBelow": "1GB"}
+    kube.apply(*(job(f"local-{n}", table_name=f"main.{n}", spark=in_process) for n in names))
+    most, waited = 0, set[str]()
+
+    def ended() -> bool:
+        nonlocal most
+        states = {r["metadata"]["name"]: r.get("status") or {} for r in kube.list("dlj")}
+        most = max(most, sum(1 for s in states.values() if s.get("state") == "Running"))
+        waited.update(n for n, s in states.items() if "Local launcher" in str(s.get("waitingFor") or ""))
+        return len(states) == len(names) and all(s.get("state") in ENDED for s in states.values())
+
+    wait_for("the Local runs ended", ended, timeout=300, interval=0.2)
+    for n in names:
+        status = (kube.get("dlj", f"local-{n}") or {}).get("status") or {}
+        assert status.get("state") == "Succeeded", explain(kube, f"local-{n}", status)
+    assert most <= 2 and waited, (most, waited)
+    assert pods.wait_operator_ready()["status"]["containerStatuses"][0]["restartCount"] == restarts

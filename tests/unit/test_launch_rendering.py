@@ -391,11 +391,13 @@ def test_the_programs_last_line_says_how_it_ended() -> None:
     assert observe_finished_program(result, 1, "").message == "compact sales.orders: boom"
     ok = observe_finished_program({**result, "state": "Succeeded", "message": "committed"}, 0, "")
     assert (ok.state, ok.detail["exitCode"]) == ("Succeeded", 0)
-    crashed = observe_finished_program(None, -9, "MemoryError")
+    crashed = observe_finished_program(None, 3, "MemoryError")
     assert (crashed.state, crashed.message) == (
         "Failed",
-        "the job program exited with code -9 without a result: MemoryError",
+        "the job program exited with code 3 without a result: MemoryError",
     )
+    killed = observe_finished_program(None, -9, "")  # in a pod, most often the memory limit
+    assert killed.state == "Failed" and "killed (SIGKILL)" in killed.message and "jobs.local.maxRuns" in killed.message
     assert observe_finished_program(None, None, "").state == "Gone"  # after a restart: no exit code, no result
 
 

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..catalog.job_commits import find_job_commit
-from ..errors import NOTHING_COMMITTED, DuckLakeError
+from ..errors import NOTHING_COMMITTED, DuckLakeError, LauncherBusy
 from ..maintenance.windows import closed_until, describe_instant, describe_window, in_window, window_zone
 from ..model import timestamps
 from ..model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
@@ -225,6 +225,9 @@ class Runs:
         try:
             deadline = start + spec.timeout_seconds if spec.timeout_seconds else None
             launched = self.launchers[name].launch(attempt_spec(spec, uid, ctx, attempt, left, deadline))
+        except LauncherBusy as exc:  # no room for it now: wait, holding nothing
+            self._unlock(spec, uid, tick, status)
+            return self._waiting(tick, status, str(exc))
         except DuckLakeError as exc:
             self._unlock(spec, uid, tick, status)
             return tick.end("Failed", self.scrub(f"could not launch: {exc}"), now, generation)

@@ -24,12 +24,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import LaunchFailed
+from ...errors import LauncherBusy, LaunchFailed
 from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
 from .observe import last_result, observe_finished_program
 from .spec import LOCAL, Launched, LaunchSpec, Observed
 
 STATE_DIR_ENV = "DUCKLAKE_STATE_DIR"
+# the job programs run in the operator's own pod, each with Spark's JVM or an in-process DuckDB
+# sized for a pod of its own: more at once than its memory limit allows get it OOM-killed (and
+# every run with it), so only so many run at once; the others wait for one to end
+MAX_RUNS_ENV, MAX_RUNS = "DUCKLAKE_LOCAL_MAX_RUNS", 2
 GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL on cancel
 KILL_WAIT_SECONDS = 10.0  # SIGKILL is not refused, but a process in the kernel ends when it returns
 # catalog credentials come from the catalog's Secret only, never from the operator's own env
@@ -49,6 +53,7 @@ class LocalLauncher:
         grace_seconds: float = GRACE_SECONDS,
         env: Mapping[str, str] | None = None,
         on_exit: Callable[[str], None] | None = None,
+        max_runs: int | None = None,
     ) -> None:
         """``on_exit(uid)``: called (from a thread) when the program of the DuckLakeJob with
         that uid exits, so its run looks at once instead of at its next poll."""
@@ -59,6 +64,8 @@ class LocalLauncher:
         self._program = tuple(program or (sys.executable, "-m", "ducklake_jobs"))
         self._grace = grace_seconds
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._adopted: dict[int, Any] = {}  # pid -> start time: programs an earlier operator process started
+        self._max_runs = max_runs or int(self._env.get(MAX_RUNS_ENV) or MAX_RUNS)
         self._lock = threading.Lock()
 
     def available(self) -> str | None:
@@ -74,6 +81,24 @@ class LocalLauncher:
         run_file = os.path.join(self._dir, f"{spec.name}.run.json")
         _write(run_file, spec.run_document)
         out_path, err_path = (os.path.join(self._dir, f"{spec.name}.{s}.log") for s in ("out", "err"))
+        with self._lock:  # counted and started under one lock: two runs cannot both take the last place
+            if self._running() >= self._max_runs:
+                raise LauncherBusy(
+                    f"a place among the Local launcher's programs (at most {self._max_runs} at once in the operator's "
+                    f"pod: chart value jobs.local.maxRuns)"
+                )
+            proc = self._start(env, run_file, out_path, err_path)
+            self._children[proc.pid] = proc
+        if self._on_exit is not None:
+            on_exit, uid = self._on_exit, spec.owner.uid
+            threading.Thread(target=lambda: (proc.wait(), on_exit(uid)), name=f"wait-{proc.pid}", daemon=True).start()
+        stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
+        detail = {"pid": proc.pid, "startTime": stat.start if stat else None, "log": out_path, "stderr": err_path,
+                  "runFile": run_file}  # fmt: skip
+        _write(record, json.dumps(detail))
+        return Launched(self.kind, spec.name, detail)
+
+    def _start(self, env: dict[str, str], run_file: str, out_path: str, err_path: str) -> subprocess.Popen[bytes]:
         try:
             with open(out_path, "ab") as out, open(err_path, "ab") as err:
                 proc = subprocess.Popen(
@@ -87,16 +112,12 @@ class LocalLauncher:
                 )
         except OSError as exc:
             raise LaunchFailed(f"could not start the job program {self._program[0]}: {exc.strerror or exc}") from None
-        with self._lock:
-            self._children[proc.pid] = proc
-        if self._on_exit is not None:
-            on_exit, uid = self._on_exit, spec.owner.uid
-            threading.Thread(target=lambda: (proc.wait(), on_exit(uid)), name=f"wait-{proc.pid}", daemon=True).start()
-        stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
-        detail = {"pid": proc.pid, "startTime": stat.start if stat else None, "log": out_path, "stderr": err_path,
-                  "runFile": run_file}  # fmt: skip
-        _write(record, json.dumps(detail))
-        return Launched(self.kind, spec.name, detail)
+        return proc
+
+    def _running(self) -> int:
+        """Programs running now: this process's children and those it found again (held lock)."""
+        self._adopted = {pid: start for pid, start in self._adopted.items() if _same_process_running(pid, start)}
+        return sum(1 for c in self._children.values() if c.poll() is None) + len(self._adopted)
 
     def observe(self, launched: Launched) -> Observed:
         pid, start = int(launched.detail["pid"]), launched.detail.get("startTime")
@@ -110,6 +131,8 @@ class LocalLauncher:
                 self._children.pop(pid, None)
             return self._finished(launched.detail, code)
         if _same_process_running(pid, start):  # an operator restarted since it launched this
+            with self._lock:
+                self._adopted[pid] = start  # counted among the programs running
             return Observed("Running", f"the job program runs (pid {pid})")
         return self._finished(launched.detail, None)
 

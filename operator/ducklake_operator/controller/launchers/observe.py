@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -98,4 +99,8 @@ def observe_finished_program(result: Mapping[str, Any] | None, exit_code: int | 
     tail = f": {last_error}" if last_error else ""
     if exit_code is None:
         return Observed("Gone", f"the job program ended without a result{tail}", detail)
+    if exit_code == -signal.SIGKILL:  # in a pod, most often the kernel's OOM killer
+        return Observed("Failed", f"the job program was killed (SIGKILL) without a result{tail}: in a container "
+                        "this is most often its memory limit (the Local launcher's programs share the operator "
+                        "pod's: resources.limits.memory, jobs.local.maxRuns)", detail)  # fmt: skip
     return Observed("Failed", f"the job program exited with code {exit_code} without a result{tail}", detail)

@@ -1,0 +1,70 @@
+"""The Local launcher's programs share the operator's pod: at most ``max_runs`` run at once
+(chart value jobs.local.maxRuns); a launch beyond is refused with LauncherBusy, holding
+nothing, and goes through once a program has ended. Real child processes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from ducklake_operator.controller.launchers.local import LocalLauncher
+from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, launch_spec
+from ducklake_operator.errors import LauncherBusy
+
+# waits while its file exists (the run file's directory is the launcher's state directory)
+HOLD = "import os, sys, time\nwhile os.path.exists(os.environ['HOLD_FILE']): time.sleep(0.02)"
+
+
+def attempt(name: str, uid: str) -> LaunchSpec:
+    return launch_spec(job_name=name, namespace="data", uid=uid, attempt=1, run_document={"job": {"uid": uid}},
+                       spark={"launcher": "Local"}, env_from_secrets=[], timeout_seconds=None, env={})  # fmt: skip
+
+
+def ended(launcher: LocalLauncher, launched: Launched, timeout: float = 30) -> str:
+    deadline = time.time() + timeout
+    while (state := launcher.observe(launched).state) == "Running" and time.time() < deadline:
+        time.sleep(0.02)
+    return state
+
+
+def test_at_most_max_runs_programs_run_at_once(tmp_path: Any) -> None:
+    hold = tmp_path / "hold"
+    hold.write_text("")
+    launcher = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
+                             env={"HOLD_FILE": str(hold), "PATH": os.environ["PATH"]}, max_runs=2)  # fmt: skip
+    first, second = launcher.launch(attempt("a", "uid-a")), launcher.launch(attempt("b", "uid-b"))
+    with pytest.raises(LauncherBusy, match="at most 2 at once"):
+        launcher.launch(attempt("c", "uid-c"))
+    assert launcher.launch(attempt("a", "uid-a")) == first  # the same attempt again is found, not refused
+    assert not (tmp_path / "runs" / "c-uidc-1.launch.json").exists()  # nothing of the refused one started
+    hold.unlink()
+    assert ended(launcher, first) != "Running" and ended(launcher, second) != "Running"
+    hold.write_text("")
+    third = launcher.launch(attempt("c", "uid-c"))  # a place is free again
+    assert launcher.observe(third).state == "Running"
+    hold.unlink()
+    ended(launcher, third)
+
+
+def test_programs_an_earlier_operator_started_count_too(tmp_path: Any) -> None:
+    hold = tmp_path / "hold"
+    hold.write_text("")
+
+    def launcher() -> LocalLauncher:
+        return LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
+                             env={"HOLD_FILE": str(hold), "PATH": os.environ["PATH"]}, max_runs=1)  # fmt: skip
+
+    running = launcher().launch(attempt("a", "uid-a"))
+    after = launcher()  # the operator restarted
+    assert after.observe(running).state == "Running"  # found again, and counted
+    with pytest.raises(LauncherBusy):
+        after.launch(attempt("b", "uid-b"))
+    hold.unlink()
+    assert ended(after, running) != "Running"
+    second = after.launch(attempt("b", "uid-b"))  # its place is free: started
+    assert second.detail["pid"] != running.detail["pid"]
+    ended(after, second)
