@@ -1,0 +1,42 @@
+"""DuckLakeSchema: a schema in a catalog."""
+
+from __future__ import annotations
+
+from ...model.spec import SCHEMAS, SchemaSpec
+from .common import CATALOG_REF, DELETION, comment, identifier, plan_status, status, tags
+from .fields import Int, obj
+from .kind import AGE, READY, Kind
+
+SPEC = obj(
+    "Desired state of a schema in a DuckLake catalog.",
+    {
+        "catalogRef": CATALOG_REF,
+        "name": identifier("schema", "Schema name in the catalog."),
+        "comment": comment("Schema comment."),
+        "tags": tags("Schema tags."),
+        "deletionPolicy": DELETION,
+    },
+    required=("catalogRef", "name"),
+    to=SchemaSpec,
+)
+STATUS = status(
+    {
+        "schemaId": Int(desc="schema_id in the catalog."),
+        "snapshot": Int(desc="The snapshot that created the schema."),
+        **plan_status(),
+    }
+)
+SCHEMA = Kind(
+    "DuckLakeSchema",
+    SCHEMAS,
+    ("dls",),
+    "A schema in a DuckLake catalog.",
+    SPEC,
+    STATUS,
+    (
+        {"name": "Catalog", "type": "string", "jsonPath": ".spec.catalogRef.name"},
+        {"name": "Schema", "type": "string", "jsonPath": ".spec.name"},
+        READY,
+        AGE,
+    ),
+)

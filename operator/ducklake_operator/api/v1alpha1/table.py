@@ -1,0 +1,225 @@
+"""DuckLakeTable: a table declared whole (columns, partitioning, sort order, evolution policy)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...model.names import fold, identifier_problem
+from ...model.spec import (
+    CAST_ERRORS,
+    DEFAULT_SCHEMA,
+    EVOLUTION_MODE,
+    NULL_ORDER,
+    ON_DRIFT,
+    SORT_DIRECTION,
+    TABLES,
+    TRANSFORM,
+    TYPE_CHANGES,
+    EvolutionPolicy,
+    PartitionKey,
+    SortKey,
+    TableSpec,
+)
+from ..problems import Problems
+from .columns import column, read_columns
+from .common import (
+    CATALOG_REF,
+    DELETION,
+    NAME_PATTERN,
+    comment,
+    identifier,
+    options,
+    plan_status,
+    renamed_from,
+    status,
+    tags,
+)
+from .fields import Anything, Arr, Bool, Int, Str, obj
+from .kind import AGE, READY, Kind
+
+TEMPORAL = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
+
+
+def _schema_name(p: Problems, o: Any, key: str, path: str) -> str:
+    schema: str = p.get(o, key, path, str, default=DEFAULT_SCHEMA)
+    problem = identifier_problem(schema, "schema")
+    if problem:
+        p.add(f"{path}.{key}", problem)
+    return schema
+
+
+def _on_cast_error(p: Problems, o: Any, key: str, path: str) -> str | None:
+    # YAML reads an unquoted null as no value: onCastError: null means the word here
+    if isinstance(o, Mapping) and key in o and o[key] is None:
+        return "null"
+    return p.enum(o, key, path, CAST_ERRORS.values, CAST_ERRORS.default)
+
+
+def _keys_are_columns(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
+    """Partition and sort keys name top-level columns; a transform needs a date or a timestamp."""
+    top = {fold(c.name): c for c in values["columns"]}
+    for i, key in enumerate(values["partition_by"]):
+        col = top.get(fold(key.column))
+        at = f"{path}.partitionBy[{i}]"
+        if key.column and col is None:
+            p.add(f"{at}.column", f"{key.column!r} is not a top-level column of the table")
+        elif col is not None and key.transform != "identity" and col.type.name not in TEMPORAL:
+            p.add(f"{at}.transform", f"{key.transform} needs a date or timestamp column; {key.column} is {col.type}")
+    for i, sort in enumerate(values["sort_by"]):
+        if sort.column and fold(sort.column) not in top:
+            p.add(f"{path}.sortBy[{i}].column", f"{sort.column!r} is not a top-level column of the table")
+
+
+SPEC = obj(
+    "Desired state of a DuckLake table; the operator plans and applies the difference as one snapshot.",
+    {
+        "catalogRef": CATALOG_REF,
+        "schema": Str(desc="Schema of the table.", default=DEFAULT_SCHEMA, pattern=NAME_PATTERN, reader=_schema_name),
+        "name": identifier("table", "Table name in the catalog."),
+        "renamedFrom": renamed_from("Earlier names of the table: declares a rename."),
+        "comment": comment("Table comment (DuckDB COMMENT ON TABLE)."),
+        "tags": tags("Table tags."),
+        "columns": Arr(
+            desc="Columns in order. New columns go last (DuckLake appends); existing ones cannot be reordered.",
+            items=column(3),
+            reader=read_columns,
+        ),
+        "partitionBy": Arr(
+            desc="Partition keys (top-level columns).",
+            items=obj(
+                "A partition key.",
+                {
+                    "column": Str(desc="Column name.", min_length=1),
+                    "transform": Str(desc="identity, or year/month/day/hour of a date or timestamp.", choice=TRANSFORM),
+                },
+                required=("column",),
+                to=PartitionKey,
+            ),
+        ),
+        "sortBy": Arr(
+            desc="Sort order used by inserts and compaction.",
+            items=obj(
+                "A sort key.",
+                {
+                    "column": Str(desc="Column name.", min_length=1),
+                    "direction": Str(desc="asc or desc.", choice=SORT_DIRECTION),
+                    "nulls": Str(desc="first or last.", choice=NULL_ORDER),
+                },
+                required=("column",),
+                to=SortKey,
+            ),
+        ),
+        "options": options("table"),
+        "evolution": obj(
+            "What the operator may change.",
+            {
+                "allowDropColumns": Bool(
+                    desc="Allow dropping columns and fields (their data is no longer readable).", default=False
+                ),
+                "typeChanges": Str(
+                    desc="promote: only lossless promotions (metadata only). rewrite: other casts by rewriting the "
+                    "data.",
+                    choice=TYPE_CHANGES,
+                ),
+                "mode": Str(
+                    desc="declared: the manifest is the whole truth. auto: columns added by ingestion are kept.",
+                    choice=EVOLUTION_MODE,
+                ),
+                "onDrift": Str(
+                    desc="report or revert changes made outside the operator (checked on a timer).", choice=ON_DRIFT
+                ),
+                "onCastError": Str(
+                    desc="With typeChanges: rewrite, what a value that does not convert to the new type does: fail "
+                    "(the rewriteColumnType job fails naming it, nothing changes) or null (it becomes NULL). "
+                    'Quote "null" in YAML.',
+                    choice=CAST_ERRORS,
+                    reader=_on_cast_error,
+                ),
+                "approvedPlan": Str(
+                    desc="Hash of a blocked plan (status.pendingPlan.hash) to apply it anyway; void once the plan "
+                    "changes.",
+                    pattern=r"^[0-9a-f]{16}$",
+                    reader=lambda p, o, key, path: p.get(o, key, path, str) or None,
+                ),
+            },
+            to=EvolutionPolicy,
+        ),
+        "deletionPolicy": DELETION,
+    },
+    required=("catalogRef", "name", "columns"),
+    allowed=(
+        "catalogRef",
+        "schema",
+        "name",
+        "comment",
+        "tags",
+        "columns",
+        "partitionBy",
+        "sortBy",
+        "options",
+        "evolution",
+        "deletionPolicy",
+        "renamedFrom",
+    ),  # fmt: skip
+    check=_keys_are_columns,
+    to=TableSpec,
+)
+STATUS = status(
+    {
+        "tableId": Int(desc="table_id in the catalog."),
+        "tableUuid": Str(desc="table_uuid in the catalog."),
+        "snapshot": Int(desc="The latest snapshot that changed the table's definition or its files."),
+        "schemaVersion": Int(desc="The catalog's schema_version when the table's layout last changed."),
+        "columnCount": Int(desc="Number of top-level columns."),
+        "columns": Arr(
+            desc="Columns with their ids (field ids in Parquet).",
+            items=obj(
+                "A column.",
+                {
+                    "name": Str(desc="Path of the column."),
+                    "id": Int(desc="column_id."),
+                    "type": Str(desc="DuckLake type."),
+                },
+            ),
+        ),
+        **plan_status(),
+        "drift": Arr(desc="Where the catalog differs from the manifest.", items=Str(desc="A difference.")),
+        "heavyJob": obj(
+            "The DuckLakeJob doing the plan (its heavy changes, typeChanges: rewrite, and the rest in the same "
+            "snapshot), while there is one.",
+            {
+                "name": Str(desc="The DuckLakeJob."),
+                "operation": Str(desc="Its operation."),
+                "params": Anything(desc="Its params.", mapping=True),
+                "state": Str(desc="Its state when last seen."),
+            },
+        ),
+        "stats": obj(
+            "Table health from the catalog.",
+            {
+                "rows": Int(desc="Rows in live files minus deletes."),
+                "files": Int(desc="Live data files."),
+                "bytes": Int(desc="Bytes in live data files."),
+                "smallFiles": Int(desc="Files under the small-file threshold."),
+                "deleteFiles": Int(desc="Live delete files."),
+            },
+        ),
+    }
+)
+TABLE = Kind(
+    "DuckLakeTable",
+    TABLES,
+    ("dlt",),
+    "A DuckLake table, declared: columns, partitioning, sort order, evolution policy.",
+    SPEC,
+    STATUS,
+    (
+        {"name": "Schema", "type": "string", "jsonPath": ".spec.schema"},
+        {"name": "Snapshot", "type": "integer", "jsonPath": ".status.snapshot"},
+        {"name": "Columns", "type": "integer", "jsonPath": ".status.columnCount"},
+        {"name": "Files", "type": "integer", "jsonPath": ".status.stats.files"},
+        READY,
+        AGE,
+    ),
+)
