@@ -16,10 +16,12 @@ import yaml
 
 from ..errors import SpecError
 from ..model.names import fold
-from ..model.spec import API_VERSION, Manifest, ObjectRef, TableSpec
 from .problems import Problems
-from .v1alpha1 import KINDS
+from .v1alpha1 import KINDS, Manifest
 from .v1alpha1.columns import COLUMN_TAGS_REFUSED
+from .v1alpha1.common import ObjectRef
+from .v1alpha1.names import API_VERSION
+from .v1alpha1.table import TableSpec
 
 __all__ = ["COLUMN_TAGS_REFUSED", "load_paths", "parse_manifest"]
 

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from .catalog import CATALOG
-from .job import JOB
+from .catalog import CATALOG, CatalogSpec
+from .job import JOB, JobSpec
 from .kind import Kind
-from .policy import POLICY
-from .schema import SCHEMA
-from .table import TABLE
+from .policy import POLICY, MaintenancePolicySpec
+from .schema import SCHEMA, SchemaSpec
+from .table import TABLE, TableSpec
 
 KINDS: dict[str, Kind] = {k.name: k for k in (CATALOG, SCHEMA, TABLE, POLICY, JOB)}
+Manifest = CatalogSpec | SchemaSpec | TableSpec | MaintenancePolicySpec | JobSpec

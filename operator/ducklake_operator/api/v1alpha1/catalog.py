@@ -2,13 +2,50 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ...model.spec import CATALOGS, SSL_MODE, URL_STYLE, CatalogSpec, PostgresSpec, S3Spec, SqliteSpec
 from ..problems import Problems
-from .common import deletion, local_path, options, secret_ref, status
-from .fields import Int, Str, obj
+from .common import DELETION_POLICY, ObjectRef, SecretRef, deletion, local_path, options, secret_ref, status
+from .fields import Choice, Int, Str, obj
 from .kind import AGE, READY, Kind
+from .names import CATALOG_KIND, CATALOGS
+
+SSL_MODE = Choice(("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
+URL_STYLE = Choice(("path", "vhost"))
+
+
+@dataclass(frozen=True)
+class PostgresSpec:
+    host: str
+    database: str
+    port: int = 5432
+    schema: str | None = None
+    ssl_mode: str | None = None
+    credentials: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class SqliteSpec:
+    path: str
+
+
+@dataclass(frozen=True)
+class S3Spec:
+    endpoint: str | None = None
+    region: str | None = None
+    url_style: str | None = None
+    credentials: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class CatalogSpec:
+    ref: ObjectRef
+    backend: PostgresSpec | SqliteSpec
+    data_path: str
+    options: tuple[tuple[str, str], ...] = ()  # catalog keys, normalised values
+    s3: S3Spec | None = None
+    deletion_policy: str = DELETION_POLICY.default
 
 
 def _sqlite_path(p: Problems, o: Any, key: str, path: str) -> str:
@@ -122,7 +159,7 @@ STATUS = status(
     }
 )
 CATALOG = Kind(
-    "DuckLakeCatalog",
+    CATALOG_KIND,
     CATALOGS,
     ("dlc", "dlcat"),
     "A DuckLake catalog: metadata database and data path.",

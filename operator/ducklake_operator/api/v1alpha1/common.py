@@ -6,20 +6,64 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-# the spellings the launchers check when they render a run (an import up into the controller,
-# as the generator made when it lived there; the patterns belong below both)
-from ...controller.launchers.render import CPU_PATTERN, JVM_MEMORY_PATTERN
 from ...errors import SpecError
 from ...model.names import identifier_problem
 from ...model.options import OPTIONS, SIZE_PATTERN, normalize_option, parse_size
 from ...model.run_env import NAME_PATTERN as ENV_NAME_PATTERN
 from ...model.run_env import RESERVED as RESERVED_ENV
-from ...model.run_env import read_env
-from ...model.spec import DELETION_POLICY, IMAGE_PULL_POLICY, LAUNCHER, Choice, SecretRef, SparkSettings
+from ...model.run_env import EnvVar, read_env
+from ...model.spark_resources import CPU_PATTERN, JVM_MEMORY_PATTERN
 from ..problems import Problems
-from .fields import Anything, Arr, Int, IntOrStr, Node, Obj, Str, StrMap, case_insensitive, obj
+from .fields import Anything, Arr, Choice, DefaultChoice, Int, IntOrStr, Node, Obj, Str, StrMap, case_insensitive, obj
+
+DELETION_POLICY = DefaultChoice(("Retain", "Delete"), "Retain")
+LAUNCHER = Choice(("SparkApplication", "Job", "Local"))  # unset: the next level's (run_settings)
+IMAGE_PULL_POLICY = Choice(
+    ("Always", "IfNotPresent", "Never")
+)  # a container's imagePullPolicy; unset: the next level's
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Kubernetes identity of a manifest and where it came from (for messages)."""
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    source: str | None = None  # file path, or "namespace/name" in a cluster
+    generation: int | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        where = f" ({self.source})" if self.source else ""
+        return f"{self.kind} {self.name}{where}"
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    name: str
+    username_key: str = "username"
+    password_key: str = "password"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How runs run. Unset fields (None, empty) take the next level's: a job's over its
+    policy's over the operator's defaults (``controller/run_settings.py``)."""
+
+    launcher: str | None = None  # one of LAUNCHER
+    image: str | None = None
+    image_pull_policy: str | None = None  # one of IMAGE_PULL_POLICY
+    service_account: str | None = None
+    driver: tuple[tuple[str, str], ...] = ()
+    executor: tuple[tuple[str, str], ...] = ()
+    conf: tuple[tuple[str, str], ...] = ()
+    in_process_below: int | None = None  # bytes of planned input under which a run skips Spark
+    env: tuple[EnvVar, ...] = ()  # the programs' environment variables (model/run_env.py), merged by name
+
 
 NAME_PATTERN = r"^[^\s\x00-\x1f](.*[^\s\x00-\x1f])?$"
 

@@ -18,7 +18,6 @@ from typing import Any
 from ...model.durations import DURATION_PATTERN
 from ...model.maintenance_params import Param
 from ...model.options import SIZE_PATTERN
-from ...model.spec import Choice
 from ..problems import Problems
 
 Schema = dict[str, Any]
@@ -26,6 +25,21 @@ Schema = dict[str, Any]
 Reader = Callable[[Problems, Any, str, str], Any]
 # (the values read, the raw mapping, its path, problems) -> None; checks across fields, may rewrite values
 Check = Callable[[dict[str, Any], Mapping[str, Any], str, Problems], None]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A field that takes one of a few words: the loader checks it, the CRD lists it as an enum."""
+
+    values: tuple[str, ...]
+    default: str | None = None  # None: the field may be absent (and means something else then)
+
+
+@dataclass(frozen=True)
+class DefaultChoice(Choice):
+    """A choice with a default: its field always has one of the words."""
+
+    default: str
 
 
 def case_insensitive(pattern: str) -> str:

@@ -3,21 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import SpecError
 from ...model.durations import DURATION_PATTERN, parse_duration
 from ...model.job_params import OPERATIONS, job_keywords, params_help
-from ...model.maintenance_params import JOB_SETTINGS
-from ...model.spec import JOB_OPERATION, JOBS, Choice, JobSpec
+from ...model.maintenance_params import JOB_SETTINGS, RETRIES
 from ..problems import Problems
-from .common import CATALOG_REF, spark, status
-from .fields import Anything, Arr, Bool, Int, IntOrStr, Str, case_insensitive, obj, setting
+from .common import CATALOG_REF, ObjectRef, SparkSettings, spark, status
+from .fields import Anything, Arr, Bool, Choice, Int, IntOrStr, Str, case_insensitive, obj, setting
 from .kind import Kind
+from .names import JOB_KIND, JOBS
 
+JOB_OPERATIONS = tuple(OPERATIONS)
+JOB_OPERATION = Choice(JOB_OPERATIONS)
 STATES = Choice(("Pending", "Running", "Succeeded", "Failed", "Cancelled"))
 # what a DuckLakeJob may not change once created
 FIXED = ("catalogRef", "table", "operation", "params", "timeout", "retries", "spark")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    ref: ObjectRef
+    catalog: str
+    table: str | None  # "schema.table"; None for catalog-wide operations
+    operation: str
+    params: dict[str, Any]  # the job function's keyword arguments (job_params.job_keywords)
+    timeout_seconds: int | None = None
+    retries: int = RETRIES.default
+    spark: SparkSettings | None = None
+    cancel: bool = False
 
 
 def _params_description() -> str:
@@ -147,7 +163,7 @@ STATUS = status(
     }
 )
 JOB = Kind(
-    "DuckLakeJob",
+    JOB_KIND,
     JOBS,
     ("dlj",),
     "One maintenance run (compaction, expiry, cleanup, ...).",

@@ -6,31 +6,110 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from ...model.maintenance_params import POLICY_SETTINGS
-from ...model.spec import (
-    DEFAULT_TIMEZONE,
-    POLICIES,
-    SELECTOR_OPERATOR,
-    WINDOW_TIME_PATTERN,
-    CleanupSettings,
-    CompactionSettings,
-    DeleteRewriteSettings,
-    ExpirySettings,
-    MaintenancePolicySpec,
-    RepartitionSettings,
-    Schedule,
-    SelectorRequirement,
-    Window,
+from ...model.maintenance_params import (
+    CLEANUP_GRACE,
+    DRY_RUN,
+    HISTORY_LIMIT,
+    MIN_INPUT_FILES,
+    ORPHAN_FILES,
+    POLICY_SETTINGS,
+    SORT,
+    SUSPEND,
 )
 from ..problems import Problems
-from .common import CATALOG_REF, spark, status
-from .fields import Anything, Arr, Obj, Str, obj, setting, settings
+from .common import CATALOG_REF, ObjectRef, SparkSettings, spark, status
+from .fields import Anything, Arr, Choice, Obj, Str, obj, setting, settings
 from .kind import AGE, READY, Kind
+from .names import POLICIES, POLICY_KIND
+
+DEFAULT_TIMEZONE = "UTC"  # a policy's window, and schedules without a window, are read in it
+WINDOW_TIME_PATTERN = r"^([01]\d|2[0-3]):[0-5]\d$"  # HH:MM, 00:00 to 23:59
+SELECTOR_OPERATOR = Choice(("In", "NotIn", "Exists", "DoesNotExist"))
+
+
+@dataclass(frozen=True)
+class Schedule:
+    cron: str  # 5-field cron, validated
+    when_small_files_above: int | None = None  # compaction also runs when a table has more
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    schedule: Schedule
+    target_file_size: int | None = None  # bytes; None: the table's option (or DuckDB's 512 MiB)
+    min_input_files: int = MIN_INPUT_FILES.default
+    small_file_threshold: int | None = None
+    sort: bool = SORT.default
+
+
+@dataclass(frozen=True)
+class RepartitionSettings:
+    schedule: Schedule
+    max_bytes_per_commit: int | None = None  # None: everything in one snapshot
+
+
+@dataclass(frozen=True)
+class DeleteRewriteSettings:
+    schedule: Schedule
+    delete_ratio_threshold: float | None = None  # None: the table's rewrite_delete_threshold option, else DuckDB's
+
+
+@dataclass(frozen=True)
+class ExpirySettings:
+    schedule: Schedule
+    older_than: str | None = None
+    retain_last: int | None = None
+
+
+@dataclass(frozen=True)
+class CleanupSettings:
+    schedule: Schedule
+    older_than: str = CLEANUP_GRACE
+    orphan_files: bool = ORPHAN_FILES.default
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class Window:
+    start: str  # HH:MM
+    end: str
+    timezone: str = DEFAULT_TIMEZONE
+
+
+@dataclass(frozen=True)
+class SelectorRequirement:
+    """One ``matchExpressions`` entry of a Kubernetes label selector."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MaintenancePolicySpec:
+    ref: ObjectRef
+    catalog: str
+    tables: tuple[str, ...] = ()  # schema.table
+    table_selector: tuple[tuple[str, str], ...] = ()  # matchLabels
+    table_selector_expressions: tuple[SelectorRequirement, ...] = ()  # matchExpressions
+    compaction: CompactionSettings | None = None
+    delete_rewrite: DeleteRewriteSettings | None = None
+    inlined_data_flush: Schedule | None = None
+    partition_rewrite: RepartitionSettings | None = None
+    snapshot_expiry: ExpirySettings | None = None  # catalog-wide
+    file_cleanup: CleanupSettings | None = None  # catalog-wide
+    window: Window | None = None
+    suspend: bool = SUSPEND.default
+    max_jobs_per_catalog: int | None = None
+    spark: SparkSettings | None = None
+    history_limit: int = HISTORY_LIMIT.default  # as a CronJob's successfulJobsHistoryLimit
+    dry_run: bool = False  # every run it starts is a dry run
 
 
 def _cron(p: Problems, o: Any, key: str, path: str) -> str:
@@ -205,7 +284,7 @@ SPEC = obj(
 )
 STATUS = status({"operations": Anything(desc="Last and next run per operation and table.", mapping=True)})
 POLICY = Kind(
-    "DuckLakeMaintenancePolicy",
+    POLICY_KIND,
     POLICIES,
     ("dlmp",),
     "Scheduled maintenance of DuckLake tables and of their catalog.",

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-from ...model.spec import SCHEMAS, SchemaSpec
-from .common import CATALOG_REF, DELETION, comment, identifier, plan_status, status, tags
+from dataclasses import dataclass
+
+from .common import CATALOG_REF, DELETION, DELETION_POLICY, ObjectRef, comment, identifier, plan_status, status, tags
 from .fields import Int, obj
 from .kind import AGE, READY, Kind
+from .names import SCHEMA_KIND, SCHEMAS
+
+
+@dataclass(frozen=True)
+class SchemaSpec:
+    ref: ObjectRef
+    catalog: str
+    name: str
+    tags: tuple[tuple[str, str], ...] = ()  # 'comment' included
+    deletion_policy: str = DELETION_POLICY.default
+
 
 SPEC = obj(
     "Desired state of a schema in a DuckLake catalog.",
@@ -27,7 +39,7 @@ STATUS = status(
     }
 )
 SCHEMA = Kind(
-    "DuckLakeSchema",
+    SCHEMA_KIND,
     SCHEMAS,
     ("dls",),
     "A schema in a DuckLake catalog.",

@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from ...model.maintenance_params import ON_CAST_ERROR
 from ...model.names import fold, identifier_problem
-from ...model.spec import (
-    CAST_ERRORS,
-    DEFAULT_SCHEMA,
-    EVOLUTION_MODE,
-    NULL_ORDER,
-    ON_DRIFT,
-    SORT_DIRECTION,
-    TABLES,
-    TRANSFORM,
-    TYPE_CHANGES,
-    EvolutionPolicy,
-    PartitionKey,
-    SortKey,
-    TableSpec,
-)
+from ...model.types import Field
 from ..problems import Problems
 from .columns import column, read_columns
 from .common import (
     CATALOG_REF,
     DELETION,
+    DELETION_POLICY,
     NAME_PATTERN,
+    ObjectRef,
     comment,
     identifier,
     options,
@@ -35,10 +25,63 @@ from .common import (
     status,
     tags,
 )
-from .fields import Anything, Arr, Bool, Int, Str, obj
+from .fields import Anything, Arr, Bool, DefaultChoice, Int, Str, obj
 from .kind import AGE, READY, Kind
+from .names import TABLE_KIND, TABLES
 
+TRANSFORM = DefaultChoice(("identity", "year", "month", "day", "hour"), "identity")
+TRANSFORMS = TRANSFORM.values
+SORT_DIRECTION = DefaultChoice(("asc", "desc"), "asc")
+NULL_ORDER = DefaultChoice(("first", "last"), "last")
+TYPE_CHANGES = DefaultChoice(("promote", "rewrite"), "promote")
+EVOLUTION_MODE = DefaultChoice(("declared", "auto"), "declared")
+ON_DRIFT = DefaultChoice(("report", "revert"), "report")
+CAST_ERRORS = DefaultChoice(ON_CAST_ERROR.choices, ON_CAST_ERROR.default)  # the rewriteColumnType job's
+DEFAULT_SCHEMA = "main"  # a table's schema when its manifest names none (DuckDB's default schema)
 TEMPORAL = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
+
+
+@dataclass(frozen=True)
+class PartitionKey:
+    column: str
+    transform: str = TRANSFORM.default
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: str
+    direction: str = SORT_DIRECTION.default
+    nulls: str = NULL_ORDER.default
+
+
+@dataclass(frozen=True)
+class EvolutionPolicy:
+    allow_drop_columns: bool = False
+    type_changes: str = TYPE_CHANGES.default
+    mode: str = EVOLUTION_MODE.default
+    on_drift: str = ON_DRIFT.default
+    on_cast_error: str = CAST_ERRORS.default  # what a heavy type change's job does with a value that does not convert
+    approved_plan: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    ref: ObjectRef
+    catalog: str
+    schema: str
+    name: str
+    columns: tuple[Field, ...]
+    tags: tuple[tuple[str, str], ...] = ()  # 'comment' included
+    partition_by: tuple[PartitionKey, ...] = ()
+    sort_by: tuple[SortKey, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
+    evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
+    deletion_policy: str = DELETION_POLICY.default
+    renamed_from: tuple[str, ...] = ()  # earlier names of the table
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.name}"
 
 
 def _schema_name(p: Problems, o: Any, key: str, path: str) -> str:
@@ -208,7 +251,7 @@ STATUS = status(
     }
 )
 TABLE = Kind(
-    "DuckLakeTable",
+    TABLE_KIND,
     TABLES,
     ("dlt",),
     "A DuckLake table, declared: columns, partitioning, sort order, evolution policy.",
