@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
 from typing import Any
 
@@ -216,6 +216,14 @@ class Obj(Node):
     absent: str = "defaults"  # or "none", "missing"
     rules: tuple[tuple[str, str], ...] = ()
     schema_required: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """A declared field must be a field of the dataclass it reads into (caught at import)."""
+        if is_dataclass(self.to):
+            names = {f.name for f in fields(self.to)}
+            attrs = {node.attr or snake(key) for key, node in self.props.items() if node.attr is not None}
+            if not attrs <= names:
+                raise TypeError(f"{self.to.__name__} has no field {', '.join(sorted(attrs - names))}")
 
     def render(self) -> Schema:
         s: Schema = {
