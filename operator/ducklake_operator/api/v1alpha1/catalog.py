@@ -8,7 +8,7 @@ from typing import Any
 from ..problems import Problems
 from .common import DELETION_POLICY, ObjectRef, SecretRef, deletion, local_path, options, secret_ref, status
 from .fields import Choice, Int, Str, obj
-from .kind import AGE, READY, Kind
+from .kind import AGE, READY_COLUMN, Kind
 from .names import CATALOG_KIND, CATALOGS
 
 SSL_MODE = Choice(("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
@@ -168,7 +168,7 @@ CATALOG = Kind(
     (
         {"name": "Snapshot", "type": "integer", "jsonPath": ".status.currentSnapshot"},
         {"name": "Format", "type": "string", "jsonPath": ".status.formatVersion"},
-        READY,
+        READY_COLUMN,
         AGE,
     ),
 )

@@ -18,6 +18,7 @@ from ...model.run_env import EnvVar, read_env
 from ...model.spark_resources import CPU_PATTERN, JVM_MEMORY_PATTERN
 from ..problems import Problems
 from .fields import Anything, Arr, Choice, DefaultChoice, Int, IntOrStr, Node, Obj, Str, StrMap, case_insensitive, obj
+from .names import CONDITION_TYPES
 
 DELETION_POLICY = DefaultChoice(("Retain", "Delete"), "Retain")
 LAUNCHER = Choice(("SparkApplication", "Job", "Local"))  # unset: the next level's (run_settings)
@@ -313,7 +314,7 @@ def _condition() -> Obj:
     return obj(
         "Standard Kubernetes condition.",
         {
-            "type": Str(desc="Ready, Progressing, Blocked, Drifted, CatalogReachable, ..."),
+            "type": Str(desc=", ".join(CONDITION_TYPES) + ", ..."),
             "status": Str(desc="True, False or Unknown.", choice=Choice(("True", "False", "Unknown"))),
             "reason": Str(desc="One-word CamelCase reason."),
             "message": Str(desc="Human-readable details."),

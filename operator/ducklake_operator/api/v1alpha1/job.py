@@ -18,7 +18,9 @@ from .names import JOB_KIND, JOBS
 
 JOB_OPERATIONS = tuple(OPERATIONS)
 JOB_OPERATION = Choice(JOB_OPERATIONS)
-STATES = Choice(("Pending", "Running", "Succeeded", "Failed", "Cancelled"))
+# a run's states (status.state)
+PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = "Pending", "Running", "Succeeded", "Failed", "Cancelled"
+STATES = Choice((PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED))
 # what a DuckLakeJob may not change once created
 FIXED = ("catalogRef", "table", "operation", "params", "timeout", "retries", "spark")
 
@@ -121,7 +123,7 @@ SPEC = obj(
 )
 STATUS = status(
     {
-        "state": Str(desc="Pending, Running, Succeeded, Failed or Cancelled.", choice=STATES),
+        "state": Str(desc=", ".join(STATES.values[:-1]) + f" or {STATES.values[-1]}.", choice=STATES),
         "progress": Str(desc="Human-readable progress."),
         "attempts": Int(desc="Attempts so far."),
         "startTime": Str(desc="Start (RFC 3339)."),

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .fields import Obj
+from .names import READY
 
 Column = Mapping[str, str]
-READY: Column = {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'}
+READY_COLUMN: Column = {"name": READY, "type": "string", "jsonPath": f'.status.conditions[?(@.type=="{READY}")].status'}
 AGE: Column = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 

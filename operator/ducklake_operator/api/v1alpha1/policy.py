@@ -25,7 +25,7 @@ from ...model.maintenance_params import (
 from ..problems import Problems
 from .common import CATALOG_REF, ObjectRef, SparkSettings, spark, status
 from .fields import Anything, Arr, Choice, Obj, Str, obj, setting, settings
-from .kind import AGE, READY, Kind
+from .kind import AGE, READY_COLUMN, Kind
 from .names import POLICIES, POLICY_KIND
 
 DEFAULT_TIMEZONE = "UTC"  # a policy's window, and schedules without a window, are read in it
@@ -293,7 +293,7 @@ POLICY = Kind(
     (
         {"name": "Catalog", "type": "string", "jsonPath": ".spec.catalogRef.name"},
         {"name": "Suspended", "type": "boolean", "jsonPath": ".spec.suspend"},
-        READY,
+        READY_COLUMN,
         AGE,
     ),
 )

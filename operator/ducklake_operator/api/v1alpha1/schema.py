@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .common import CATALOG_REF, DELETION, DELETION_POLICY, ObjectRef, comment, identifier, plan_status, status, tags
 from .fields import Int, obj
-from .kind import AGE, READY, Kind
+from .kind import AGE, READY_COLUMN, Kind
 from .names import SCHEMA_KIND, SCHEMAS
 
 
@@ -48,7 +48,7 @@ SCHEMA = Kind(
     (
         {"name": "Catalog", "type": "string", "jsonPath": ".spec.catalogRef.name"},
         {"name": "Schema", "type": "string", "jsonPath": ".spec.name"},
-        READY,
+        READY_COLUMN,
         AGE,
     ),
 )

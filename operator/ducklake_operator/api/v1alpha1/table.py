@@ -26,7 +26,7 @@ from .common import (
     tags,
 )
 from .fields import Anything, Arr, Bool, DefaultChoice, Int, Str, obj
-from .kind import AGE, READY, Kind
+from .kind import AGE, READY_COLUMN, Kind
 from .names import TABLE_KIND, TABLES
 
 TRANSFORM = DefaultChoice(("identity", "year", "month", "day", "hour"), "identity")
@@ -262,7 +262,7 @@ TABLE = Kind(
         {"name": "Snapshot", "type": "integer", "jsonPath": ".status.snapshot"},
         {"name": "Columns", "type": "integer", "jsonPath": ".status.columnCount"},
         {"name": "Files", "type": "integer", "jsonPath": ".status.stats.files"},
-        READY,
+        READY_COLUMN,
         AGE,
     ),
 )
