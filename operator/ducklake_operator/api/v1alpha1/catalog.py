@@ -73,6 +73,7 @@ POSTGRES = obj(
         "credentialsSecretRef": secret_ref("database user and password"),
     },
     required=("host", "database"),
+    order=("host", "database", "port", "schema", "sslMode", "credentialsSecretRef"),
     to=PostgresSpec,
     absent="none",
 )

@@ -304,6 +304,17 @@ def spark(desc: str) -> Obj:
         },
         to=SparkSettings,
         absent="none",
+        order=(
+            "env",
+            "inProcessBelow",
+            "launcher",
+            "image",
+            "imagePullPolicy",
+            "serviceAccount",
+            "driver",
+            "executor",
+            "conf",
+        ),  # fmt: skip
     )
 
 

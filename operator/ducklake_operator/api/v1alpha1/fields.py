@@ -25,6 +25,10 @@ Schema = dict[str, Any]
 Reader = Callable[[Problems, Any, str, str], Any]
 # (the values read, the raw mapping, its path, problems) -> None; checks across fields, may rewrite values
 Check = Callable[[dict[str, Any], Mapping[str, Any], str, Problems], None]
+# (the field's value, the fields read before it, the enclosing path, problems) -> None
+After = Callable[[Any, Mapping[str, Any], str, Problems], None]
+# (a list's item, its path, the fields read before the list, problems) -> None
+Each = Callable[[Any, str, Mapping[str, Any], Problems], None]
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class Node:
     desc: str
     attr: str | None = ""  # "": snake_case of the key; None: not a field of the dataclass
     reader: Reader | None = None
+    after: After | None = None  # checks the value against the fields read before it
     required: bool | None = None  # the loader's; None: as the enclosing object's schema says
     extra: Mapping[str, Any] = field(default_factory=dict)  # more schema keywords, rendered last
     shared: bool = False  # rendered once wherever it is used: the CRD's YAML repeats it as an alias
@@ -70,12 +75,21 @@ class Node:
     def render(self) -> Schema:
         raise NotImplementedError
 
-    def read(self, p: Problems, obj: Any, key: str, path: str, required: bool = False) -> Any:
+    def read(
+        self,
+        p: Problems,
+        obj: Any,
+        key: str,
+        path: str,
+        required: bool = False,
+        before: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """The field ``key`` of ``obj`` (at ``path``); ``before``: the fields of ``obj`` read before it."""
         if self.reader is not None:
             return self.reader(p, obj, key, path)
-        return self.load(p, obj, key, path, required if self.required is None else self.required)
+        return self.load(p, obj, key, path, required if self.required is None else self.required, before or {})
 
-    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool) -> Any:
+    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         return obj.get(key) if isinstance(obj, Mapping) else None
 
 
@@ -100,7 +114,7 @@ class Str(Node):
             s["minLength"] = self.min_length
         return s
 
-    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool) -> Any:
+    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         if self.choice is not None:
             return p.enum(obj, key, path, self.choice.values, self.choice.default)
         return p.get(obj, key, path, str, required=required, default="" if required else self.default)
@@ -122,7 +136,7 @@ class Int(Node):
             s["default"] = self.default
         return s
 
-    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool) -> Any:
+    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         return p.get(obj, key, path, int, required=required, default=self.default)
 
 
@@ -136,7 +150,7 @@ class Bool(Node):
             s["default"] = self.default
         return s
 
-    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool) -> Any:
+    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         return p.get(obj, key, path, bool, default=bool(self.default))
 
 
@@ -156,7 +170,7 @@ class StrMap(Node):
     def render(self) -> Schema:
         return {"type": "object", "description": self.desc, "additionalProperties": {"type": "string"}}
 
-    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool) -> Any:
+    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         return tuple(sorted((k, str(v)) for k, v in p.get(obj, key, path, dict, default={}).items()))
 
 
@@ -184,6 +198,7 @@ class IntOrStr(Node):
 class Arr(Node):
     items: Node
     max_items: int | None = None
+    each: Each | None = None  # checks each item (as it is read) against the fields read before the list
 
     def render(self) -> Schema:
         s: Schema = {"type": "array", "description": self.desc, "items": self.items.schema()}
@@ -191,19 +206,25 @@ class Arr(Node):
             s["maxItems"] = self.max_items
         return s
 
-    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool) -> Any:
+    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         raw = p.get(obj, key, path, list, required=required, default=[])
         if not isinstance(self.items, Obj):
             return tuple(raw)
-        return tuple(self.items.read_value(p, item, f"{path}.{key}[{i}]") for i, item in enumerate(raw))
+        out = []
+        for i, item in enumerate(raw):
+            out.append(self.items.read_value(p, item, f"{path}.{key}[{i}]"))
+            if self.each is not None:
+                self.each(out[-1], f"{path}.{key}[{i}]", before, p)
+        return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Obj(Node):
     """An object with declared fields, read into ``to(**fields)``.
 
-    ``allowed`` lists the fields in the order the loader reads and names them when the
-    order differs from the schema's; ``absent``: what an absent object reads as ("none":
+    ``allowed`` lists the fields in the order the loader names them, ``order`` in the order it
+    reads them (and so reports their problems) when these differ from the schema's, with checks
+    (``Check``) run at their point of it; ``absent``: what an absent object reads as ("none":
     None, "defaults": its fields' defaults, "missing": None only when its key is missing,
     its fields' defaults when it is null or no mapping); ``rules``: CEL rules (rule,
     message) the API server checks too.
@@ -213,12 +234,17 @@ class Obj(Node):
     to: Callable[..., Any] = dict
     check: Check | None = None
     allowed: tuple[str, ...] | None = None
+    order: tuple[str | Check, ...] | None = None
     absent: str = "defaults"  # or "none", "missing"
     rules: tuple[tuple[str, str], ...] = ()
     schema_required: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """A declared field must be a field of the dataclass it reads into (caught at import)."""
+        read = None if self.order is None else tuple(k for k in self.order if isinstance(k, str))
+        for keys in (self.allowed, read):
+            if keys is not None and sorted(keys) != sorted(self.props):
+                raise TypeError(f"{keys} are not the fields {tuple(self.props)}")
         if is_dataclass(self.to):
             names = {f.name for f in fields(self.to)}
             attrs = {node.attr or snake(key) for key, node in self.props.items() if node.attr is not None}
@@ -237,7 +263,7 @@ class Obj(Node):
             s["x-kubernetes-validations"] = [{"rule": r, "message": m} for r, m in self.rules]
         return s
 
-    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool) -> Any:
+    def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         if self.absent == "missing" and key not in obj:
             return None
         raw = p.get(obj, key, path, dict, required=required, default=None if self.absent == "none" else {})
@@ -253,9 +279,14 @@ class Obj(Node):
         elif not isinstance(raw, Mapping):
             p.add(path, "must be a mapping")
         values: dict[str, Any] = {}
-        for key in self.allowed or tuple(self.props):
+        for key in self.order or self.allowed or tuple(self.props):
+            if not isinstance(key, str):
+                key(values, raw if isinstance(raw, Mapping) else {}, path, p)
+                continue
             node = self.props[key]
-            value = node.read(p, raw, key, path, key in self.schema_required)
+            value = node.read(p, raw, key, path, key in self.schema_required, values)
+            if node.after is not None:
+                node.after(value, values, path, p)
             if node.attr is not None:
                 values[node.attr or snake(key)] = value
         return values

@@ -65,20 +65,20 @@ def _operation(p: Problems, o: Any, key: str, path: str) -> str:
     return operation or ""
 
 
-def _seconds(p: Problems, o: Any, key: str, path: str) -> int | None:
-    value = p.get(o, key, path, (int, str))
-    if value is None or isinstance(value, int):
-        return value
-    try:
-        return int(parse_duration(value).total_seconds())
-    except SpecError as exc:
-        p.add(f"{path}.{key}", exc.problems[0])
-        return None
+def _seconds(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
+    """The timeout in seconds (read after the catalog, where the loader has always reported it)."""
+    value = values["timeout_seconds"]
+    if isinstance(value, str):
+        try:
+            values["timeout_seconds"] = int(parse_duration(value).total_seconds())
+        except SpecError as exc:
+            p.add(f"{path}.timeout", exc.problems[0])
+            values["timeout_seconds"] = None
 
 
-def _fits_operation(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
+def _fits_operation(params: dict[str, Any], before: Mapping[str, Any], path: str, p: Problems) -> None:
     """The table and the params the operation takes (it is reported above when missing or unknown)."""
-    operation, table = values["operation"], values["table"]
+    operation, table = before["operation"], before["table"]
     if operation not in OPERATIONS:
         return
     op = OPERATIONS[operation]
@@ -87,7 +87,7 @@ def _fits_operation(values: dict[str, Any], raw: Mapping[str, Any], path: str, p
     if op.table == "none" and table:
         p.add(f"{path}.table", f"{operation} works on the whole catalog; remove the table")
     try:
-        job_keywords(operation, values["params"], f"{path}.params")
+        job_keywords(operation, params, f"{path}.params")
     except SpecError as exc:
         p.items.extend(exc.problems)
 
@@ -102,11 +102,12 @@ SPEC = obj(
             desc=_params_description(),
             mapping=True,
             reader=lambda p, o, key, path: dict(p.get(o, key, path, dict, default={})),
+            after=_fits_operation,
         ),
         "timeout": IntOrStr(
             desc="Deadline: seconds, or a duration such as 30m.",
             pattern=case_insensitive(DURATION_PATTERN),
-            reader=_seconds,
+            reader=lambda p, o, key, path: p.get(o, key, path, (int, str)),
             attr="timeout_seconds",
         ),
         "retries": setting(JOB_SETTINGS["retries"]),
@@ -118,7 +119,7 @@ SPEC = obj(
         (" && ".join(_unchanged(f) for f in FIXED), "a DuckLakeJob is immutable but for spec.cancel"),
         ("!has(oldSelf.cancel) || !oldSelf.cancel || self.cancel", "a cancelled run stays cancelled"),
     ),
-    check=_fits_operation,
+    order=("operation", "table", "params", "timeout", "catalogRef", _seconds, "retries", "spark", "cancel"),
     to=JobSpec,
 )
 STATUS = status(

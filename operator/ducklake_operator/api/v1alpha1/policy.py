@@ -138,8 +138,6 @@ def _retention_given(values: dict[str, Any], raw: Mapping[str, Any], path: str, 
 
 def _time(p: Problems, o: Any, key: str, path: str) -> str:
     t: str = p.get(o, key, path, str, required=True, default="00:00")
-    if not re.match(WINDOW_TIME_PATTERN, t):
-        p.add(f"{path}.{key}", f"{t!r} is not HH:MM")
     return t
 
 
@@ -153,11 +151,17 @@ def _timezone(p: Problems, o: Any, key: str, path: str) -> str:
 
 
 def _window_has_length(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
+    """HH:MM times, apart."""
+    for key in ("start", "end"):
+        if not re.match(WINDOW_TIME_PATTERN, values[key]):
+            p.add(f"{path}.{key}", f"{values[key]!r} is not HH:MM")
     if values["start"] == values["end"] and "start" in raw:  # all day or never? neither is worth a window: say so
         p.add(path, f"start and end are both {values['start']}; a window needs a length (omit it to run any time)")
 
 
 def _tables(p: Problems, o: Any, key: str, path: str) -> tuple[Any, ...]:
+    if "tableSelector" in o and key in o:
+        p.add(path, "give tableSelector or tables, not both")
     tables = tuple(p.get(o, key, path, list, default=[]))
     for i, t in enumerate(tables):
         if not isinstance(t, str) or "." not in t:
@@ -198,9 +202,23 @@ def _expressions(raw: list[Any], path: str, p: Problems) -> tuple[SelectorRequir
     return tuple(out)
 
 
+def _concurrency(p: Problems, o: Any, key: str, path: str) -> Mapping[str, Any]:
+    """``concurrency``, its fields checked; its limit is read after the catalog (``_limit``)."""
+    raw: Mapping[str, Any] = p.get(o, key, path, dict, default={})
+    p.keys(raw, f"{path}.{key}", tuple(POLICY_SETTINGS[key]))
+    return raw
+
+
+def _limit(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
+    """The run limit (read after the catalog, where the loader has always reported it)."""
+    limit = POLICY_SETTINGS["concurrency"]["maxJobsPerCatalog"]
+    values["max_jobs_per_catalog"] = p.setting(
+        values["max_jobs_per_catalog"], "maxJobsPerCatalog", f"{path}.concurrency", limit
+    )
+
+
 def _selection(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
-    if "tableSelector" in raw and "tables" in raw:
-        p.add(path, "give tableSelector or tables, not both")
+    """``tableSelector`` is read into two fields."""
     values["table_selector"], values["table_selector_expressions"] = values["table_selector"]
 
 
@@ -247,6 +265,7 @@ SPEC = obj(
                 "end": Str(desc="HH:MM.", pattern=WINDOW_TIME_PATTERN, reader=_time),
                 "timezone": Str(desc="IANA time zone.", default=DEFAULT_TIMEZONE, reader=_timezone),
             },
+            order=("timezone", "start", "end"),
             check=_window_has_length,
             to=Window,
             absent="none",
@@ -255,7 +274,7 @@ SPEC = obj(
         "concurrency": obj(
             "Limits.",
             settings(POLICY_SETTINGS["concurrency"]),
-            to=lambda maxJobsPerCatalog: maxJobsPerCatalog,  # noqa: N803
+            reader=_concurrency,
             attr="max_jobs_per_catalog",
         ),
         "spark": spark("How this policy's runs run (a job's own spark block overrides it)."),
@@ -278,6 +297,24 @@ SPEC = obj(
         "spark",
         "historyLimit",
         "dryRun",
+    ),  # fmt: skip
+    order=(
+        "tables",
+        "tableSelector",
+        "compaction",
+        "deleteRewrite",
+        "inlinedDataFlush",
+        "partitionRewrite",
+        "snapshotExpiry",
+        "fileCleanup",
+        "window",
+        "concurrency",
+        "suspend",
+        "historyLimit",
+        "dryRun",
+        "spark",
+        "catalogRef",
+        _limit,
     ),  # fmt: skip
     check=_selection,
     to=MaintenancePolicySpec,

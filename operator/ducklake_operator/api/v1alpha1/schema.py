@@ -29,6 +29,7 @@ SPEC = obj(
         "deletionPolicy": DELETION,
     },
     required=("catalogRef", "name"),
+    order=("name", "catalogRef", "comment", "tags", "deletionPolicy"),
     to=SchemaSpec,
 )
 STATUS = status(

@@ -99,19 +99,18 @@ def _on_cast_error(p: Problems, o: Any, key: str, path: str) -> str | None:
     return p.enum(o, key, path, CAST_ERRORS.values, CAST_ERRORS.default)
 
 
-def _keys_are_columns(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
-    """Partition and sort keys name top-level columns; a transform needs a date or a timestamp."""
-    top = {fold(c.name): c for c in values["columns"]}
-    for i, key in enumerate(values["partition_by"]):
-        col = top.get(fold(key.column))
-        at = f"{path}.partitionBy[{i}]"
-        if key.column and col is None:
-            p.add(f"{at}.column", f"{key.column!r} is not a top-level column of the table")
-        elif col is not None and key.transform != "identity" and col.type.name not in TEMPORAL:
-            p.add(f"{at}.transform", f"{key.transform} needs a date or timestamp column; {key.column} is {col.type}")
-    for i, sort in enumerate(values["sort_by"]):
-        if sort.column and fold(sort.column) not in top:
-            p.add(f"{path}.sortBy[{i}].column", f"{sort.column!r} is not a top-level column of the table")
+def _partition_key(key: PartitionKey, path: str, before: Mapping[str, Any], p: Problems) -> None:
+    """A partition key names a top-level column; a transform needs a date or a timestamp."""
+    col = next((c for c in before["columns"] if fold(c.name) == fold(key.column)), None)
+    if key.column and col is None:
+        p.add(f"{path}.column", f"{key.column!r} is not a top-level column of the table")
+    elif col is not None and key.transform != "identity" and col.type.name not in TEMPORAL:
+        p.add(f"{path}.transform", f"{key.transform} needs a date or timestamp column; {key.column} is {col.type}")
+
+
+def _sort_key(key: SortKey, path: str, before: Mapping[str, Any], p: Problems) -> None:
+    if key.column and all(fold(c.name) != fold(key.column) for c in before["columns"]):
+        p.add(f"{path}.column", f"{key.column!r} is not a top-level column of the table")
 
 
 SPEC = obj(
@@ -139,6 +138,7 @@ SPEC = obj(
                 required=("column",),
                 to=PartitionKey,
             ),
+            each=_partition_key,
         ),
         "sortBy": Arr(
             desc="Sort order used by inserts and compaction.",
@@ -152,6 +152,7 @@ SPEC = obj(
                 required=("column",),
                 to=SortKey,
             ),
+            each=_sort_key,
         ),
         "options": options("table"),
         "evolution": obj(
@@ -205,7 +206,20 @@ SPEC = obj(
         "deletionPolicy",
         "renamedFrom",
     ),  # fmt: skip
-    check=_keys_are_columns,
+    order=(
+        "name",
+        "schema",
+        "columns",
+        "partitionBy",
+        "sortBy",
+        "evolution",
+        "catalogRef",
+        "comment",
+        "tags",
+        "options",
+        "deletionPolicy",
+        "renamedFrom",
+    ),  # fmt: skip
     to=TableSpec,
 )
 STATUS = status(
