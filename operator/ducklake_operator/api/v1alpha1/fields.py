@@ -61,7 +61,6 @@ class Node:
     attr: str | None = ""  # "": snake_case of the key; None: not a field of the dataclass
     reader: Reader | None = None
     after: After | None = None  # checks the value against the fields read before it
-    required: bool | None = None  # the loader's; None: as the enclosing object's schema says
     extra: Mapping[str, Any] = field(default_factory=dict)  # more schema keywords, rendered last
     shared: bool = False  # rendered once wherever it is used: the CRD's YAML repeats it as an alias
 
@@ -84,10 +83,11 @@ class Node:
         required: bool = False,
         before: Mapping[str, Any] | None = None,
     ) -> Any:
-        """The field ``key`` of ``obj`` (at ``path``); ``before``: the fields of ``obj`` read before it."""
+        """The field ``key`` of ``obj`` (at ``path``); ``required`` as the enclosing object's schema
+        says; ``before``: the fields of ``obj`` read before it."""
         if self.reader is not None:
             return self.reader(p, obj, key, path)
-        return self.load(p, obj, key, path, required if self.required is None else self.required, before or {})
+        return self.load(p, obj, key, path, required, before or {})
 
     def load(self, p: Problems, obj: Any, key: str, path: str, required: bool, before: Mapping[str, Any]) -> Any:
         return obj.get(key) if isinstance(obj, Mapping) else None
