@@ -12,14 +12,7 @@ from __future__ import annotations
 from ..api.v1alpha1 import KINDS as _KINDS
 from ..api.v1alpha1 import Manifest
 from ..api.v1alpha1.catalog import SSL_MODE, URL_STYLE, CatalogSpec, PostgresSpec, S3Spec, SqliteSpec
-from ..api.v1alpha1.common import (
-    DELETION_POLICY,
-    IMAGE_PULL_POLICY,
-    LAUNCHER,
-    ObjectRef,
-    SecretRef,
-    SparkSettings,
-)
+from ..api.v1alpha1.common import DELETION_POLICY, ObjectRef, SecretRef
 from ..api.v1alpha1.fields import Choice, DefaultChoice
 from ..api.v1alpha1.job import JOB_OPERATION, JOB_OPERATIONS, JobSpec
 from ..api.v1alpha1.names import (
@@ -49,6 +42,7 @@ from ..api.v1alpha1.policy import (
     Window,
 )
 from ..api.v1alpha1.schema import SchemaSpec
+from ..api.v1alpha1.spark import IMAGE_PULL_POLICY, LAUNCHER, SparkSettings
 from ..api.v1alpha1.table import (
     CAST_ERRORS,
     DEFAULT_SCHEMA,

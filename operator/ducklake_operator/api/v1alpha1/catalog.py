@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..problems import Problems
-from .common import DELETION_POLICY, ObjectRef, SecretRef, deletion, local_path, options, secret_ref, status
+from .common import DELETION_POLICY, ObjectRef, SecretRef, deletion, local_path, options, secret_ref
 from .fields import Choice, Int, Str, obj
 from .kind import AGE, READY_COLUMN, Kind
 from .names import CATALOG_KIND, CATALOGS
+from .status import status
 
 SSL_MODE = Choice(("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
 URL_STYLE = Choice(("path", "vhost"))

@@ -11,10 +11,12 @@ from ...model.durations import DURATION_PATTERN, parse_duration
 from ...model.job_params import OPERATIONS, job_keywords, params_help
 from ...model.maintenance_params import JOB_SETTINGS, RETRIES
 from ..problems import Problems
-from .common import CATALOG_REF, ObjectRef, SparkSettings, spark, status
+from .common import CATALOG_REF, ObjectRef
 from .fields import Anything, Arr, Bool, Choice, Int, IntOrStr, Str, case_insensitive, obj, setting
 from .kind import Kind
 from .names import JOB_KIND, JOBS
+from .spark import SparkSettings, spark
+from .status import status
 
 JOB_OPERATIONS = tuple(OPERATIONS)
 JOB_OPERATION = Choice(JOB_OPERATIONS)

@@ -23,10 +23,12 @@ from ...model.maintenance_params import (
     SUSPEND,
 )
 from ..problems import Problems
-from .common import CATALOG_REF, ObjectRef, SparkSettings, spark, status
+from .common import CATALOG_REF, ObjectRef
 from .fields import Anything, Arr, Choice, Obj, Str, obj, setting, settings
 from .kind import AGE, READY_COLUMN, Kind
 from .names import POLICIES, POLICY_KIND
+from .spark import SparkSettings, spark
+from .status import status
 
 DEFAULT_TIMEZONE = "UTC"  # a policy's window, and schedules without a window, are read in it
 WINDOW_TIME_PATTERN = r"^([01]\d|2[0-3]):[0-5]\d$"  # HH:MM, 00:00 to 23:59

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import CATALOG_REF, DELETION, DELETION_POLICY, ObjectRef, comment, identifier, plan_status, status, tags
+from .common import CATALOG_REF, DELETION, DELETION_POLICY, ObjectRef, comment, identifier, tags
 from .fields import Int, obj
 from .kind import AGE, READY_COLUMN, Kind
 from .names import SCHEMA_KIND, SCHEMAS
+from .status import plan_status, status
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,13 @@ from .common import (
     comment,
     identifier,
     options,
-    plan_status,
     renamed_from,
-    status,
     tags,
 )
 from .fields import Anything, Arr, Bool, DefaultChoice, Int, Str, obj
 from .kind import AGE, READY_COLUMN, Kind
 from .names import TABLE_KIND, TABLES
+from .status import plan_status, status
 
 TRANSFORM = DefaultChoice(("identity", "year", "month", "day", "hour"), "identity")
 TRANSFORMS = TRANSFORM.values
