@@ -191,11 +191,12 @@ def parse_column_path(value: object) -> tuple[str, ...]:
 def parse_table_manifest(value: object) -> Any:
     """A DuckLakeTable document as its ``TableSpec`` (one already parsed is taken as it is)."""
     from ..api.load import parse_manifest  # the loader reads these definitions itself
+    from ..api.v1alpha1.names import TABLE_KIND
     from .spec import TableSpec
 
     if isinstance(value, TableSpec):
         return value
-    if not isinstance(value, dict) or value.get("kind") != "DuckLakeTable":
+    if not isinstance(value, dict) or value.get("kind") != TABLE_KIND:
         raise ValueError(f"{str(value)[:60]!r}... is not {FORMATS['manifest']}")
     try:
         return parse_manifest(value)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ...errors import LaunchFailed
 from ...model.run_env import POD_IP, POD_NAME, REPORT_TO_API, SPARK_LOCAL_IP, literal
+from ...model.spark_resources import CPU_PATTERN, JVM_MEMORY_PATTERN
 from .spec import JOB, KUBERNETES_MASTER, LaunchSpec
 
 RUN_DIR, RUN_KEY = "/etc/ducklake", "run.json"
@@ -45,12 +46,8 @@ CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop"
 # Such pods get 40 % over the JVM's memory, at least 384 MiB (Spark's own rule for non-JVM
 # jobs), set explicitly so that the pod's memory limit is known: JVM memory + overhead.
 MEMORY_OVERHEAD_FACTOR, MEMORY_OVERHEAD_MIN_MIB = 0.4, 384
-JVM_MEMORY_PATTERN = r"^(\d+)([kmgtp]?)b?$"  # Spark's sizes (512m, 2g, 2gb); also the CRDs' pattern
 _MEMORY = re.compile(JVM_MEMORY_PATTERN, re.IGNORECASE)
 _MIB_PER_UNIT = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}  # no unit: MiB, as Spark
-# CPUs as a Kubernetes quantity a person writes: whole or decimal CPUs (2, 0.5) or millicores
-# (500m), to the millicore; also the CRDs' pattern
-CPU_PATTERN = r"^(\d+(\.\d{1,3})?|\d+m)$"
 _CPU = re.compile(CPU_PATTERN)
 # the containers Spark's pod templates name (Spark's defaults, which the Spark Operator passes
 # as spark.kubernetes.{driver,executor}.podTemplateContainerName)
