@@ -195,6 +195,8 @@ class Runs:
             problem = self._invalid(spec, ctx)
             if problem is not None:
                 return tick.end("Failed", problem + "; nothing was launched", now, generation)
+            tick.again_in = 0.0  # Pending is published before any lock or launch; go on at once
+            return tick
         retry_at = parse_stamp(status.get("nextAttemptAt"))
         if retry_at is not None and now < retry_at:
             tick.again_in = retry_at - now
