@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import closing
+from typing import Any
 
 import psycopg2
 from kubernetes import client, config, watch
@@ -77,7 +78,8 @@ def test_a_new_run_reads_pending_before_anything_else(kube, operator, tmp_path) 
     small_files_lake(kube, tmp_path, inserts=2)
     api = client.CustomObjectsApi(config.new_client_from_config(config_file=kube.cluster.kubeconfig))
     jobs = ("ducklake.dev", "v1alpha1", kube.namespace, "ducklakejobs")
-    since = api.list_namespaced_custom_object(*jobs)["metadata"]["resourceVersion"]
+    listed: Any = api.list_namespaced_custom_object(*jobs)
+    since = listed["metadata"]["resourceVersion"]
     kube.apply(job("first-word", spark=IN_PROCESS))
     states: list[str | None] = []
     for event in watch.Watch().stream(
