@@ -188,15 +188,15 @@ class Runs:
 
     def _start(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
         tick, generation = Tick(), spec.ref.generation
-        if not status.get("state"):  # new: check the request once, before anything is taken
-            tick.status.update(state="Pending", attempts=0, observedGeneration=generation, conditions=[
+        if not status.get("state"):  # new: say so first (the check below reads the catalog), go on at once
+            return Tick(status={"state": "Pending"}, again_in=0.0)
+        if status.get("attempts") is None:  # not checked yet: check the request once, before anything is taken
+            tick.status.update(attempts=0, observedGeneration=generation, conditions=[
                 condition("Complete", False, "Pending", "", generation),
                 condition("Failed", False, "Pending", "", generation)])  # fmt: skip
             problem = self._invalid(spec, ctx)
             if problem is not None:
                 return tick.end("Failed", problem + "; nothing was launched", now, generation)
-            tick.again_in = 0.0  # Pending is published before any lock or launch; go on at once
-            return tick
         retry_at = parse_stamp(status.get("nextAttemptAt"))
         if retry_at is not None and now < retry_at:
             tick.again_in = retry_at - now
