@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tomllib
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from kubernetes import config, watch
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
+import ducklake_operator
 from ducklake_operator.controller.launchers.render import CONTAINER_SECURITY, POD_SECURITY, PROGRAM
 from ducklake_operator.controller.launchers.spec import (
     DRIVER_CORES,
@@ -379,3 +381,16 @@ def test_chart_defaults_match_the_dockerfile() -> None:
     assert CONTAINER_SECURITY.items() <= spec["containers"][0]["securityContext"].items()
     assert f"COPY docker/run_job.py docker/spark-entrypoint.sh {os.path.dirname(PROGRAM)}/" in dockerfile
     assert 'ENTRYPOINT ["/opt/ducklake/spark-entrypoint.sh"]' in dockerfile
+
+
+def test_the_chart_carries_the_project_version() -> None:
+    """pyproject.toml is the version's one home: the chart's version and appVersion (its image
+    tag by default, its pods' version label) are the same, and so is the installed package's."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        project = tomllib.load(fh)["project"]["version"]
+    with open(os.path.join(CHART, "Chart.yaml")) as fh:
+        chart = yaml.safe_load(fh)
+    assert chart["appVersion"] == chart["version"] == project == ducklake_operator.__version__
+    deployment = next(d for d in render_chart() if d["kind"] == "Deployment")
+    assert deployment["metadata"]["labels"]["app.kubernetes.io/version"] == project
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"].endswith(f":{project}")

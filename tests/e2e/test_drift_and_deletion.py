@@ -26,7 +26,9 @@ def test_restart_reapplies_nothing_and_outside_changes_are_reported(kube, operat
     location = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite"))
     before = snapshot_ids(location)
     operator.restart()
-    time.sleep(5)  # resumed, and the drift timer (2 s here) has ticked
+    # the point is what does NOT happen (no reapply, no false drift): nothing to wait for but
+    # time; long enough for the restarted operator to resume and its drift timer (2 s) to tick
+    time.sleep(5)
     assert snapshot_ids(location) == before
     assert condition(kube.get("dlt", "orders"), "Drifted").get("status") == "False"  # options too: no false drift
 
@@ -36,7 +38,7 @@ def test_restart_reapplies_nothing_and_outside_changes_are_reported(kube, operat
     )
     assert drifted["status"]["drift"] == ["sneaky is in the catalog but not in the manifest"]
     assert sum(e["reason"] == "Drifted" for e in kube.events("orders")) == 1
-    time.sleep(4)  # two more ticks: still one event
+    time.sleep(4)  # the point: two more drift ticks (2 s) post no second event
     assert sum(e["reason"] == "Drifted" for e in kube.events("orders")) == 1
 
 
@@ -52,7 +54,7 @@ def test_an_option_set_in_duckdb_is_drift_and_revert_undoes_it_once(kube, operat
     con.close()
     assert options.get("target_file_size") in ("64MB", str(64 * 1000 * 1000), str(64 * 1024 * 1024))
     reverted = snapshot_ids(location)
-    time.sleep(5)  # the timer keeps ticking: nothing more to revert
+    time.sleep(5)  # the point: the timer (2 s) keeps ticking and reverts nothing more
     assert snapshot_ids(location) == reverted
     assert sum(e["reason"] == "DriftReverted" for e in kube.events("orders")) == 1
 
@@ -73,7 +75,7 @@ def test_a_schema_with_tables_made_outside_waits_and_says_why(kube, operator, tm
     )
     assert "made_in_duckdb" in condition(blocked, "Ready")["message"]
     assert any(e["reason"] == "DeletionBlocked" for e in kube.events("sales"))
-    time.sleep(3)
+    time.sleep(3)  # the point: the deletion does not go ahead while the tables remain
     assert kube.get("dls", "sales") is not None  # the finalizer stays: nothing was silently skipped
 
     duck.run_workload(location, ["DROP TABLE lk.sales.made_in_duckdb"])

@@ -60,7 +60,7 @@ def test_table_lifecycle(kube, operator, tmp_path) -> None:
     assert blocked["status"]["pendingPlan"]["hash"] and condition(blocked, "Ready")["reason"] == "Blocked"
     assert blocked["status"]["blockedChanges"][0]["allow"]
     assert any(e["reason"] == "Blocked" for e in kube.events("orders"))
-    time.sleep(1.5)
+    time.sleep(1.5)  # the point: no retry loop commits it a while later
     assert snapshots(location) == before
 
     # approved in Git with the hash from status

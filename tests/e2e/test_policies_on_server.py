@@ -72,8 +72,13 @@ def test_a_policy_compacts_a_table_that_duckdb_keeps_inserting_into(kube, operat
         inserter.kill()
     inserted = json.loads(out)
     assert inserted["errors"] == []
-    for run in runs_of(kube, "compaction"):  # what was started while the inserts went on ends too
-        ended(kube, run["metadata"]["name"], timeout=120)
+    # The policy may create more runs as long as it schedules (its trigger fires again after
+    # 2 s): suspended, and the operator has said so, it creates no more; then every run it
+    # created (read afresh at each look, whatever was created meanwhile) ends.
+    kube.kubectl("patch", "dlmp", "compaction", "--type=merge", "-p", json.dumps({"spec": {"suspend": True}}))
+    wait_for("Suspended", lambda: condition(kube.get("dlmp", "compaction"), "Ready").get("reason") == "Suspended")
+    wait_for("every run ended", lambda: all((r.get("status") or {}).get("state") in ENDED
+                                            for r in runs_of(kube, "compaction")), timeout=120)  # fmt: skip
     runs = runs_of(kube, "compaction")
     succeeded = [r for r in runs if r["status"]["state"] == "Succeeded"]
     assert succeeded and all(r["status"]["state"] == "Succeeded" for r in runs), [r["status"] for r in runs]
@@ -133,7 +138,9 @@ def test_catalog_wide_operations_have_one_owner(kube, operator, tmp_path) -> Non
     small_files_lake(kube, tmp_path, inserts=1)
     kube.apply(policy("first", spark=IN_PROCESS, snapshotExpiry={"schedule": "0 4 * * *", "olderThan": "7d"}))
     wait_for("first Ready", lambda: is_ready(kube.get("dlmp", "first")))
-    time.sleep(1.1)  # creation timestamps have whole seconds: the second policy is younger
+    # creation timestamps have whole seconds: the second policy is younger once a second has begun
+    first = datetime.fromisoformat(kube.get("dlmp", "first")["metadata"]["creationTimestamp"])
+    wait_for("a later second", lambda: datetime.now(UTC) >= first + timedelta(seconds=1), timeout=5)
     kube.apply(policy("second", spark=IN_PROCESS, fileCleanup={"schedule": "0 5 * * *"}))
     conflict = wait_for("Conflict", lambda: condition(kube.get("dlmp", "second"), "Conflict").get("status") == "True"
                         and condition(kube.get("dlmp", "second"), "Conflict"))  # fmt: skip
@@ -165,7 +172,7 @@ def test_suspend_and_history(kube, operator, tmp_path) -> None:
         ended(kube, run["metadata"]["name"])
     before = {r["metadata"]["name"] for r in runs_of(kube, "often")}
     insert(location, 3)
-    time.sleep(3)
+    time.sleep(3)  # the point: a few evaluations (every second) of a due trigger create no run
     assert {r["metadata"]["name"] for r in runs_of(kube, "often")} <= before  # none new (history may trim)
     assert data_files(location) >= 3
 
@@ -200,7 +207,7 @@ def test_a_policys_run_starts_only_inside_its_window(kube, operator, tmp_path) -
         f"closed until {opens}"
     )
     assert status["message"] == f"waiting for {status['waitingFor']}" and status["state"] == "Pending"
-    time.sleep(3)  # a few more looks (the policy evaluates every second)
+    time.sleep(3)  # the point: a few more looks (the policy evaluates every second) launch nothing
     status = kube.get("dlj", "nightly-compact-1")["status"]
     assert status["state"] == "Pending" and not status.get("launched") and not status.get("locks")
     assert kube.list("leases") == [] and len(runs_of(kube, "nightly")) == 1

@@ -101,7 +101,7 @@ def test_an_outage_ends_seconds_after_the_database_returns(kube, operator, pg_se
         wait_for(
             "unreachable", lambda: condition(kube.get("dlt", "orders"), "Ready").get("reason") == "CatalogUnreachable"
         )
-        time.sleep(3)  # a while down: the waiting handler's heartbeat has grown
+        time.sleep(3)  # the point: a while down, so the waiting handler's heartbeat has grown
         back = time.time()
         switch.on()
         wait_for("Ready again", lambda: (o := kube.get("dlt", "orders"))["status"]["columnCount"] == 3 and is_ready(o),

@@ -169,7 +169,7 @@ def test_a_held_table_stays_held_across_an_operator_restart(kube, operator, tmp_
         kube.apply(job("second", operation="rewriteDeletes", spark=IN_PROCESS))  # any operation: one run per table
         waiting = wait_for("second waiting", lambda: kube.get("dlj", "second").get("status", {}).get("waitingFor"))
         assert waiting == "DuckLakeJob first, which holds table main.orders"
-        time.sleep(3)  # the restarted operator looks again meanwhile
+        time.sleep(3)  # the point: the restarted operator looks again meanwhile and starts nothing
         assert state(kube, "second") == "Pending" and state(kube, "first") == "Running"
         held = kube.get("lease", lease["metadata"]["name"])
         assert held["spec"]["holderIdentity"] == uid and not kube.get("dlj", "second")["status"].get("locks")

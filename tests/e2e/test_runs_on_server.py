@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import threading
 from contextlib import closing
+from typing import Any
 
 import psycopg2
+from kubernetes import client, config, watch
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.model.changes import CreateSchema
@@ -19,6 +21,7 @@ from support import duck
 from support.manifests import manifest, table
 from support.operator_process import condition, is_ready, wait_for
 from support.runs import (
+    ENDED,
     IN_PROCESS,
     commit_report,
     data_files,
@@ -65,6 +68,29 @@ def test_a_compaction_run_reads_like_show_alter_and_matches_the_catalog(kube, op
     assert operator.metric("ducklake_jobs_total") == ended_before + 1  # counted once, by operation and state
     assert operator.metric("ducklake_job_duration_seconds_count") >= 1
     assert kube.list("leases") == []  # its locks are given back
+
+
+def test_a_new_run_reads_pending_before_anything_else(kube, operator, tmp_path) -> None:
+    """The operator's first word on a new DuckLakeJob is ``state: Pending``, published before it
+    takes a lock or launches anything, so that no reader (a policy's test, ``kubectl get``)
+    meets a run the operator has seen without a state. Every version of the run the server
+    held, in order, replayed by a watch from before its creation."""
+    small_files_lake(kube, tmp_path, inserts=2)
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=kube.cluster.kubeconfig))
+    jobs = ("ducklake.dev", "v1alpha1", kube.namespace, "ducklakejobs")
+    listed: Any = api.list_namespaced_custom_object(*jobs)
+    since = listed["metadata"]["resourceVersion"]
+    kube.apply(job("first-word", spark=IN_PROCESS))
+    states: list[str | None] = []
+    for event in watch.Watch().stream(
+        api.list_namespaced_custom_object, *jobs, resource_version=since, timeout_seconds=90
+    ):
+        state = (event["object"].get("status") or {}).get("state")
+        if not states or states[-1] != state:
+            states.append(state)
+        if state in ENDED:
+            break
+    assert states == [None, "Pending", "Running", "Succeeded"]
 
 
 def test_every_ended_run_is_published_whole(kube, operator, tmp_path) -> None:

@@ -1,5 +1,6 @@
-"""ingest through DuckDB 1.5.5: the seed's four examples and its widest-type table (types,
-columns, their evolved_from comments, rows), each source format, partitioned and sorted tables,
+"""ingest through DuckDB 1.5.5: the four examples and the widest-type table of
+docs/ingest-schema-evolution.md §4, §5 (types, columns, their evolved_from comments, rows),
+each source format, partitioned and sorted tables,
 and a differential check against DuckDB doing the same by hand (ALTER TABLE ADD COLUMN and
 INSERT in one transaction) on SQLite and PostgreSQL catalogs: the same catalog rows, the same
 rows and types now and at every earlier snapshot, DuckDB inserting and merging afterwards.
@@ -28,7 +29,7 @@ from ducklake_operator.reconcile import apply_plan
 from support import duck, manifests
 from support.dump import dump
 from support.manifests import parse_as
-from support.seed_rules import DUCKDB, WIDEST_TABLE
+from support.widest_type_table import DUCKDB, WIDEST_TABLE
 
 
 def new_lake(location: CatalogLocation, data: Path, *sql: str) -> CatalogLocation:
@@ -91,7 +92,7 @@ def lake(tmp_path: Path) -> CatalogLocation:
     return new_lake(CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), tmp_path / "data")
 
 
-# ------------------------------------------------------------------ the seed's examples
+# ------------------------------------------------------------------ docs/ingest-schema-evolution.md §5
 
 
 def test_example_1_a_string_after_an_array_of_longs(lake: CatalogLocation, tmp_path: Path) -> None:
@@ -156,7 +157,7 @@ def test_examples_2_to_4_fields_first_seen_together(lake: CatalogLocation, tmp_p
 
 
 def test_rule_8_every_value_reaches_the_string_array_column(lake: CatalogLocation, tmp_path: Path) -> None:
-    """The seed's rule 8: a field with columns of long, date, string, date[] and string[]
+    """docs/ingest-schema-evolution.md §2.8: a field with columns of long, date, string, date[] and string[]
     routes every value to every column that takes it, so all of them reach string[]."""
     duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
     ingest(lake, write_json(tmp_path / "in" / "1.json", [{"id": 0, "a": "2024-01-15"}]))
@@ -219,7 +220,7 @@ def test_a_manifest_declaring_an_evolved_column_keeps_its_marker(lake: CatalogLo
 
 
 # A declared type -> JSON values it holds exactly, and one it does not with the columns that
-# one gets by the seed's rules (a column of the wider type, string when neither is, and one of
+# one gets by docs/ingest-schema-evolution.md §2.3 (a column of the wider type, string when neither is, and one of
 # its own type; float32 and the timestamps of a precision have no text form to widen to).
 DECLARED: dict[str, tuple[list[Any], Any, list[tuple[str, str]]]] = {
     "decimal(10,2)": (
@@ -261,9 +262,10 @@ def json_line(i: int, value: Any) -> str:
 def test_declared_columns_take_the_json_values_they_hold_exactly(
     lake: CatalogLocation, tmp_path: Path, declared: str
 ) -> None:
-    """A ``mode: auto`` table declaring ``v`` of a type the seed has no kind for: JSON values
+    """A ``mode: auto`` table declaring ``v`` of a type no base kind is
+    (docs/ingest-schema-evolution.md §6.2): JSON values
     whose text the type holds exactly go into ``v`` (the values DuckDB's CAST of that text
-    gives), and no suffixed column appears; a value it does not hold gets the seed's columns,
+    gives), and no suffixed column appears; a value it does not hold gets the columns of §2.3,
     while the others still go into ``v``."""
     spec = parse_as(TableSpec, manifests.table("t", "lake", [{"name": "id", "type": "int64"}, {"name": "v", "type": declared}], evolution={"mode": "auto"}))  # fmt: skip
     with closing(Catalog.open(lake)) as catalog:
@@ -321,7 +323,7 @@ def test_json_dates_and_timestamps_are_read_as_duckdbs_read_json_reads_them(
     lake: CatalogLocation, tmp_path: Path
 ) -> None:
     """JSON has no dates: ISO strings are dates and timestamps (an offset: converted to UTC),
-    and the seed's rule 3 applies to them: a date arriving for a boolean column makes
+    and docs/ingest-schema-evolution.md §2.3 applies to them: a date arriving for a boolean column makes
     ``a_string`` and ``a_date``."""
     duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT, a BOOLEAN)", "INSERT INTO lk.t VALUES (0, true)"])
     records = [
@@ -387,7 +389,7 @@ def converted(value: str, kind: str, to: str) -> str:
 
 
 def test_widest_type_table_through_duckdb(lake: CatalogLocation, tmp_path: Path) -> None:
-    """A column of each seed type; a Parquet file with a value of each other type for it."""
+    """A column of each base kind's type; a Parquet file with a value of each other type for it."""
     pairs = [(x, y) for x, row in WIDEST_TABLE.items() for y in row]
     duck.run_workload(lake, ["CREATE TABLE lk.t(" + ", ".join(f"{x}_{y} {DUCKDB[x]}" for x, y in pairs) + ")"])
     source = tmp_path / "in.parquet"

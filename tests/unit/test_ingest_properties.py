@@ -1,5 +1,6 @@
 """Properties of ingest's schema evolution over arbitrary JSON records (pure): every value is
-written to the table (the seed's first principle: at least one column of its field holds it),
+written to the table (docs/ingest-schema-evolution.md §1, the first principle: at least one
+column of its field holds it),
 existing columns never change, and records of shapes already seen add no column."""
 
 from __future__ import annotations

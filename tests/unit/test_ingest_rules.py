@@ -1,4 +1,4 @@
-"""The seed's schema evolution rules (upsolver-iceberg-schema-evolution.md), pure: what records'
+"""The schema evolution rules of docs/ingest-schema-evolution.md, pure: what records'
 fields are seen holding -> the columns ingestion adds and the row each record becomes. The
 four examples, the widest-type table, the edge cases, precedence, naming, empty names, declared
 columns. (tests/maintenance/test_ingest_vs_duckdb.py runs the same through DuckDB.)"""
@@ -33,7 +33,7 @@ from ducklake_operator.model.types import Field, parse_type
 from ducklake_operator.model.value_kinds import Shape, evolved_name, widest
 from support import manifests
 from support.manifests import parse_as
-from support.seed_rules import DUCKLAKE, WIDEST_TABLE
+from support.widest_type_table import DUCKLAKE, WIDEST_TABLE
 
 EMPTY = TableState(1, "uuid", 0, "main", "t", "t/", True, 0, (), 1)
 
@@ -336,7 +336,8 @@ def test_empty_arrays_are_written_somewhere() -> None:
 
 
 def test_longs_go_to_an_existing_double_column_of_their_field() -> None:
-    """Edge case 1 for a field seen before: longs beside a double column need no column of their own."""
+    """docs/ingest-schema-evolution.md §3.1 for a field seen before: longs beside a double
+    column need no column of their own."""
     t = table(("a", "struct<x: int64>"))
     first = plan(t, [{"a": [1.5]}])
     assert [c.field.name for c in first.changes] == ["a_array_double"]
@@ -377,7 +378,8 @@ def test_date_strings_convert_as_dates_and_keep_their_text_in_strings() -> None:
 
 
 def test_seed_rule_3_a_date_after_a_boolean_makes_a_string_and_a_date_column() -> None:
-    """The seed's own example: ``a::boolean`` exists, ``a::date`` arrives (as JSON writes a date)."""
+    """docs/ingest-schema-evolution.md §2.3's example: ``a::boolean`` exists, ``a::date``
+    arrives (as JSON writes a date)."""
     t = table(("a", "boolean"))
     p = plan(t, [{"a": "2024-01-15"}])
     assert [(c.field.name, str(c.field.type)) for c in p.changes] == [("a_string", "varchar"), ("a_date", "date")]
@@ -388,7 +390,8 @@ def test_seed_rule_3_a_date_after_a_boolean_makes_a_string_and_a_date_column() -
 
 
 def test_a_manifest_declaring_an_evolved_column_keeps_its_marker() -> None:
-    """The schema planner keeps the ``evolved_from`` comment ingest wrote (rule 7): a manifest
+    """The schema planner keeps the ``evolved_from`` comment ingest wrote
+    (docs/ingest-schema-evolution.md §6.3): a manifest
     that declares the column without a comment changes nothing; one with a comment gets it
     after the marker's line, said in a note; ingest still reads the marker either way."""
     t = table(("a", "int64"))
@@ -449,14 +452,15 @@ def parsed(*texts: str) -> list[dict[str, Any]]:
 def test_declared_columns_take_the_values_they_hold_exactly(
     declared: str, held: list[str], not_held: list[str]
 ) -> None:
-    """A column of a type the seed has no kind for takes each value whose text it holds
+    """A column of a type no base kind is takes each value whose text it holds
     exactly (a JSON number's own text, not the double's), and needs no other column when all
-    fit; any other value gets the seed's columns and is not written into it. The plan's
+    fit; any other value gets the columns of docs/ingest-schema-evolution.md §2.3 and is not
+    written into it. The plan's
     answer for a field's values agrees with each value's (``holds``)."""
     t = table(("v", declared))
     for text in held:
         p = plan(t, parsed(f'{{"v": {text}}}'))
-        if declared.startswith("timestamp") and text.isdigit():  # edge case 2: routed, and a column of its own
+        if declared.startswith("timestamp") and text.isdigit():  # §3.2: routed, and a column of its own
             assert "v_long" in [c.field.name for c in p.changes], text
         else:
             assert p.changes == (), text
@@ -475,7 +479,8 @@ def test_declared_columns_take_the_values_they_hold_exactly(
 
 
 def test_longs_beside_doubles_a_declared_column_holds_get_their_own_column() -> None:
-    """Edge case 1 sends a field's longs to its double column, which a declared decimal holding
+    """docs/ingest-schema-evolution.md §3.1 sends a field's longs to its double column, which a
+    declared decimal holding
     the doubles is not: a long it does not hold gets columns of its own."""
     records = parsed('{"v": 0.5}', '{"v": 3}')
     p = plan(table(("v", "decimal(2,2)")), records)
@@ -499,7 +504,8 @@ def test_declared_values_are_the_exact_ones() -> None:
 
 def test_a_typed_sources_doubles_are_not_known_to_fit() -> None:
     """A Parquet or CSV column's values are not looked at one by one when planning: a declared
-    decimal gets the seed's columns for a double column (the values it holds still go into it)."""
+    decimal gets the columns of docs/ingest-schema-evolution.md §6.2 for a double column (the
+    values it holds still go into it)."""
     fields: Fields = {}
     observe_typed(fields, [typed_field("v", parse_type("float64"))])
     p = plan_ingest(table(("v", "decimal(10,2)")), fields)

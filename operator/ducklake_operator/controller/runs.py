@@ -188,8 +188,10 @@ class Runs:
 
     def _start(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
         tick, generation = Tick(), spec.ref.generation
-        if not status.get("state"):  # new: check the request once, before anything is taken
-            tick.status.update(state="Pending", attempts=0, observedGeneration=generation, conditions=[
+        if not status.get("state"):  # new: say so first (the check below reads the catalog), go on at once
+            return Tick(status={"state": "Pending"}, again_in=0.0)
+        if status.get("attempts") is None:  # not checked yet: check the request once, before anything is taken
+            tick.status.update(attempts=0, observedGeneration=generation, conditions=[
                 condition("Complete", False, "Pending", "", generation),
                 condition("Failed", False, "Pending", "", generation)])  # fmt: skip
             problem = self._invalid(spec, ctx)

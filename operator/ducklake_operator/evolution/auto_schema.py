@@ -1,31 +1,31 @@
 """Automatic schema evolution for ingestion (``evolution.mode: auto``): what the records'
 fields were seen holding (``observed``) against a table's columns -> the columns to add and
-where each value goes (pure). The seed's rules (``upsolver-iceberg-schema-evolution.md``):
+where each value goes (pure). The rules (docs/ingest-schema-evolution.md §2-§3, §6):
 
 1. A field met for the first time gets a column of its widest type and largest array
    dimension, under its own name; every other shape seen gets a column named with a type
-   suffix (``a_string``, ``a_array2_long``), except ``long`` next to ``double`` (edge case
-   1). Records take the name before arrays, arrays before primitives (rule 4); the record
+   suffix (``a_string``, ``a_array2_long``), except ``long`` next to ``double`` (§3.1).
+   Records take the name before arrays, arrays before primitives (§2.4); the record
    column of the largest dimension receives every nested field, the others only those seen
    at their dimension.
 2. A value that fits a field's existing column (a narrower type, a smaller dimension) goes
-   into it, converted; a declared column of a type the seed has no kind for (a decimal,
+   into it, converted; a declared column of a type no base kind is (a decimal,
    ``float32``, ``timestamptz``, ``uuid``, ...) takes the values it holds exactly
-   (``value_kinds.holds``), and the field needs no other column when all of them fit.
+   (``value_kinds.holds``), and the field needs no other column when all of them fit (§6.2).
 3. A wider or unconvertible value gets a column for the wider type of the two (``string``
    when neither is wider) and one for its own type: existing columns never change (the
    declared columns, the manifest's, always win).
-4. Columns added with a type suffix carry the comment ``evolved_from:<field>`` (rule 7's field
+4. Columns added with a type suffix carry the comment ``evolved_from:<field>`` (§2.7's field
    documentation; a DuckLake column tag, the only key DuckDB 1.5.5 reads: any other column tag
    makes it refuse the table); a column of that name without it is a column of its own,
    never reused. The marker is the comment's first line: a manifest's comment for the column
    goes after it (``comment_keeping_marker``, which the schema planner applies).
-5. Values go to every column of their field they fit into (rule 8): a long also into a
-   timestamp column (edge case 2), a record into the field's own record column when it is
+5. Values go to every column of their field they fit into (§2.8): a long also into a
+   timestamp column (§3.2), a record into the field's own record column when it is
    as deep or deeper, and into the suffixed record column of exactly its dimension.
 
 Nested fields evolve by the same rules inside each record column they go to (new fields are
-added to the struct). Fields with an empty name were dropped when observed (rule 6).
+added to the struct). Fields with an empty name were dropped when observed (§2.6).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ from ..model.value_kinds import (
 )
 from .observed import Fields, FieldSeen, ShapeSeen, merge_fields
 
-EVOLVED_FROM = "evolved_from:"  # a suffixed column's comment starts so, then names its field (rule 7)
+# a suffixed column's comment starts so, then names its field (docs/ingest-schema-evolution.md §2.7, §6.3)
+EVOLVED_FROM = "evolved_from:"
 
 
 def marker_field(comment: str | None) -> str | None:
@@ -97,8 +98,8 @@ class Target:
     level: Level | None = None  # of a record column: its fields
 
     def takes(self, shape: Shape) -> bool:
-        """Whether values of ``shape`` go here (a declared column of a type the seed has no
-        kind for takes those it holds exactly: ``routing`` checks each value)."""
+        """Whether values of ``shape`` go here (a declared column of a type no base kind
+        is takes those it holds exactly: ``routing`` checks each value)."""
         if shape.dims > self.dims:
             return False
         if shape.kind == NOTHING:
@@ -252,7 +253,9 @@ class _Planner:
         shapes = dict(seen.shapes)
         needed: list[Shape] = []
         if own is None:
-            if any(Shape(s.dims, DOUBLE) in shapes for s in shapes if s.kind == LONG):  # edge case 1
+            if any(
+                Shape(s.dims, DOUBLE) in shapes for s in shapes if s.kind == LONG
+            ):  # docs/ingest-schema-evolution.md §3.1
                 shapes = {s: v for s, v in shapes.items() if not (s.kind == LONG and Shape(s.dims, DOUBLE) in shapes)}
             primary = _widest_shape(list(shapes))
             own = _Column(seen.name, primary, True)
@@ -269,7 +272,7 @@ class _Planner:
                 if s.kind == NOTHING or _fits_column(s, v, own.shape):
                     continue
                 if s.kind == LONG and Shape(s.dims, DOUBLE) in doubles:
-                    continue  # edge case 1 here too: the longs go to the doubles' column
+                    continue  # docs/ingest-schema-evolution.md §3.1 here too: the longs go to the doubles' column
                 for w in (_wider(s, own.shape), s):
                     if w is not None and w not in needed:
                         needed.append(w)

@@ -5,7 +5,7 @@ file (by a task) from JSON values or a typed source's column types, merged by th
 then planned into columns (``evolution.auto_schema``).
 
 Fields are keyed by their name folded as DuckDB folds it (``A`` and ``a`` are one column)
-and keep the first spelling seen. Fields with an empty name are dropped (rule 6), and so
+and keep the first spelling seen. Fields with an empty name are dropped (docs/ingest-schema-evolution.md §2.6), and so
 are values that are NULL (they say nothing of a type).
 """
 

@@ -1,11 +1,11 @@
 """One record into one row of the evolved table (pure): each field's value goes to every
-column of its field that takes it (``auto_schema.Target``), converted (rule 8).
+column of its field that takes it (``auto_schema.Target``), converted (docs/ingest-schema-evolution.md §2.8, §4.3).
 
 Conversions (into a wider kind, or a long into a timestamp):
 
 * boolean -> 0/1 (long, double, a declared integer), ``true``/``false`` (string);
-* long -> double; timestamp as milliseconds since 1970-01-01 (edge case 2);
-* into a declared column of a type the seed has no kind for, what it holds exactly
+* long -> double; timestamp as milliseconds since 1970-01-01 (docs/ingest-schema-evolution.md §3.2);
+* into a declared column of a type no base kind is, what it holds exactly (§6.2 there)
   (``value_kinds.holds``): an integer or decimal the numbers within its range and scale (a
   JSON number's own text, read as a Decimal), ``float32`` those of up to six significant
   digits, ``timestamptz`` every timestamp (in UTC), ``timestamp_s``/``_ms`` those without
@@ -60,7 +60,7 @@ def convert_record(record: Mapping[str, Any], level: Level, typed: Typed | None 
     present: set[str] = set()
     for name, value in record.items():
         if name == "":
-            continue  # rule 6
+            continue  # docs/ingest-schema-evolution.md §2.6
         key = fold_name(name)
         if key in present:
             raise BadRecord(f"two fields named {name!r} (names are case-insensitive)")

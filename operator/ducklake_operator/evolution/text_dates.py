@@ -1,5 +1,5 @@
 """Dates and timestamps written as JSON strings (pure). JSON has no date type, so ingestion
-reads a string in ISO 8601 form as the seed's ``date`` or ``timestamp`` kind, as DuckDB's
+reads a string in ISO 8601 form as the ``date`` or ``timestamp`` kind, as DuckDB's
 ``read_json`` detects them (DuckDB settles on one format per column; this looks at each value):
 
 * ``2024-01-05`` is a date;

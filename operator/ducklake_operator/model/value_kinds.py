@@ -1,28 +1,28 @@
-"""The kinds of values ingestion tells apart, and how they widen (pure): the seed's rules
-(``upsolver-iceberg-schema-evolution.md``), in DuckLake types.
+"""The kinds of values ingestion tells apart, and how they widen (pure), in DuckLake types:
+docs/ingest-schema-evolution.md §1, §4 and §6.
 
 A value's *shape* is its array dimension and the *kind* of what the innermost arrays hold:
-one of the seed's primitive kinds (``boolean``, ``long``, ``double``, ``date``,
+one of the six primitive (*base*) kinds (``boolean``, ``long``, ``double``, ``date``,
 ``timestamp``, ``string``), ``record`` (a JSON object, a struct), ``nothing`` (what an
 empty array holds: it fits any array), or an *opaque* kind, the DuckLake type name of a
-value the seed has no word for (``decimal(10,2)``, ``uuid``, ``timestamptz``, ...; each
-fits only itself, and most convert to string). A table's column has a shape too: a
-declared ``int32`` column is of the opaque kind ``int32``, which takes ``long`` values
-within its range.
+value no base kind holds (``decimal(10,2)``, ``uuid``, ``timestamptz``, ...; each fits only
+itself, and most convert to string; docs/ingest-schema-evolution.md §6.1). A table's column
+has a shape too: a declared ``int32`` column is of the opaque kind ``int32``, which takes
+``long`` values within its range.
 
 The widest-type table: a kind is *narrower* than another when its values convert into it
 (``NARROWER_THAN``); of two kinds neither narrower than the other, the wider is ``string``
 (the common denominator) when both convert to text, else there is none (a record and a
-number). ``long`` values are also *routed* into ``timestamp`` columns (edge case 2), as
+number). ``long`` values are also *routed* into ``timestamp`` columns (§3.2 there), as
 milliseconds since the epoch, without that making ``long`` narrower than ``timestamp``.
 
-A declared column of a type the seed has no kind for takes, value by value, the values of
+A declared column of a type no base kind is takes, value by value, the values of
 the kinds in ``TAKES_FITTING`` whose text it holds exactly (``holds``): a decimal the numbers
 within its precision and scale, ``float32`` the numbers of at most six significant digits
 (``FLT_DIG``), ``timestamptz`` every timestamp (JSON's are instants in UTC), ``timestamp_s``
 and ``timestamp_ms`` those without finer fractions, ``uuid`` and ``time`` the strings in
 their form. A field whose values all fit (``fits``, from what ``Extent`` says of them) needs
-no other column; the others go where the seed's rules put them.
+no other column; the others go where the rules put them (docs/ingest-schema-evolution.md §6.2).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from .types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, pars
 BOOLEAN, LONG, DOUBLE, DATE, TIMESTAMP, STRING = "boolean", "long", "double", "date", "timestamp", "string"
 RECORD = "record"
 NOTHING = "nothing"  # the elements of an empty array
-SEED_KINDS = (BOOLEAN, LONG, DOUBLE, DATE, TIMESTAMP, STRING)
+BASE_KINDS = (BOOLEAN, LONG, DOUBLE, DATE, TIMESTAMP, STRING)
 
-# The seed's Iceberg type names -> the DuckLake type a new column of that kind gets.
+# The base kinds -> the DuckLake type a new column of that kind gets (docs/ingest-schema-evolution.md §6.1).
 DUCKLAKE_TYPE: dict[str, str] = {
     BOOLEAN: "boolean",
     LONG: "int64",
@@ -50,8 +50,8 @@ DUCKLAKE_TYPE: dict[str, str] = {
     TIMESTAMP: "timestamp",
     STRING: "varchar",
 }
-# The widest-type table, "narrower than" column: a value of the key's kind converts into
-# each of these without losing precision (a date to long or double: its midnight's
+# The widest-type table (docs/ingest-schema-evolution.md §4.1, §4.2), "narrower than": a
+# value of the key's kind converts into each of these without losing precision (a date to long or double: its midnight's
 # milliseconds since the epoch; a timestamp: its milliseconds).
 NARROWER_THAN: dict[str, frozenset[str]] = {
     BOOLEAN: frozenset({LONG, DOUBLE, STRING}),
@@ -61,12 +61,12 @@ NARROWER_THAN: dict[str, frozenset[str]] = {
     TIMESTAMP: frozenset({LONG, DOUBLE, STRING}),
     STRING: frozenset(),
 }
-# edge case 2: routed, but not narrower (as milliseconds: into the timestamps that hold them)
+# docs/ingest-schema-evolution.md §3.2: routed, but not narrower (as milliseconds: into the timestamps that hold them)
 ROUTED_ONLY = frozenset({(LONG, TIMESTAMP), (LONG, "timestamptz"), (LONG, "timestamp_ms")})
 
 # How a value read from a typed source (Parquet, CSV) counts: DuckLake types that hold a
-# seed kind's values exactly; every other supported type is its own opaque kind.
-_SEED_KIND_OF_TYPE: dict[str, str] = {
+# base kind's values exactly; every other supported type is its own opaque kind (docs/ingest-schema-evolution.md §6.1).
+_BASE_KIND_OF_TYPE: dict[str, str] = {
     "boolean": BOOLEAN,
     **dict.fromkeys(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"), LONG),
     "float32": DOUBLE,
@@ -100,17 +100,17 @@ def _family(kind: str) -> str:
     return kind.split("(", 1)[0]
 
 
-def is_seed(kind: str) -> bool:
+def is_base(kind: str) -> bool:
     return kind in NARROWER_THAN
 
 
 def has_text_form(kind: str) -> bool:
-    return is_seed(kind) or _family(kind) in _TEXT_FORM
+    return is_base(kind) or _family(kind) in _TEXT_FORM
 
 
 def narrower(a: str, b: str) -> bool:
     """Values of kind ``a`` convert into kind ``b`` losing nothing (the table's "narrower than")."""
-    if is_seed(a):
+    if is_base(a):
         return b in NARROWER_THAN[a]
     return b == STRING and has_text_form(a)
 
@@ -162,7 +162,7 @@ FLOAT32_SCALE = 37  # a number of more fraction digits may be below float32's no
 FLOAT32_INTEGERS = 2**24  # every integer up to it is a float32
 FRACTION_DIGITS = {"timestamp_s": 0, "timestamp_ms": 3}  # of a second, in declared timestamps
 TIMESTAMPS = ("timestamptz", *FRACTION_DIGITS)
-# Declared types (by family) -> the seed kinds whose values they take when they hold them
+# Declared types (by family) -> the base kinds whose values they take when they hold them
 # exactly (``holds``, value by value).
 TAKES_FITTING: dict[str, frozenset[str]] = {
     **dict.fromkeys(INTEGER_RANGES, frozenset({BOOLEAN, LONG})),
@@ -236,7 +236,7 @@ def _within(low: object, high: object, bound: int | decimal.Decimal, inclusive: 
 
 def fits(value: str, column: str, seen: Extent | None = None) -> bool:
     """Every value of kind ``value`` goes into a column of kind ``column`` as it is or converted
-    into it (rule 2, narrower types), or a declared column holds each of them exactly (what
+    into it (docs/ingest-schema-evolution.md §2.2), or a declared column holds each of them exactly (what
     ``seen`` says of them; ``holds`` checks a value)."""
     if value in (column, NOTHING) or narrower(value, column):
         return True
@@ -308,8 +308,8 @@ class _Values:
 
 
 def takes(column: str, value: str) -> bool:
-    """Values of kind ``value`` are written into a column of kind ``column`` (rule 8): they
-    convert into it, a long into a timestamp (edge case 2), or a declared column takes those
+    """Values of kind ``value`` are written into a column of kind ``column`` (docs/ingest-schema-evolution.md
+    §2.8): they convert into it, a long into a timestamp (§3.2), or a declared column takes those
     it holds (``holds``, value by value)."""
     return fits(value, column) or (value, column) in ROUTED_ONLY or value in TAKES_FITTING.get(_family(column), ())
 
@@ -324,13 +324,13 @@ def decimal_room(column: str) -> int | None:
 
 
 def suffix(kind: str) -> str:
-    """The kind's word in an evolved column's name: the seed's, else the DuckLake type name
+    """The kind's word in an evolved column's name: a base kind's, else the DuckLake type name
     with what is not a letter or a digit as ``_`` (``decimal(10,2)`` -> ``decimal_10_2``)."""
     return re.sub(r"_+", "_", re.sub(r"[^0-9A-Za-z]", "_", kind)).strip("_")
 
 
 def evolved_name(field: str, shape: Shape) -> str:
-    """``size_double``, ``a_array_string``, ``coordinates_array3_long`` (rule 5)."""
+    """``size_double``, ``a_array_string``, ``coordinates_array3_long`` (docs/ingest-schema-evolution.md §2.5)."""
     dims = "" if shape.dims == 0 else "array_" if shape.dims == 1 else f"array{shape.dims}_"
     return f"{field}_{dims}{suffix(shape.kind)}"
 
@@ -345,7 +345,7 @@ def innermost(t: DuckLakeType) -> tuple[int, DuckLakeType]:
 
 def column_kind(t: DuckLakeType) -> Shape:
     """The shape of a table column of type ``t``: its list nesting and what is innermost
-    (a seed kind when the column's type is the seed's own, else the type's name)."""
+    (a base kind when the column's type is that kind's own, else the type's name)."""
     dims, t = innermost(t)
     if isinstance(t, Struct):
         return Shape(dims, RECORD)
@@ -366,8 +366,8 @@ def read_kind(t: DuckLakeType) -> Shape:
     if isinstance(t, MapOf):
         raise UnreadableType("a map")
     name = t.name
-    if name in _SEED_KIND_OF_TYPE:
-        return Shape(dims, _SEED_KIND_OF_TYPE[name])
+    if name in _BASE_KIND_OF_TYPE:
+        return Shape(dims, _BASE_KIND_OF_TYPE[name])
     if isinstance(t, Decimal) or name in OPAQUE_READ:
         return Shape(dims, name)
     raise UnreadableType(name)

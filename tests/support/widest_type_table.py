@@ -1,8 +1,8 @@
-"""The seed's widest-type table (upsolver-iceberg-schema-evolution.md), as the ingest tests read it."""
+"""The widest-type table (docs/ingest-schema-evolution.md §4.2), as the ingest tests read it."""
 
 from __future__ import annotations
 
-# The seed's widest-type table, read by hand: for a column of the row's type, the columns a
+# The widest-type table, read by hand: for a column of the row's type, the columns a
 # value of each other type adds (by suffix); none: it fits the column (converted into it).
 # Where the table contradicts itself (long is "incompatible with" date and timestamp, which
 # are "narrower than" long), the "narrower than" column and the footnote decide.
@@ -25,14 +25,14 @@ WIDEST_TABLE: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "timestamp": {
         "boolean": ("string", "boolean"),
-        "long": ("long",),  # edge case 2: started_long, and started still takes the longs
+        "long": ("long",),  # §3.2: started_long, and started still takes the longs
         "double": ("double",),
         "date": (),
         "string": ("string",),
     },
     "string": {"boolean": (), "long": (), "double": (), "date": (), "timestamp": ()},
 }
-# the seed's type names as DuckLake's, and as DuckDB spells them
+# the base kinds' names as DuckLake's types, and as DuckDB spells them
 DUCKLAKE = {
     "boolean": "boolean",
     "long": "int64",
