@@ -25,15 +25,19 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import read_layouts
 from ducklake_operator.maintenance.compaction import CompactionOptions, FileGroup, plan_compaction
 from ducklake_operator.model.file_changes import MergeFiles
+from ducklake_operator.model.job_params import COMPACT, CompactArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, SORT, TARGET_FILE_SIZE
 from ducklake_operator.model.state import TableState
 
+from .fault_points import fault_point
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import planned_inputs, read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import copy_options
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, ran_on, run_in_process
 from .written_files import data_file_row, kept_deletes_row, written_counts
 
 
@@ -182,3 +186,24 @@ def merge_change(
         planned_inputs(table, sources, inlined),
         tuple(new_files),
     )
+
+
+def run_compact(job: JobContext, args: CompactArgs) -> dict[str, Any]:
+    return compact(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+        target_file_size=args.target_file_size,
+        small_file_threshold=args.small_file_threshold,
+        min_input_files=args.min_input_files,
+        max_groups=args.max_groups,
+        apply_deletes=args.apply_deletes,
+        sort=args.sort,
+        dry_run=args.dry_run,
+    )
+
+
+PLUGIN = OperationPlugin(COMPACT, run_compact)

@@ -46,6 +46,7 @@ from ducklake_operator.evolution.observed import BadRecord, Fields, MissingValue
 from ducklake_operator.evolution.routing import convert_record
 from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
 from ducklake_operator.model.ingested_files import ingest_extra_info
+from ducklake_operator.model.job_params import INGEST, IngestArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_EVOLVE, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
 from ducklake_operator.model.partitioning import (
     hive_directory,
@@ -57,10 +58,12 @@ from ducklake_operator.model.partitioning import (
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, to_duckdb_sql
 
+from .fault_points import fault_point
 from .ingest_sources import Skipped, Source, SourceReader, list_sources, read_local
 from .inputs import read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit, reason
 from .lake_paths import TablePaths, new_file_name, option_on, options_in_force, sort_sql, table_paths
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     WrittenFile,
     copy_options,
@@ -70,7 +73,8 @@ from .parquet_writer import (
     scratch_session,
     write_parquet,
 )
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, reason, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, ran_on, run_in_process
 from .written_files import data_file_row, written_counts
 
 GROUP_BYTES = 64 * 1024 * 1024  # input per task (files are never split)
@@ -569,3 +573,23 @@ def _commit(
             base = catalog.snapshot().snapshot_id
             rebased.append(base)
     raise AssertionError("unreachable")
+
+
+def run_ingest(job: JobContext, args: IngestArgs) -> dict[str, Any]:
+    return ingest(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        path=args.path,
+        file_format=args.file_format,
+        on_bad_record=args.on_bad_record,
+        reingest=args.reingest,
+        evolve=args.evolve,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(INGEST, run_ingest)

@@ -43,6 +43,7 @@ from ducklake_operator.catalog.job_inputs import TableInputs, read_layouts, read
 from ducklake_operator.errors import CommitConflict, DuckLakeError
 from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, plan_repartition
 from ducklake_operator.model.file_changes import RepartitionFiles
+from ducklake_operator.model.job_params import REPARTITION, RepartitionArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
 from ducklake_operator.model.partitioning import (
     hive_directory,
@@ -53,12 +54,13 @@ from ducklake_operator.model.partitioning import (
 )
 from ducklake_operator.model.state import ColumnState, DataFile, TableState
 
+from .fault_points import fault_point
 from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
 from .inputs import planned_inputs, read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_name, option, option_on, options_in_force, sort_sql, table_paths
 from .layout_projection import projection
-from .operations import REPLANS  # a batch refused by a concurrent writer plans again as often
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     SNAPSHOT_ID,
     WrittenFile,
@@ -68,8 +70,9 @@ from .parquet_writer import (
     scratch_session,
     write_delete_file,
 )
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, REPLANS, JobRun  # a batch refused by a concurrent writer plans again as often
 from .shuffle import Chunk, ChunkAccount, Routes, shuffle
+from .task_runners import Runner, ran_on, run_in_process
 from .written_files import data_file_row, kept_deletes_row, written_counts
 
 # Source bytes per map task (a run of files of one schema version). On Spark map tasks are
@@ -497,3 +500,20 @@ def _change(
         tuple(new_files),
         plan.spec_id,
     )
+
+
+def run_repartition(job: JobContext, args: RepartitionArgs) -> dict[str, Any]:
+    return repartition(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        max_bytes_per_commit=args.max_bytes_per_commit,
+        target_file_size=args.target_file_size,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(REPARTITION, run_repartition)

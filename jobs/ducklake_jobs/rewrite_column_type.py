@@ -56,17 +56,20 @@ from ducklake_operator.maintenance.column_rewrite import (
 )
 from ducklake_operator.model.conversions import conversion_sql, values_limit
 from ducklake_operator.model.file_changes import ColumnRetype, PlannedInputs, RetypeColumns
+from ducklake_operator.model.job_params import REWRITE_COLUMN_TYPE, RewriteColumnTypeArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import DuckLakeType, to_duckdb_sql
 
+from .fault_points import fault_point
 from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
 from .inlined_rows import register_decoded
 from .inputs import read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, table_paths
 from .manifest_plan import manifest_plan
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     HIDDEN_FIELD_IDS,
     ROW_ID,
@@ -80,7 +83,8 @@ from .parquet_writer import (
     scratch_session,
     write_parquet,
 )
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, ran_on, run_in_process
 from .written_files import data_file_row, written_counts
 
 FIRST_FAILURES = 5  # offending values named in a failed job's message
@@ -597,3 +601,23 @@ def _written(work: Work) -> dict[str, Any]:
         **({"valuesNulledByColumn": {".".join(p): n for p, n in nulled.items()}} if len(nulled) > 1 else {}),
         "catchUpRounds": work.rounds,
     }
+
+
+def run_rewrite_column_type(job: JobContext, args: RewriteColumnTypeArgs) -> dict[str, Any]:
+    return rewrite_column_type(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        column=args.column,
+        new_type=args.new_type,
+        columns=args.columns,
+        on_cast_error=args.on_cast_error,
+        manifest=args.manifest,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(REWRITE_COLUMN_TYPE, run_rewrite_column_type)

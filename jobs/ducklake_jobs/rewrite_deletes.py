@@ -19,15 +19,19 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import read_layouts
 from ducklake_operator.maintenance.delete_rewrite import RewriteGroup, plan_delete_rewrite
 from ducklake_operator.model.file_changes import RewriteFiles
+from ducklake_operator.model.job_params import REWRITE_DELETES, RewriteDeletesArgs
 from ducklake_operator.model.maintenance_params import DELETE_THRESHOLD, DRY_RUN
 from ducklake_operator.model.state import TableState
 
+from .fault_points import fault_point
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import planned_inputs, read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import copy_options
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, ran_on, run_in_process
 from .written_files import data_file_row, written_counts
 
 
@@ -136,3 +140,19 @@ def rewrite_change(
         if out.written is not None  # None: every row of the group was deleted
     )
     return RewriteFiles(table.table_id, table.qualified_name, base, planned_inputs(table, sources, inlined), new_files)
+
+
+def run_rewrite_deletes(job: JobContext, args: RewriteDeletesArgs) -> dict[str, Any]:
+    return rewrite_deletes(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        delete_threshold=args.delete_threshold,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(REWRITE_DELETES, run_rewrite_deletes)
