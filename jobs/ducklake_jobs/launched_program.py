@@ -33,6 +33,7 @@ from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.catalog.scrub import scrub
 from ducklake_operator.errors import CommitStateUnknown, CredentialsInvalid, DuckLakeError, JobFailed, SpecError
+from ducklake_operator.lake_access import location_for, s3_settings
 from ducklake_operator.model import timestamps
 from ducklake_operator.model.job_marker import (
     EXIT_FAILED,
@@ -45,7 +46,6 @@ from ducklake_operator.model.job_params import parse_args
 from ducklake_operator.model.out_of_memory import OutOfMemory, describe, from_spark_error
 from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
-from ducklake_operator.reconcile import location_for, s3_settings
 
 from .executor_pods import follow_executors
 from .job_status import JobStatus, api_job_status

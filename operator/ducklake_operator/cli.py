@@ -36,13 +36,13 @@ from .catalog import Catalog
 from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
 from .evolution.heavy import HeavyJob
+from .evolution.manifest_plans import counts_files
 from .model.job_params import OPERATIONS, params_help, parse_args
 from .model.maintenance_params import DRY_RUN
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .model.state import ColumnState
 from .reconcile import (
     apply_plan,
-    counts_files,
     drift,
     empty_state,
     ensure_catalog,
