@@ -40,6 +40,7 @@ from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR, CommitResult
 from ducklake_operator.catalog.ingested import ingested_files
+from ducklake_operator.duckdb_session import open_session
 from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.evolution.auto_schema import IngestPlan, Level, marker_field, plan_ingest
 from ducklake_operator.evolution.observed import BadRecord, Fields, MissingValue, merged, observe_record, observe_typed
@@ -464,9 +465,8 @@ def column_defaults(t: TableState) -> dict[int, Any]:
     """The value of each top-level column's default (by column id), evaluated as DuckDB's
     INSERT evaluates it for a column it is not given."""
     out: dict[int, Any] = {}
-    con = duckdb.connect()
+    con = open_session()
     try:
-        con.execute("SET TimeZone = 'UTC'")
         for c in t.columns:
             if not c.has_default or c.children:
                 continue

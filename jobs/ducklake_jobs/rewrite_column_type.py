@@ -45,6 +45,7 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
 from ducklake_operator.catalog.job_inputs import TableInputs, read_inlined_data
+from ducklake_operator.duckdb_session import open_session
 from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.maintenance.column_rewrite import (
     ColumnRewritePlan,
@@ -369,7 +370,7 @@ def _convert_defaults(r: Retyped, on_cast_error: str) -> tuple[str | None, str]:
     keeps them: '7' of an int32 stays '7' for a float64), else DuckDB's text of it."""
     c = r.column
     old_sql, new_sql = to_duckdb_sql(c.type), to_duckdb_sql(r.new_type)
-    con = duckdb.connect()
+    con = open_session()
     try:
 
         def convert(text: str | None, what: str) -> str | None:
