@@ -75,7 +75,7 @@ from .parquet_writer import (
     write_parquet,
 )
 from .run_context import PLAIN_RUN, JobRun
-from .task_runners import Runner, ran_on, run_in_process
+from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, written_counts
 
 GROUP_BYTES = 64 * 1024 * 1024  # input per task (files are never split)
@@ -354,18 +354,9 @@ def ingest(
     if not reingest:
         _refuse_ingested(catalog, t, sources)
     groups = _groups(sources)
-    runner = run.runner_for(runner, report.fields["bytesRead"])
-    report.fields["ranOn"] = ran_on(runner)
+    runner = report.runner(run, runner, report.fields["bytesRead"])
     s3 = storage.s3_config(path)
-    run.phase("reading", 0, len(groups))
-    observations = runner(
-        observe_files,
-        [ReadTask(g, on_bad_record, s3) for g in groups],
-        on_done=lambda done: run.phase("reading", done, len(groups)),
-    )
-    skipped = Skipped()
-    for o in observations:
-        skipped.merge(o.skipped)
+    observations, skipped = _observe(runner, run, groups, on_bad_record, s3)
     plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
     records = sum(o.records for o in observations)
     report.fields.update(
@@ -395,16 +386,7 @@ def ingest(
         for r in results:
             skipped.merge(r.skipped)
         done = _written(results, skipped)
-        change = AppendFiles(
-            t.table_id,
-            t.qualified_name,
-            inputs.base,
-            _new_files(t, results),
-            tuple((c.column_id, c.parent_id, c.name, c.type_name) for top in plan.layout for c in top.walk()),
-            t.partition.partition_id if t.partition else None,
-            tuple(s.file for s in sources),
-            reingest,
-        )
+        change = _append_change(t, inputs.base, plan, results, sources, reingest)
         extra = ingest_extra_info(t.table_id, change.sources, run.extra_info(report.done(**done)))
         message = f"ingest {t.qualified_name}: {len(sources)} files, {done['rowsWritten']} rows" + (
             f", {len(plan.changes)} columns added" if plan.changes else ""
@@ -417,6 +399,38 @@ def ingest(
         **_written(results, skipped),
         committedSnapshot=committed.snapshot_id,
         **({"rebased": len(rebased)} if rebased else {}),
+    )
+
+
+def _observe(
+    runner: Runner, run: JobRun, groups: list[tuple[Source, ...]], on_bad_record: str, s3: storage.S3Config | None
+) -> tuple[list[Observation], Skipped]:
+    """Read every group of input files once for its fields and records (the plan's input)."""
+    run.phase("reading", 0, len(groups))
+    observations = runner(
+        observe_files,
+        [ReadTask(g, on_bad_record, s3) for g in groups],
+        on_done=lambda done: run.phase("reading", done, len(groups)),
+    )
+    skipped = Skipped()
+    for o in observations:
+        skipped.merge(o.skipped)
+    return observations, skipped
+
+
+def _append_change(
+    t: TableState, base: int, plan: IngestPlan, results: list[WriteResult], sources: list[Source], reingest: bool
+) -> AppendFiles:
+    """The written files appended to the table, with the columns the plan adds."""
+    return AppendFiles(
+        t.table_id,
+        t.qualified_name,
+        base,
+        _new_files(t, results),
+        tuple((c.column_id, c.parent_id, c.name, c.type_name) for top in plan.layout for c in top.walk()),
+        t.partition.partition_id if t.partition else None,
+        tuple(s.file for s in sources),
+        reingest,
     )
 
 

@@ -10,10 +10,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ducklake_operator import storage
+from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import NOTHING_COMMITTED, DuckLakeError, JobFailed
 from ducklake_operator.model.jvm_errors import innermost_jvm_error
 
 from .fault_points import fault_point
+from .run_context import JobRun
+from .task_runners import Runner, ran_on, run_in_process
 
 W = TypeVar("W")
 R = TypeVar("R")
@@ -49,6 +52,40 @@ def produce_and_commit(
     return produced, committed
 
 
+def write_and_commit(
+    catalog: Catalog,
+    run: JobRun,
+    report: Report,
+    runner: Runner,
+    tasks: list[W],
+    write: Callable[[W], R],
+    *,
+    planned_outputs: Callable[[], Iterable[str]],
+    change: Callable[[list[R]], Any],
+    message: Callable[[list[R]], str],
+    written: Callable[[list[R]], dict[str, Any]],
+    author: str,
+    base_snapshot: int,
+) -> dict[str, Any]:
+    """A file-rewriting job's last steps: ``write`` every task (a file group) with ``runner``,
+    commit the ``change`` of their outputs as one snapshot from ``base_snapshot`` (marked with
+    the job and its report so far), and report what was ``written`` and committed."""
+    outputs, commit = produce_and_commit(
+        planned_outputs,
+        lambda: run.run_file_groups(runner, write, tasks),
+        lambda outs: catalog.commit(
+            [change(outs)],
+            author=author,
+            base_snapshot=base_snapshot,
+            message=message(outs),
+            extra_info=run.extra_info(report.done(**written(outs))),
+            before_commit=lambda: fault_point("in_commit"),  # the transaction is open, nothing is visible yet
+        ),
+        committing=lambda: run.committing(len(tasks)),
+    )
+    return report.done(**written(outputs), committedSnapshot=commit.snapshot_id)
+
+
 _ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*): (.+)$")  # pyarrow.lib.ArrowInvalid: ...
 
 
@@ -76,3 +113,14 @@ class Report:
 
     def done(self, **fields: Any) -> dict[str, Any]:
         return {**self.fields, **fields, "seconds": round(time.perf_counter() - self.started, 3)}
+
+    def nothing_written(self, **fields: Any) -> dict[str, Any]:
+        """A dry run's report, or one with nothing to do: it ran in this process."""
+        return self.done(filesWritten=0, committedSnapshot=None, ranOn=ran_on(run_in_process), **fields)
+
+    def runner(self, run: JobRun, runner: Runner, input_bytes: int) -> Runner:
+        """Where the file groups run (``run``'s choice for ``input_bytes`` of planned input),
+        said in the report."""
+        chosen = run.runner_for(runner, input_bytes)
+        self.fields["ranOn"] = ran_on(chosen)
+        return chosen

@@ -23,15 +23,14 @@ from ducklake_operator.model.job_params import REWRITE_DELETES, RewriteDeletesAr
 from ducklake_operator.model.maintenance_params import DELETE_THRESHOLD, DRY_RUN
 from ducklake_operator.model.state import TableState
 
-from .fault_points import fault_point
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import planned_inputs, read_inputs
-from .job_steps import Report, produce_and_commit
+from .job_steps import Report, write_and_commit
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
 from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import copy_options
 from .run_context import PLAIN_RUN, JobRun
-from .task_runners import Runner, ran_on, run_in_process
+from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, written_counts
 
 
@@ -65,14 +64,8 @@ def rewrite_deletes(
         dryRun=dry_run,
     )
     if dry_run or not plan.groups:  # a dry run shows the file groups it would write
-        return report.done(
-            filesWritten=0,
-            committedSnapshot=None,
-            ranOn=ran_on(run_in_process),
-            **({"plan": plan.to_json()["groups"]} if dry_run else {}),
-        )
-    runner = run.runner_for(runner, report.fields["bytesRead"])
-    report.fields["ranOn"] = ran_on(runner)
+        return report.nothing_written(**({"plan": plan.to_json()["groups"]} if dry_run else {}))
+    runner = report.runner(run, runner, report.fields["bytesRead"])
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.delete_file_id: d for d in t.delete_files}
@@ -98,20 +91,20 @@ def rewrite_deletes(
                 s3=storage.s3_config(paths.directory),
             )
         )
-    outputs, commit = produce_and_commit(
-        lambda: [task.output for task in tasks],
-        lambda: run.run_file_groups(runner, rewrite_files, tasks),
-        lambda outs: catalog.commit(
-            [rewrite_change(t, plan.groups, outs, paths, inlined, base)],
-            author=author,
-            base_snapshot=base,
-            message=f"rewriteDeletes {schema}.{table}: {plan.input_files} files",
-            extra_info=run.extra_info(report.done(**written(outs))),
-            before_commit=lambda: fault_point("in_commit"),
-        ),
-        committing=lambda: run.committing(len(tasks)),
+    return write_and_commit(
+        catalog,
+        run,
+        report,
+        runner,
+        tasks,
+        rewrite_files,
+        planned_outputs=lambda: [task.output for task in tasks],
+        change=lambda outs: rewrite_change(t, plan.groups, outs, paths, inlined, base),
+        message=lambda _: f"rewriteDeletes {schema}.{table}: {plan.input_files} files",
+        written=written,
+        author=author,
+        base_snapshot=base,
     )
-    return report.done(**written(outputs), committedSnapshot=commit.snapshot_id)
 
 
 def written(outputs: list[RewriteOutput]) -> dict[str, Any]:
