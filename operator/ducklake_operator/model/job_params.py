@@ -1,7 +1,9 @@
-"""The maintenance operations and the parameters each takes (pure; the parameters themselves
-are defined in ``maintenance_params``): shared by the manifest loader (a DuckLakeJob's
-``params`` are checked at apply time), ``ducklake run-job`` and the job entry points (which
-turn them into keyword arguments)."""
+"""The maintenance operations, one declaration each (pure): its name, the maintenance policy
+section that schedules it (the one mapping between the policy's names and the operations'),
+its table scope, its parameters (defined in ``maintenance_params``) and the typed arguments
+they parse into. Shared by the manifest loader (a DuckLakeJob's ``params`` are checked at
+apply time), the policy (``maintenance.policy_params``), ``ducklake run-job`` and the jobs
+(``ducklake_jobs.operation_registry`` pairs each with its job function)."""
 
 from __future__ import annotations
 
