@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from ducklake_jobs.compact import compact  # noqa: E402
-from ducklake_jobs.runtime import run_in_process, run_on_spark  # noqa: E402
+from ducklake_jobs.task_runners import run_in_process, run_on_spark  # noqa: E402
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from support import duck  # noqa: E402
 

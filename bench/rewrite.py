@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.compaction import copy, disk_rate  # noqa: E402
 
-from ducklake_jobs.operations import run_operation  # noqa: E402
-from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark  # noqa: E402
+from ducklake_jobs.job_template import run_operation  # noqa: E402
+from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from support import duck  # noqa: E402
 

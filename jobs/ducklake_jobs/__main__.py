@@ -1,5 +1,5 @@
 """``python -m ducklake_jobs run --run-file PATH`` (console script ``ducklake-job``): the job
-program every launcher runs (``job_program``).
+program every launcher runs (``launched_program``).
 
 stdout carries the program's JSON lines and nothing else: whatever else would write there
 (Spark's JVM, DuckDB's progress bar, a stray print) is sent to stderr.
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("ducklake_jobs").setLevel(logging.INFO)
 
-    from .job_program import run_job  # after argument parsing: --help needs neither DuckDB nor the catalog
+    from .launched_program import run_job  # after argument parsing: --help needs neither DuckDB nor the catalog
 
     with events_on_stdout() as write:
         return run_job(args.run_file, write, os.environ)

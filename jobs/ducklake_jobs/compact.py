@@ -22,18 +22,21 @@ from typing import Any
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
-from ducklake_operator.catalog.job_inputs import read_layouts
+from ducklake_operator.catalog.job_inputs import TableInputs, read_layouts
 from ducklake_operator.maintenance.compaction import CompactionOptions, FileGroup, plan_compaction
 from ducklake_operator.model.file_changes import MergeFiles
+from ducklake_operator.model.job_params import COMPACT, CompactArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, SORT, TARGET_FILE_SIZE
 from ducklake_operator.model.state import TableState
 
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import planned_inputs, read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, write_and_commit
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import copy_options
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, kept_deletes_row, written_counts
 
 
@@ -60,13 +63,7 @@ def compact(
     """``overrides``: target_file_size, small_file_threshold, min_input_files, max_groups,
     apply_deletes. ``sort=False`` merges in row-id order even when the table has a sort key."""
     inputs = read_inputs(catalog, schema, table)
-    state, t, base, inlined_deletes, oldest = (
-        inputs.state,
-        inputs.table,
-        inputs.base,
-        inputs.inlined_deletions,
-        inputs.oldest_snapshot,
-    )
+    state, t, base, inlined_deletes = inputs.state, inputs.table, inputs.base, inputs.inlined_deletions
     plan = plan_compaction(
         t,
         base,
@@ -85,24 +82,45 @@ def compact(
         dryRun=dry_run,
     )
     if dry_run or not plan.groups:  # a dry run shows the file groups it would write
-        return report.done(
-            filesWritten=0,
-            committedSnapshot=None,
-            ranOn=ran_on(run_in_process),
-            **({"plan": plan.to_json()["groups"]} if dry_run else {}),
-        )
-    runner = run.runner_for(runner, report.fields["bytesRead"])
-    report.fields["ranOn"] = ran_on(runner)
+        return report.nothing_written(**({"plan": plan.to_json()["groups"]} if dry_run else {}))
+    runner = report.runner(run, runner, report.fields["bytesRead"])
     paths = table_paths(state, t)
+    order_by = sort_sql(t) if sort else ""
+    tasks = merge_tasks(catalog, inputs, plan.groups, paths, order_by, run.file_marker)
+    return write_and_commit(
+        catalog,
+        run,
+        report,
+        runner,
+        tasks,
+        rewrite_files,
+        planned_outputs=lambda: [task.output for task in tasks] + [task.output_deletes for task in tasks],
+        change=lambda outs: merge_change(t, plan.groups, outs, paths, base, inlined_deletes),
+        message=lambda outs: f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
+        written=lambda outs: written(outs, order_by),
+        author=author,
+        base_snapshot=plan.base_snapshot,
+    )
+
+
+def merge_tasks(
+    catalog: Catalog,
+    inputs: TableInputs,
+    groups: tuple[FileGroup, ...],
+    paths: TablePaths,
+    order_by: str,
+    marker: str,
+) -> list[RewriteTask]:
+    """One ``RewriteTask`` per file group: its live rows in one file beside its first file's."""
+    state, t, inlined_deletes = inputs.state, inputs.table, inputs.inlined_deletions
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
-    order_by = sort_sql(t) if sort else ""
     parquet = copy_options(options_in_force(state, t))
-    layouts = read_layouts(catalog, inputs, (g.schema_version for g in plan.groups))
+    layouts = read_layouts(catalog, inputs, (g.schema_version for g in groups))
     tasks = []
-    for g in plan.groups:
+    for g in groups:
         first = files[g.files[0]]
-        output = new_file_beside(first.path, first.path_is_relative, marker=run.file_marker)
+        output = new_file_beside(first.path, first.path_is_relative, marker=marker)
         tasks.append(
             RewriteTask(
                 sources=tuple(
@@ -117,24 +135,11 @@ def compact(
                 order_by=order_by,
                 options=parquet,
                 s3=storage.s3_config(paths.directory),
-                drop_deleted_until=oldest,
+                drop_deleted_until=inputs.oldest_snapshot,
                 output_deletes=paths.full(output[: -len(".parquet")] + "-delete.parquet", True),
             )
         )
-    outputs, commit = produce_and_commit(
-        lambda: [task.output for task in tasks] + [task.output_deletes for task in tasks],
-        lambda: run.run_file_groups(runner, rewrite_files, tasks),
-        lambda outs: catalog.commit(
-            [merge_change(t, plan.groups, outs, paths, base, inlined_deletes)],
-            author=author,
-            base_snapshot=plan.base_snapshot,
-            message=f"compact {schema}.{table}: {plan.input_files} files into {len(outs)}",
-            extra_info=run.extra_info(report.done(**written(outs, order_by))),
-            before_commit=lambda: fault_point("in_commit"),  # the transaction is open, nothing is visible yet
-        ),
-        committing=lambda: run.committing(len(tasks)),
-    )
-    return report.done(**written(outputs, order_by), committedSnapshot=commit.snapshot_id)
+    return tasks
 
 
 def written(outputs: list[RewriteOutput], order_by: str) -> dict[str, Any]:
@@ -182,3 +187,24 @@ def merge_change(
         planned_inputs(table, sources, inlined),
         tuple(new_files),
     )
+
+
+def run_compact(job: JobContext, args: CompactArgs) -> dict[str, Any]:
+    return compact(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+        target_file_size=args.target_file_size,
+        small_file_threshold=args.small_file_threshold,
+        min_input_files=args.min_input_files,
+        max_groups=args.max_groups,
+        apply_deletes=args.apply_deletes,
+        sort=args.sort,
+        dry_run=args.dry_run,
+    )
+
+
+PLUGIN = OperationPlugin(COMPACT, run_compact)

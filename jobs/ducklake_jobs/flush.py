@@ -39,6 +39,7 @@ from ducklake_operator.model.file_changes import (
     NewDeleteFile,
     PlannedInputs,
 )
+from ducklake_operator.model.job_params import FLUSH_INLINED_DATA, FlushArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN
 from ducklake_operator.model.partitioning import (
     hive_directory,
@@ -50,10 +51,12 @@ from ducklake_operator.model.partitioning import (
 from ducklake_operator.model.spec import DEFAULT_SCHEMA
 from ducklake_operator.model.state import CatalogState, ColumnState, PartitionSpec, TableState
 
+from .fault_points import fault_point
 from .inlined_rows import register_decoded
 from .inputs import refuse_encrypted
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, sort_sql, table_paths
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     HIDDEN_FIELD_IDS,
     ROW_ID,
@@ -69,7 +72,8 @@ from .parquet_writer import (
     write_delete_file,
     write_parquet,
 )
-from .runtime import Report, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import ran_on, run_in_process
 from .written_files import data_file_row, delete_file_row
 
 
@@ -323,3 +327,11 @@ def _merge_deletions(con: Any, work: FlushWork, paths: TablePaths, scratch: str)
         work.merged.append((data_file_id, delete_file_row(relative, written, [s for _, s in merged])))
         if old is not None:
             work.replaced[data_file_id] = old.delete_file_id
+
+
+def run_flush(job: JobContext, args: FlushArgs) -> dict[str, Any]:
+    """The driver does the work: no runner."""
+    return flush_inlined_data(job.catalog, job.schema, job.table, author=job.author, dry_run=args.dry_run, run=job.run)
+
+
+PLUGIN = OperationPlugin(FLUSH_INLINED_DATA, run_flush)

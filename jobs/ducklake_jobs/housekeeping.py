@@ -16,10 +16,19 @@ from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog, housekeeping
 from ducklake_operator.maintenance.expiry import parse_snapshot_time, plan_expiry
 from ducklake_operator.model.durations import parse_duration
+from ducklake_operator.model.job_params import (
+    CLEANUP_FILES,
+    DELETE_ORPHAN_FILES,
+    EXPIRE_SNAPSHOTS,
+    CleanupArgs,
+    ExpireArgs,
+    OrphanArgs,
+)
 from ducklake_operator.model.maintenance_params import CLEANUP_OLDER_THAN, DRY_RUN, ORPHAN_OLDER_THAN
 from ducklake_operator.model.state import SnapshotRecord
 
-from .runtime import Report
+from .job_steps import Report
+from .operation_plugin import JobContext, OperationPlugin
 
 
 def expire(
@@ -93,3 +102,27 @@ def delete_orphan_files(
         for rel in orphans:
             storage.delete(root + rel)
     return report.done(dryRun=dry_run, deleted=orphans)
+
+
+def run_expire(job: JobContext, args: ExpireArgs) -> dict[str, Any]:
+    return expire(
+        job.catalog,
+        older_than=args.older_than,
+        retain_last=args.retain_last,
+        versions=args.versions,
+        dry_run=args.dry_run,
+    )
+
+
+def run_cleanup_files(job: JobContext, args: CleanupArgs) -> dict[str, Any]:
+    return cleanup_files(job.catalog, older_than=args.older_than, dry_run=args.dry_run)
+
+
+def run_delete_orphan_files(job: JobContext, args: OrphanArgs) -> dict[str, Any]:
+    return delete_orphan_files(job.catalog, older_than=args.older_than, dry_run=args.dry_run)
+
+
+# catalog-wide: neither a table nor a runner (their transactions are the catalog's)
+EXPIRE = OperationPlugin(EXPIRE_SNAPSHOTS, run_expire)
+CLEANUP = OperationPlugin(CLEANUP_FILES, run_cleanup_files)
+ORPHANS = OperationPlugin(DELETE_ORPHAN_FILES, run_delete_orphan_files)

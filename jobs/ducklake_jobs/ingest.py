@@ -40,12 +40,14 @@ from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR, CommitResult
 from ducklake_operator.catalog.ingested import ingested_files
+from ducklake_operator.duckdb_session import open_session
 from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.evolution.auto_schema import IngestPlan, Level, marker_field, plan_ingest
 from ducklake_operator.evolution.observed import BadRecord, Fields, MissingValue, merged, observe_record, observe_typed
 from ducklake_operator.evolution.routing import convert_record
 from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
 from ducklake_operator.model.ingested_files import ingest_extra_info
+from ducklake_operator.model.job_params import INGEST, IngestArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_EVOLVE, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
 from ducklake_operator.model.partitioning import (
     hive_directory,
@@ -57,10 +59,12 @@ from ducklake_operator.model.partitioning import (
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, to_duckdb_sql
 
+from .fault_points import fault_point
 from .ingest_sources import Skipped, Source, SourceReader, list_sources, read_local
 from .inputs import read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit, reason
 from .lake_paths import TablePaths, new_file_name, option_on, options_in_force, sort_sql, table_paths
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     WrittenFile,
     copy_options,
@@ -70,7 +74,8 @@ from .parquet_writer import (
     scratch_session,
     write_parquet,
 )
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, reason, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, written_counts
 
 GROUP_BYTES = 64 * 1024 * 1024  # input per task (files are never split)
@@ -349,18 +354,9 @@ def ingest(
     if not reingest:
         _refuse_ingested(catalog, t, sources)
     groups = _groups(sources)
-    runner = run.runner_for(runner, report.fields["bytesRead"])
-    report.fields["ranOn"] = ran_on(runner)
+    runner = report.runner(run, runner, report.fields["bytesRead"])
     s3 = storage.s3_config(path)
-    run.phase("reading", 0, len(groups))
-    observations = runner(
-        observe_files,
-        [ReadTask(g, on_bad_record, s3) for g in groups],
-        on_done=lambda done: run.phase("reading", done, len(groups)),
-    )
-    skipped = Skipped()
-    for o in observations:
-        skipped.merge(o.skipped)
+    observations, skipped = _observe(runner, run, groups, on_bad_record, s3)
     plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
     records = sum(o.records for o in observations)
     report.fields.update(
@@ -390,16 +386,7 @@ def ingest(
         for r in results:
             skipped.merge(r.skipped)
         done = _written(results, skipped)
-        change = AppendFiles(
-            t.table_id,
-            t.qualified_name,
-            inputs.base,
-            _new_files(t, results),
-            tuple((c.column_id, c.parent_id, c.name, c.type_name) for top in plan.layout for c in top.walk()),
-            t.partition.partition_id if t.partition else None,
-            tuple(s.file for s in sources),
-            reingest,
-        )
+        change = _append_change(t, inputs.base, plan, results, sources, reingest)
         extra = ingest_extra_info(t.table_id, change.sources, run.extra_info(report.done(**done)))
         message = f"ingest {t.qualified_name}: {len(sources)} files, {done['rowsWritten']} rows" + (
             f", {len(plan.changes)} columns added" if plan.changes else ""
@@ -412,6 +399,38 @@ def ingest(
         **_written(results, skipped),
         committedSnapshot=committed.snapshot_id,
         **({"rebased": len(rebased)} if rebased else {}),
+    )
+
+
+def _observe(
+    runner: Runner, run: JobRun, groups: list[tuple[Source, ...]], on_bad_record: str, s3: storage.S3Config | None
+) -> tuple[list[Observation], Skipped]:
+    """Read every group of input files once for its fields and records (the plan's input)."""
+    run.phase("reading", 0, len(groups))
+    observations = runner(
+        observe_files,
+        [ReadTask(g, on_bad_record, s3) for g in groups],
+        on_done=lambda done: run.phase("reading", done, len(groups)),
+    )
+    skipped = Skipped()
+    for o in observations:
+        skipped.merge(o.skipped)
+    return observations, skipped
+
+
+def _append_change(
+    t: TableState, base: int, plan: IngestPlan, results: list[WriteResult], sources: list[Source], reingest: bool
+) -> AppendFiles:
+    """The written files appended to the table, with the columns the plan adds."""
+    return AppendFiles(
+        t.table_id,
+        t.qualified_name,
+        base,
+        _new_files(t, results),
+        tuple((c.column_id, c.parent_id, c.name, c.type_name) for top in plan.layout for c in top.walk()),
+        t.partition.partition_id if t.partition else None,
+        tuple(s.file for s in sources),
+        reingest,
     )
 
 
@@ -460,9 +479,8 @@ def column_defaults(t: TableState) -> dict[int, Any]:
     """The value of each top-level column's default (by column id), evaluated as DuckDB's
     INSERT evaluates it for a column it is not given."""
     out: dict[int, Any] = {}
-    con = duckdb.connect()
+    con = open_session()
     try:
-        con.execute("SET TimeZone = 'UTC'")
         for c in t.columns:
             if not c.has_default or c.children:
                 continue
@@ -569,3 +587,23 @@ def _commit(
             base = catalog.snapshot().snapshot_id
             rebased.append(base)
     raise AssertionError("unreachable")
+
+
+def run_ingest(job: JobContext, args: IngestArgs) -> dict[str, Any]:
+    return ingest(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        path=args.path,
+        file_format=args.file_format,
+        on_bad_record=args.on_bad_record,
+        reingest=args.reingest,
+        evolve=args.evolve,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(INGEST, run_ingest)

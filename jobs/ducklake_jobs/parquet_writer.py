@@ -20,6 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from ducklake_operator import storage
+from ducklake_operator.duckdb_session import open_session
 from ducklake_operator.errors import DuckLakeError
 from ducklake_operator.model.file_changes import FileColumnStats
 from ducklake_operator.model.state import ColumnState
@@ -136,14 +137,13 @@ def copy_options(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 def scratch_connection(*, extensions: bool = False, spill: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB for a job's work, within the task's resources; ``extensions``: may
     load the extension wheels; ``spill``: where it spills beyond its memory limit."""
-    config = task_resources.current().duckdb_config()
-    if extensions:
-        config["allow_unsigned_extensions"] = "true"
-    if spill:
-        config["temp_directory"] = spill
-    con = duckdb.connect(config=config)
-    con.execute("SET TimeZone = 'UTC'")  # timestamptz statistics are stored normalised to UTC
-    return con
+    resources = task_resources.current()
+    return open_session(
+        unsigned_extensions=extensions,
+        threads=resources.threads,
+        memory_limit_mb=resources.memory_limit_mb,
+        spill=spill,
+    )
 
 
 @contextmanager

@@ -43,6 +43,7 @@ from ducklake_operator.catalog.job_inputs import TableInputs, read_layouts, read
 from ducklake_operator.errors import CommitConflict, DuckLakeError
 from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, plan_repartition
 from ducklake_operator.model.file_changes import RepartitionFiles
+from ducklake_operator.model.job_params import REPARTITION, RepartitionArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
 from ducklake_operator.model.partitioning import (
     hive_directory,
@@ -53,12 +54,13 @@ from ducklake_operator.model.partitioning import (
 )
 from ducklake_operator.model.state import ColumnState, DataFile, TableState
 
+from .fault_points import fault_point
 from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
 from .inputs import planned_inputs, read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_name, option, option_on, options_in_force, sort_sql, table_paths
 from .layout_projection import projection
-from .operations import REPLANS  # a batch refused by a concurrent writer plans again as often
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     SNAPSHOT_ID,
     WrittenFile,
@@ -68,8 +70,9 @@ from .parquet_writer import (
     scratch_session,
     write_delete_file,
 )
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, REPLANS, JobRun  # a batch refused by a concurrent writer plans again as often
 from .shuffle import Chunk, ChunkAccount, Routes, shuffle
+from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, kept_deletes_row, written_counts
 
 # Source bytes per map task (a run of files of one schema version). On Spark map tasks are
@@ -264,17 +267,15 @@ def repartition(
         filesLeftAlone=plan.left_alone,
     )
     if dry_run or not plan.batches:
-        return report.done(
+        report.fields.update(
             filesRead=plan.input_files if dry_run else 0,
             bytesRead=plan.input_bytes if dry_run else 0,
             rowsRead=plan.input_rows if dry_run else 0,
-            filesWritten=0,
-            committedSnapshot=None,
-            ranOn=ran_on(run_in_process),
-            **({"plan": plan.to_json()["batches"]} if dry_run else {"nothingToDo": _nothing_to_do(inputs, plan)}),
         )
-    runner = run.runner_for(runner, plan.input_bytes)
-    report.fields["ranOn"] = ran_on(runner)
+        return report.nothing_written(
+            **({"plan": plan.to_json()["batches"]} if dry_run else {"nothingToDo": _nothing_to_do(inputs, plan)})
+        )
+    runner = report.runner(run, runner, plan.input_bytes)
     totals: dict[str, Any] = {}
     committed: list[int] = []
     replanned = 0
@@ -342,13 +343,113 @@ def _run_batch(
     state, t, batch = inputs.state, inputs.table, plan.batches[0]
     paths = table_paths(state, t)
     target = TARGET_FILE_SIZE.resolve(target_file_size, lambda key: option(state, t, key))
-    files = {f.data_file_id: f for f in t.data_files}
-    delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
     layouts = read_layouts(catalog, inputs, (g.schema_version for g in batch.groups))
     fields = key_fields(t.partition)
     keys = tuple((_column(t, f.column_id), f.transform) for f in fields)
     s3 = storage.s3_config(paths.directory)
     in_process = runner is run_in_process
+    splits = _split_tasks(inputs, batch, paths, layouts, keys, in_process)
+    planned: list[str] = []  # every output path, known once the chunks are routed
+    names = key_names(t.partition, t.columns) if option_on(state, t, "hive_file_pattern") else []
+    parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
+
+    merge = _MergeSetting(target, names, paths, run.file_marker, layouts, order_by, parquet, inputs.oldest_snapshot, s3)
+
+    outputs, commit = produce_and_commit(
+        lambda: planned,
+        lambda: shuffle(
+            runner,
+            account_files,
+            split_files,
+            splits,
+            lambda chunks: _route(chunks, merge, planned),
+            merge_chunks,
+            lambda done, total: run.phase("writing", done, total),
+        )[1],
+        lambda outs: catalog.commit(
+            [_change(t, plan, batch, outs, paths, inputs)],
+            author=author,
+            base_snapshot=plan.base_snapshot,
+            message=f"repartition {t.qualified_name}: {len(batch.files)} files into {len(outs)} ({_describe(t)})",
+            # the plan's last batch ends the run (a rerun of a run killed before it does the rest)
+            extra_info=run.extra_info(
+                report.done(**_plus(totals, _written(batch, outs)), batch=batch.index, final=len(plan.batches) == 1)
+            ),  # fmt: skip
+            before_commit=lambda: fault_point("in_commit"),
+        ),
+        committing=lambda: run.committing(len(planned) // 2),
+    )
+    assert commit.snapshot_id is not None
+    return _written(batch, outputs), commit.snapshot_id
+
+
+@dataclass(frozen=True)
+class _MergeSetting:
+    """What every output of a batch shares."""
+
+    target: int  # bytes per output file
+    names: list[str]  # the partition key names of hive-style directories; empty: none
+    paths: TablePaths
+    marker: str
+    layouts: dict[int, tuple[ColumnState, ...]]
+    order_by: str
+    parquet: tuple[tuple[str, str], ...]
+    oldest_snapshot: int
+    s3: storage.S3Config | None
+
+
+def _route(chunks: list[ChunkAccount], merge: _MergeSetting, planned: list[str]) -> Routes[MergeTask]:
+    """The reduce side of a batch: each partition's chunks into outputs of about the target
+    size; every output path (and its delete file's) added to ``planned``."""
+    by_partition: dict[Any, list[ChunkAccount]] = defaultdict(list)
+    for c in chunks:
+        by_partition[c.info].append(c)
+    tasks: list[MergeTask] = []
+    of_chunk: dict[tuple[int, str], int] = {}
+    for version, values in sorted(by_partition, key=repr):
+        outputs: list[list[ChunkAccount]] = []
+        size = 0
+        for c in sorted(by_partition[(version, values)], key=lambda c: c.map_index):
+            if not outputs or size + c.bytes > merge.target:
+                outputs.append([])
+                size = 0
+            outputs[-1].append(c)
+            size += c.bytes
+        for members in outputs:
+            relative = new_file_name(hive_directory(merge.names, values) if merge.names else "", marker=merge.marker)
+            output = merge.paths.full(relative, True)
+            deletes = output[: -len(".parquet")] + "-delete.parquet"
+            planned.extend((output, deletes))
+            tasks.append(
+                MergeTask(
+                    merge.layouts[version],
+                    version,
+                    values,
+                    output,
+                    deletes,
+                    merge.order_by,
+                    merge.parquet,
+                    merge.oldest_snapshot,
+                    merge.s3,
+                )
+            )
+            of_chunk.update({(c.map_index, c.key): len(tasks) - 1 for c in members})
+    return Routes(tasks, of_chunk)
+
+
+def _split_tasks(
+    inputs: TableInputs,
+    batch: Batch,
+    paths: TablePaths,
+    layouts: dict[int, Any],
+    keys: tuple[tuple[ColumnState, str], ...],
+    in_process: bool,
+) -> list[SplitTask]:
+    """The map side of a batch: its groups' files in runs of about a map task's input."""
+    t = inputs.table
+    files = {f.data_file_id: f for f in t.data_files}
+    delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
+    s3 = storage.s3_config(paths.directory)
     map_bytes = IN_PROCESS_MAP_INPUT_BYTES if in_process else MAP_INPUT_BYTES
     splits = []
     for g in batch.groups:
@@ -380,72 +481,7 @@ def _run_batch(
                     )
                 )
                 run_of, run_bytes = [], 0
-    planned: list[str] = []  # every output path, known once the chunks are routed
-    names = key_names(t.partition, t.columns) if option_on(state, t, "hive_file_pattern") else []
-    parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
-
-    def route(chunks: list[ChunkAccount]) -> Routes[MergeTask]:
-        by_partition: dict[Any, list[ChunkAccount]] = defaultdict(list)
-        for c in chunks:
-            by_partition[c.info].append(c)
-        tasks: list[MergeTask] = []
-        of_chunk: dict[tuple[int, str], int] = {}
-        for version, values in sorted(by_partition, key=repr):
-            outputs: list[list[ChunkAccount]] = []
-            size = 0
-            for c in sorted(by_partition[(version, values)], key=lambda c: c.map_index):
-                if not outputs or size + c.bytes > target:
-                    outputs.append([])
-                    size = 0
-                outputs[-1].append(c)
-                size += c.bytes
-            for members in outputs:
-                relative = new_file_name(hive_directory(names, values) if names else "", marker=run.file_marker)
-                output = paths.full(relative, True)
-                deletes = output[: -len(".parquet")] + "-delete.parquet"
-                planned.extend((output, deletes))
-                tasks.append(
-                    MergeTask(
-                        layouts[version],
-                        version,
-                        values,
-                        output,
-                        deletes,
-                        order_by,
-                        parquet,
-                        inputs.oldest_snapshot,
-                        s3,
-                    )
-                )
-                of_chunk.update({(c.map_index, c.key): len(tasks) - 1 for c in members})
-        return Routes(tasks, of_chunk)
-
-    outputs, commit = produce_and_commit(
-        lambda: planned,
-        lambda: shuffle(
-            runner,
-            account_files,
-            split_files,
-            splits,
-            route,
-            merge_chunks,
-            lambda done, total: run.phase("writing", done, total),
-        )[1],
-        lambda outs: catalog.commit(
-            [_change(t, plan, batch, outs, paths, inputs)],
-            author=author,
-            base_snapshot=plan.base_snapshot,
-            message=f"repartition {t.qualified_name}: {len(batch.files)} files into {len(outs)} ({_describe(t)})",
-            # the plan's last batch ends the run (a rerun of a run killed before it does the rest)
-            extra_info=run.extra_info(
-                report.done(**_plus(totals, _written(batch, outs)), batch=batch.index, final=len(plan.batches) == 1)
-            ),  # fmt: skip
-            before_commit=lambda: fault_point("in_commit"),
-        ),
-        committing=lambda: run.committing(len(planned) // 2),
-    )
-    assert commit.snapshot_id is not None
-    return _written(batch, outputs), commit.snapshot_id
+    return splits
 
 
 def _column(t: TableState, column_id: int) -> ColumnState:
@@ -497,3 +533,20 @@ def _change(
         tuple(new_files),
         plan.spec_id,
     )
+
+
+def run_repartition(job: JobContext, args: RepartitionArgs) -> dict[str, Any]:
+    return repartition(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        max_bytes_per_commit=args.max_bytes_per_commit,
+        target_file_size=args.target_file_size,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(REPARTITION, run_repartition)

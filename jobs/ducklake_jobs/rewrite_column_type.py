@@ -44,7 +44,8 @@ from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
-from ducklake_operator.catalog.job_inputs import TableInputs, read_inlined_data
+from ducklake_operator.catalog.job_inputs import InlinedData, TableInputs, read_inlined_data
+from ducklake_operator.duckdb_session import open_session
 from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.maintenance.column_rewrite import (
     ColumnRewritePlan,
@@ -56,17 +57,20 @@ from ducklake_operator.maintenance.column_rewrite import (
 )
 from ducklake_operator.model.conversions import conversion_sql, values_limit
 from ducklake_operator.model.file_changes import ColumnRetype, PlannedInputs, RetypeColumns
+from ducklake_operator.model.job_params import REWRITE_COLUMN_TYPE, RewriteColumnTypeArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import DuckLakeType, to_duckdb_sql
 
+from .fault_points import fault_point
 from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
 from .inlined_rows import register_decoded
 from .inputs import read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_beside, new_file_name, option, options_in_force, table_paths
-from .manifest_plan import manifest_plan
+from .manifest_plan import ManifestPlan, manifest_plan
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     HIDDEN_FIELD_IDS,
     ROW_ID,
@@ -80,7 +84,8 @@ from .parquet_writer import (
     scratch_session,
     write_parquet,
 )
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, written_counts
 
 FIRST_FAILURES = 5  # offending values named in a failed job's message
@@ -365,7 +370,7 @@ def _convert_defaults(r: Retyped, on_cast_error: str) -> tuple[str | None, str]:
     keeps them: '7' of an int32 stays '7' for a float64), else DuckDB's text of it."""
     c = r.column
     old_sql, new_sql = to_duckdb_sql(c.type), to_duckdb_sql(r.new_type)
-    con = duckdb.connect()
+    con = open_session()
     try:
 
         def convert(text: str | None, what: str) -> str | None:
@@ -433,30 +438,11 @@ def rewrite_column_type(
     retypes = planned.retypes(t) if planned is not None else asked  # a manifest's names may be new ones
     plan = plan_column_rewrite(t, inputs.base, retypes, target, repartitioned=repartitioned)
     inlined = read_inlined_data(catalog, t, inputs.base)
-    inlined_rows = sum(1 for b in inlined.batches for r in b.rows if r[2] is None)
-    report = Report(
-        "rewriteColumnType",
-        table=t.qualified_name,
-        columns=[r.to_json() for r in plan.columns + plan.unchanged],
-        onCastError=on_cast_error,
-        baseSnapshot=inputs.base,
-        groups=len(plan.groups),
-        filesRead=plan.input_files,
-        bytesRead=plan.input_bytes,
-        inlinedRowsRead=inlined_rows,
-        dryRun=dry_run,
-        **(planned.report() if planned is not None else {}),
-    )
+    report = _report(inputs, plan, inlined, on_cast_error, dry_run, planned)
     if dry_run or plan.done:
-        return report.done(
-            filesWritten=0,
-            committedSnapshot=None,
-            ranOn=ran_on(run_in_process),
-            **({"plan": plan.to_json()} if dry_run else {"alreadyOfType": True}),
-        )
+        return report.nothing_written(**({"plan": plan.to_json()} if dry_run else {"alreadyOfType": True}))
     defaults = {r.column.column_id: _convert_defaults(r, on_cast_error) for r in plan.columns}
-    runner = run.runner_for(runner, plan.input_bytes)
-    report.fields["ranOn"] = ran_on(runner)
+    runner = report.runner(run, runner, plan.input_bytes)
     paths = table_paths(state, t)
     parquet = copy_options(options_in_force(state, t))
     staging = tempfile.mkdtemp(prefix="ducklake-retype-")
@@ -478,17 +464,7 @@ def rewrite_column_type(
         """Inside the commit, writers held: the rows inserted since the last look (few: in
         this process, Spark would only add its start to the hold)."""
         _catch_up(catalog, work, target, lambda groups, batches: rewrite(groups, batches, run_in_process))
-        if work.base != latest:  # the read must see the catalog the commit holds still
-            raise CommitConflict(
-                f"rewriteColumnType {t.qualified_name}: read snapshot {work.base} while committing after "
-                f"{latest}; nothing was committed"
-            )
-        others: list[Any] = []
-        if planned is not None:  # the manifest's other changes, as planned now
-            planned.check_at(catalog, latest)
-            planned.check_nulls(_nulled(work))
-            others = list(planned.plan.light_changes)
-        return [_change(work, defaults, paths), *others]
+        return _changes_at(catalog, latest, work, planned, lambda: _change(work, defaults, paths))
 
     def commit(_: Work) -> Any:
         _catch_up(catalog, work, target, rewrite)  # what was inserted while the files were rewritten
@@ -508,6 +484,48 @@ def rewrite_column_type(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return report.done(**_written(work), committedSnapshot=result.snapshot_id)
+
+
+def _report(
+    inputs: TableInputs,
+    plan: ColumnRewritePlan,
+    inlined: InlinedData,
+    on_cast_error: str,
+    dry_run: bool,
+    planned: ManifestPlan | None,
+) -> Report:
+    """The report's start: what the plan reads and retypes."""
+    return Report(
+        "rewriteColumnType",
+        table=inputs.table.qualified_name,
+        columns=[r.to_json() for r in plan.columns + plan.unchanged],
+        onCastError=on_cast_error,
+        baseSnapshot=inputs.base,
+        groups=len(plan.groups),
+        filesRead=plan.input_files,
+        bytesRead=plan.input_bytes,
+        inlinedRowsRead=sum(1 for b in inlined.batches for r in b.rows if r[2] is None),
+        dryRun=dry_run,
+        **(planned.report() if planned is not None else {}),
+    )
+
+
+def _changes_at(
+    catalog: Catalog, latest: int, work: Work, planned: ManifestPlan | None, retype: Callable[[], RetypeColumns]
+) -> list[Any]:
+    """What the commit at ``latest`` holds: the ``retype``, and the manifest's other changes as
+    planned now; refused when the last read did not see ``latest``."""
+    if work.base != latest:  # the read must see the catalog the commit holds still
+        raise CommitConflict(
+            f"rewriteColumnType {work.table.qualified_name}: read snapshot {work.base} while committing after "
+            f"{latest}; nothing was committed"
+        )
+    others: list[Any] = []
+    if planned is not None:  # the manifest's other changes, as planned now
+        planned.check_at(catalog, latest)
+        planned.check_nulls(_nulled(work))
+        others = list(planned.plan.light_changes)
+    return [retype(), *others]
 
 
 def _catch_up(catalog: Catalog, work: Work, target: int, rewrite: Any) -> None:
@@ -597,3 +615,23 @@ def _written(work: Work) -> dict[str, Any]:
         **({"valuesNulledByColumn": {".".join(p): n for p, n in nulled.items()}} if len(nulled) > 1 else {}),
         "catchUpRounds": work.rounds,
     }
+
+
+def run_rewrite_column_type(job: JobContext, args: RewriteColumnTypeArgs) -> dict[str, Any]:
+    return rewrite_column_type(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        column=args.column,
+        new_type=args.new_type,
+        columns=args.columns,
+        on_cast_error=args.on_cast_error,
+        manifest=args.manifest,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(REWRITE_COLUMN_TYPE, run_rewrite_column_type)

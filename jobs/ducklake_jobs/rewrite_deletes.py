@@ -19,15 +19,18 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import read_layouts
 from ducklake_operator.maintenance.delete_rewrite import RewriteGroup, plan_delete_rewrite
 from ducklake_operator.model.file_changes import RewriteFiles
+from ducklake_operator.model.job_params import REWRITE_DELETES, RewriteDeletesArgs
 from ducklake_operator.model.maintenance_params import DELETE_THRESHOLD, DRY_RUN
 from ducklake_operator.model.state import TableState
 
 from .file_rewrite import RewriteOutput, RewriteTask, rewrite_files, source_file
 from .inputs import planned_inputs, read_inputs
-from .job_run import PLAIN_RUN, JobRun
+from .job_steps import Report, write_and_commit
 from .lake_paths import TablePaths, new_file_beside, option, options_in_force, sort_sql, table_paths
+from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import copy_options
-from .runtime import Report, Runner, fault_point, produce_and_commit, ran_on, run_in_process
+from .run_context import PLAIN_RUN, JobRun
+from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, written_counts
 
 
@@ -61,14 +64,8 @@ def rewrite_deletes(
         dryRun=dry_run,
     )
     if dry_run or not plan.groups:  # a dry run shows the file groups it would write
-        return report.done(
-            filesWritten=0,
-            committedSnapshot=None,
-            ranOn=ran_on(run_in_process),
-            **({"plan": plan.to_json()["groups"]} if dry_run else {}),
-        )
-    runner = run.runner_for(runner, report.fields["bytesRead"])
-    report.fields["ranOn"] = ran_on(runner)
+        return report.nothing_written(**({"plan": plan.to_json()["groups"]} if dry_run else {}))
+    runner = report.runner(run, runner, report.fields["bytesRead"])
     paths = table_paths(state, t)
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.delete_file_id: d for d in t.delete_files}
@@ -94,20 +91,20 @@ def rewrite_deletes(
                 s3=storage.s3_config(paths.directory),
             )
         )
-    outputs, commit = produce_and_commit(
-        lambda: [task.output for task in tasks],
-        lambda: run.run_file_groups(runner, rewrite_files, tasks),
-        lambda outs: catalog.commit(
-            [rewrite_change(t, plan.groups, outs, paths, inlined, base)],
-            author=author,
-            base_snapshot=base,
-            message=f"rewriteDeletes {schema}.{table}: {plan.input_files} files",
-            extra_info=run.extra_info(report.done(**written(outs))),
-            before_commit=lambda: fault_point("in_commit"),
-        ),
-        committing=lambda: run.committing(len(tasks)),
+    return write_and_commit(
+        catalog,
+        run,
+        report,
+        runner,
+        tasks,
+        rewrite_files,
+        planned_outputs=lambda: [task.output for task in tasks],
+        change=lambda outs: rewrite_change(t, plan.groups, outs, paths, inlined, base),
+        message=lambda _: f"rewriteDeletes {schema}.{table}: {plan.input_files} files",
+        written=written,
+        author=author,
+        base_snapshot=base,
     )
-    return report.done(**written(outputs), committedSnapshot=commit.snapshot_id)
 
 
 def written(outputs: list[RewriteOutput]) -> dict[str, Any]:
@@ -136,3 +133,19 @@ def rewrite_change(
         if out.written is not None  # None: every row of the group was deleted
     )
     return RewriteFiles(table.table_id, table.qualified_name, base, planned_inputs(table, sources, inlined), new_files)
+
+
+def run_rewrite_deletes(job: JobContext, args: RewriteDeletesArgs) -> dict[str, Any]:
+    return rewrite_deletes(
+        job.catalog,
+        job.table_schema,
+        job.table_name,
+        delete_threshold=args.delete_threshold,
+        dry_run=args.dry_run,
+        author=job.author,
+        runner=job.runner,
+        run=job.run,
+    )
+
+
+PLUGIN = OperationPlugin(REWRITE_DELETES, run_rewrite_deletes)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from . import task_resources
-from .runtime import Runner, carrying, collect_counting, run_in_process
+from .task_runners import Runner, carrying, collect_counting, run_in_process
 
 M = TypeVar("M")  # a map task
 T = TypeVar("T")  # a reduce task

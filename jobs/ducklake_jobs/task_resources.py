@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from ducklake_operator.duckdb_session import resource_config
+
 DUCKDB_MEMORY_SHARE = 0.8  # of the worker's memory; the rest is pyarrow buffers and Python
 
 
@@ -28,12 +30,7 @@ class TaskResources:
     memory_limit_mb: int | None = None  # None: DuckDB's default (80% of the memory it sees)
 
     def duckdb_config(self) -> dict[str, str | bool | int | float | list[str]]:
-        config: dict[str, str | bool | int | float | list[str]] = {}
-        if self.threads:
-            config["threads"] = self.threads
-        if self.memory_limit_mb:
-            config["memory_limit"] = f"{self.memory_limit_mb}MB"
-        return config
+        return resource_config(self.threads, self.memory_limit_mb)
 
 
 def local_cores(master: str, machine_cores: int) -> int | None:

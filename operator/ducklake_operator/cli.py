@@ -36,13 +36,13 @@ from .catalog import Catalog
 from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
 from .evolution.heavy import HeavyJob
-from .model.job_params import OPERATIONS, job_keywords, params_help
+from .evolution.manifest_plans import counts_files
+from .model.job_params import OPERATIONS, params_help, parse_args
 from .model.maintenance_params import DRY_RUN
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .model.state import ColumnState
 from .reconcile import (
     apply_plan,
-    counts_files,
     drift,
     empty_state,
     ensure_catalog,
@@ -153,8 +153,8 @@ def _run_heavy_jobs(
     controller runs it as a DuckLakeJob instead)."""
     if not jobs:
         return
-    from ducklake_jobs.operations import run_operation
-    from ducklake_jobs.runtime import run_in_process
+    from ducklake_jobs.job_template import run_operation
+    from ducklake_jobs.task_runners import run_in_process
 
     from . import storage
 
@@ -285,7 +285,7 @@ def run_on_spark_if_installed(
 ) -> list[R]:
     """The Spark runner, saying what to do when pyspark is missing; asked only when the job has
     work for Spark tasks, so jobs that never use Spark run without it."""
-    from ducklake_jobs.runtime import run_on_spark
+    from ducklake_jobs.task_runners import run_on_spark
 
     if items and importlib.util.find_spec("pyspark") is None:
         raise DuckLakeError(SPARK_MISSING)
@@ -294,13 +294,13 @@ def run_on_spark_if_installed(
 
 def cmd_run_job(args: argparse.Namespace) -> int:
     """Run a maintenance operation locally and print its JSON result."""
-    from ducklake_jobs.operations import run_operation
-    from ducklake_jobs.runtime import run_in_process
+    from ducklake_jobs.job_template import run_operation
+    from ducklake_jobs.task_runners import run_in_process
 
     from . import storage
 
     params = _job_params(args)
-    job_keywords(args.operation, params, "-p")  # every problem before touching a catalog
+    job_args = parse_args(args.operation, params, "-p")  # once; every problem before touching a catalog
     for cat_spec, _ in _grouped(args.file):
         location = location_for(cat_spec, env_credentials)
         with closing(Catalog.open(location, expected_data_path=cat_spec.data_path)) as catalog:
@@ -310,7 +310,7 @@ def cmd_run_job(args: argparse.Namespace) -> int:
                     catalog,
                     args.operation,
                     args.table,
-                    params,
+                    job_args,
                     runner=run_in_process if args.no_spark else run_on_spark_if_installed,
                     author=CLI_AUTHOR,
                 )

@@ -1,16 +1,12 @@
 """Open a catalog with DuckDB's ducklake extension (for ``ducklake sql`` and the tests).
 
-Extensions are loaded from the ``duckdb-extension-*`` wheels (the ``duckdb`` extra), else
-from DuckDB's own extension directory (``INSTALL``ed by hand); never downloaded behind the
-user's back (``autoinstall_known_extensions`` off: a download from a cluster without internet
-hangs until it times out, and the wheels pin the extensions to DuckDB 1.5.5). Only what the
-catalog needs is loaded, so a SQLite catalog never asks for postgres_scanner.
+The connection is a ``duckdb_session``'s (its settings, and its extensions loaded from the
+``duckdb-extension-*`` wheels). Only what the catalog needs is loaded, so a SQLite catalog
+never asks for postgres_scanner.
 """
 
 from __future__ import annotations
 
-import glob
-import importlib
 import os
 from collections.abc import Iterable
 
@@ -18,28 +14,9 @@ import duckdb
 
 from .catalog.connect import CatalogLocation
 from .catalog.scrub import describe_failure
+from .duckdb_session import WHEELS, open_session
+from .duckdb_session import extension_path as extension_path  # the tests' and the jobs'
 from .errors import DuckLakeError
-
-WHEELS = {
-    "ducklake": "duckdb_extension_ducklake",
-    "postgres_scanner": "duckdb_extension_postgres_scanner",
-    "sqlite_scanner": "duckdb_extension_sqlite_scanner",
-    "httpfs": "duckdb_extension_httpfs",
-}
-INSTALL_HINT = "pip install 'ducklake-operator[duckdb]'"
-
-
-def extension_path(name: str) -> str | None:
-    """The extension file in its wheel, named as DuckDB knows the extension (``sqlite_scanner``,
-    not its alias ``sqlite``: DuckDB registers a file under the file's name)."""
-    try:
-        package = importlib.import_module(WHEELS[name])
-    except ImportError:
-        return None
-    found = glob.glob(
-        os.path.join(os.path.dirname(package.__file__ or ""), "extensions", "*", f"{name}.duckdb_extension")
-    )
-    return found[0] if found else None
 
 
 def extensions_for(location: CatalogLocation, data_path: str | None = None) -> tuple[str, ...]:
@@ -49,30 +26,10 @@ def extensions_for(location: CatalogLocation, data_path: str | None = None) -> t
     return ("ducklake", scanner) + (("httpfs",) if data_path and data_path.startswith("s3://") else ())
 
 
-def load_extensions(con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> None:
-    for name in names:
-        path = extension_path(name)
-        try:
-            con.execute(f"LOAD '{path}'" if path else f"LOAD {name}")
-        except duckdb.Error as exc:
-            if path is None:
-                raise DuckLakeError(f"DuckDB's {name} extension is not installed: {INSTALL_HINT}") from None
-            raise DuckLakeError(
-                f"DuckDB's {name} extension could not be loaded from {path} ({describe_failure(str(exc))}): "
-                f"{INSTALL_HINT}"
-            ) from None
-
-
 def connect(extensions: Iterable[str] = tuple(WHEELS)) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with ``extensions`` loaded (by default all of them: the tests'
     oracle; ``attach`` without a connection loads only what its catalog needs)."""
-    con = duckdb.connect(config={"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"})
-    try:
-        load_extensions(con, extensions)
-    except DuckLakeError:
-        con.close()
-        raise
-    return con
+    return open_session(extensions=extensions)
 
 
 def configure_s3(

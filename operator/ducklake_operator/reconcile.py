@@ -6,71 +6,27 @@ get plans and results out.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import storage
-from .catalog import Catalog, CatalogLocation, CommitResult
+from .catalog import Catalog, CommitResult
 from .catalog.commit import DEFAULT_AUTHOR
-from .errors import CommitConflict, DuckLakeError
+from .errors import CommitConflict
 from .evolution.drift import drift_lines
 from .evolution.heavy import HeavyJob, heavy_jobs
-from .evolution.planner import plan_schema, plan_table
+from .evolution.manifest_plans import commit_message, counts_files, plan_table_names
+from .evolution.manifest_plans import plan_for as plan_for  # the CLI's, the controller's and the tests'
+from .lake_access import Credentials as Credentials  # where callers found them first
+from .lake_access import location_for as location_for
+from .lake_access import s3_settings as s3_settings
 from .model.plans import TablePlan
 from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
 from .model.state import CatalogState, SchemaState, SnapshotInfo
 from .storage import S3Config
 
 MAX_REPLANS = 3
-
-Credentials = Callable[
-    [str, str, str, "str | None"], tuple[str | None, str | None]
-]  # (secret, user key, pw key, namespace)
-
-
-def location_for(spec: CatalogSpec, credentials: Credentials | None = None) -> CatalogLocation:
-    backend = spec.backend
-    if isinstance(backend, PostgresSpec):
-        user = password = None
-        if backend.credentials is not None and credentials is not None:
-            c = backend.credentials
-            user, password = credentials(c.name, c.username_key, c.password_key, spec.ref.namespace)
-        return CatalogLocation(
-            kind="postgres",
-            host=backend.host,
-            port=backend.port,
-            database=backend.database,
-            schema=backend.schema,
-            user=user,
-            password=password,
-            sslmode=backend.ssl_mode,
-        )
-    return CatalogLocation(kind="sqlite", path=backend.path)
-
-
-def s3_settings(spec: CatalogSpec, credentials: Credentials | None = None) -> S3Config | None:
-    """S3 settings for a catalog whose data path is ``s3://``: ``spec.storage.s3`` over the
-    standard AWS environment; keys from its ``credentialsSecretRef`` when ``credentials``
-    can read Secrets (the controller), else from the environment (the CLI)."""
-    if not spec.data_path.startswith("s3://"):
-        return None
-    env, s3 = S3Config.from_env(), spec.s3
-    if s3 is None:
-        return env
-    key, secret, token = env.access_key, env.secret_key, env.session_token
-    if s3.credentials is not None and credentials is not None:
-        c = s3.credentials
-        (key, secret), token = credentials(c.name, c.username_key, c.password_key, spec.ref.namespace), None
-    return S3Config(
-        endpoint=s3.endpoint or env.endpoint,
-        region=s3.region or env.region,
-        access_key=key,
-        secret_key=secret,
-        session_token=token,
-        url_style=s3.url_style,
-    )
 
 
 def lake_identity(spec: CatalogSpec) -> tuple[object, ...]:
@@ -97,15 +53,6 @@ class ApplyResult:
     plan: TablePlan
     commit: CommitResult | None  # None: nothing to do (no light change), or refused
     heavy: tuple[HeavyJob, ...] = ()  # the job that does the plan (its heavy changes and the rest); nothing committed
-
-
-def commit_message(spec: TableSpec | SchemaSpec, plan: TablePlan) -> tuple[str, str]:
-    message = f"{spec.ref.kind} {spec.ref.name}: {'; '.join(c.describe() for c in plan.light_changes)}"
-    extra = json.dumps(
-        {"manifest": spec.ref.source or spec.ref.name, "generation": spec.ref.generation, "planHash": plan.hash},
-        sort_keys=True,
-    )
-    return message, extra
 
 
 def apply_plan(
@@ -151,26 +98,6 @@ def read_for_plan(catalog: Catalog, spec: TableSpec | SchemaSpec) -> CatalogStat
     if isinstance(spec, TableSpec):
         return catalog.state(include_files=counts_files(spec), table_names=plan_table_names(spec))
     return catalog.state(include_files=False, table_names=[])
-
-
-def plan_table_names(spec: TableSpec) -> list[tuple[str, str]]:
-    """The tables planning ``spec`` reads: its own, and those it may be renamed from."""
-    return [(spec.schema, spec.name)] + [(spec.schema, old) for old in spec.renamed_from]
-
-
-def counts_files(spec: TableSpec) -> bool:
-    """Its plan may have heavy changes, whose notes count the files they rewrite."""
-    return spec.evolution.type_changes == "rewrite"
-
-
-def plan_for(
-    spec: TableSpec | SchemaSpec, state: CatalogState, pending_schemas: frozenset[str] = frozenset()
-) -> TablePlan:
-    if isinstance(spec, TableSpec):
-        return plan_table(spec, state, pending_schemas)
-    if isinstance(spec, SchemaSpec):
-        return plan_schema(spec, state)
-    raise DuckLakeError(f"{spec.ref.kind} has no schema plan")
 
 
 def drift(spec: TableSpec | SchemaSpec, state: CatalogState) -> list[str]:

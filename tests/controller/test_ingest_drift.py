@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ducklake_jobs.operations import run_operation
+from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.controller.reconcilers import (
     CatalogPool,

@@ -11,8 +11,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ducklake_jobs.job_program import Events, Outcome
 from ducklake_jobs.job_status import JobStatus, without_nulls
+from ducklake_jobs.launched_program import Events, Outcome
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.controller import reconcilers as r
 from ducklake_operator.controller.crds import job_schema

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ducklake_jobs.operations import run_operation
+from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError, SpecError
 from ducklake_operator.evolution.heavy import HeavyJob, heavy_jobs

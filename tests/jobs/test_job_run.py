@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from contextlib import closing
 
-from ducklake_jobs.job_program import outcome_of_failure
-from ducklake_jobs.job_run import PLAIN_RUN, JobRun
-from ducklake_jobs.run_document import parse_run_document
-from ducklake_jobs.runtime import ran_on, run_in_process, run_on_spark
+from ducklake_jobs.launched_program import outcome_of_failure
+from ducklake_jobs.run_context import PLAIN_RUN, JobRun
+from ducklake_jobs.run_document_reader import parse_run_document
+from ducklake_jobs.task_runners import ran_on, run_in_process, run_on_spark
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import CommitStateUnknown, TableNotFound
 from ducklake_operator.model.job_marker import EXIT_FAILED, EXIT_UNKNOWN

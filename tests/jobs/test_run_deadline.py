@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from ducklake_jobs.job_program import COMMIT_MARGIN, deadline_guard, outcome_of_failure
-from ducklake_jobs.run_document import parse_run_document
+from ducklake_jobs.launched_program import COMMIT_MARGIN, deadline_guard, outcome_of_failure
+from ducklake_jobs.run_document_reader import parse_run_document
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import end_job_sessions, job_sessions_ended
 from ducklake_operator.errors import JobFailed, SpecError

@@ -7,8 +7,8 @@ import pytest
 
 from ducklake_jobs import file_rewrite
 from ducklake_jobs.compact import compact
-from ducklake_jobs.operations import run_operation
-from ducklake_jobs.runtime import run_in_process, run_on_spark
+from ducklake_jobs.job_template import run_operation
+from ducklake_jobs.task_runners import run_in_process, run_on_spark
 from ducklake_operator.catalog import Catalog
 from support import duck
 from support.dump import dump

@@ -16,7 +16,7 @@ import pytest
 
 import ducklake_jobs.ingest as job
 from ducklake_jobs.housekeeping import delete_orphan_files
-from ducklake_jobs.operations import run_operation
+from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
 from support import duck

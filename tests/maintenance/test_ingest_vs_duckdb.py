@@ -20,8 +20,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from ducklake_jobs.operations import run_operation
-from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
+from ducklake_jobs.job_template import run_operation
+from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
 from ducklake_operator.model.spec import TableSpec

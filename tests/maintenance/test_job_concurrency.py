@@ -81,7 +81,7 @@ def test_job_plans_again_after_a_conflict(catalog: Catalog, location, monkeypatc
     """Through the entry point, a compaction refused because DuckDB deleted from an input
     plans again from the new snapshot: the delete is kept and the other files are merged."""
     from ducklake_jobs import compact as compact_job
-    from ducklake_jobs.operations import run_operation
+    from ducklake_jobs.job_template import run_operation
 
     con = duck.attach(location)
     con.execute("CREATE TABLE lk.t(id INTEGER)")

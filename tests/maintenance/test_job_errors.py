@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from ducklake_jobs.operations import run_operation
-from ducklake_jobs.runtime import reason, run_on_spark
+from ducklake_jobs.job_steps import reason
+from ducklake_jobs.job_template import run_operation
+from ducklake_jobs.task_runners import run_on_spark
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import JobFailed
 from support import duck

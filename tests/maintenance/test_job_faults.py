@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ducklake_jobs.housekeeping import delete_orphan_files
-from ducklake_jobs.operations import run_operation
+from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import CatalogUnavailable
 from support import duck

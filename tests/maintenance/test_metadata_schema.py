@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from ducklake_jobs.operations import run_operation
+from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog
 from support import duck
 

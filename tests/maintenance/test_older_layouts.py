@@ -12,8 +12,8 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
+from ducklake_jobs.job_template import run_operation
 from ducklake_jobs.layout_projection import projection, same_layout
-from ducklake_jobs.operations import run_operation
 from ducklake_jobs.parquet_writer import FieldIds, field_ids_from_arrow
 from ducklake_operator.catalog import Catalog
 from support import duck

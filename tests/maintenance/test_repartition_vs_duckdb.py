@@ -18,8 +18,8 @@ import pytest
 
 from ducklake_jobs import repartition as repartition_job
 from ducklake_jobs.housekeeping import delete_orphan_files
-from ducklake_jobs.operations import run_operation
-from ducklake_jobs.runtime import run_on_spark
+from ducklake_jobs.job_template import run_operation
+from ducklake_jobs.task_runners import run_on_spark
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit, job_commits

@@ -23,8 +23,8 @@ import pytest
 
 from ducklake_jobs import rewrite_column_type as job
 from ducklake_jobs.housekeeping import delete_orphan_files
-from ducklake_jobs.operations import run_operation
-from ducklake_jobs.runtime import Runner, run_in_process, run_on_spark
+from ducklake_jobs.job_template import run_operation
+from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark
 from ducklake_operator import cli, storage
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed

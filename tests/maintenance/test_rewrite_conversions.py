@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from ducklake_jobs.operations import run_operation
+from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import JobFailed
 from ducklake_operator.model.types import parse_type, to_duckdb_sql

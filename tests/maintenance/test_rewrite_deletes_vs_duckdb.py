@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ducklake_jobs.rewrite_deletes import rewrite_deletes
-from ducklake_jobs.runtime import run_in_process, run_on_spark
+from ducklake_jobs.task_runners import run_in_process, run_on_spark
 from ducklake_operator.catalog import Catalog
 from support import duck
 from support.dump import dump

@@ -9,8 +9,8 @@ import json
 import pyarrow.fs as pafs
 import pytest
 
-from ducklake_jobs.operations import run_operation
-from ducklake_jobs.runtime import run_on_spark
+from ducklake_jobs.job_template import run_operation
+from ducklake_jobs.task_runners import run_on_spark
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.cli import main

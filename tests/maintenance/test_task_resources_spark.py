@@ -8,7 +8,7 @@ import os
 
 from ducklake_jobs import task_resources
 from ducklake_jobs.parquet_writer import scratch_connection
-from ducklake_jobs.runtime import run_in_process, run_on_spark
+from ducklake_jobs.task_runners import run_in_process, run_on_spark
 from support import duck
 
 

@@ -4,7 +4,7 @@ test says what the run's status says, that nothing was committed twice (the cata
 snapshots carrying the run's uid), that no row was lost (DuckDB reads the same rows), and
 that the run's words on its files are true (the S3 bucket listed).
 
-A test holds a job at one of the job program's fault points (``ducklake_jobs.runtime.
+A test holds a job at one of the job program's fault points (``ducklake_jobs.fault_points.
 fault_point``) through the run's ``spark.env``: the program writes a marker file in its pod's
 /tmp and waits while it exists; the test sees it with ``kubectl exec`` and lets the job go on
 by deleting it, or deletes the pod there."""

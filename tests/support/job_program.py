@@ -46,7 +46,7 @@ def catalog_manifest(
 
 
 class Placement(TypedDict):
-    """Where a run document's work runs (``run_document``'s keywords)."""
+    """Where a run document's work runs (``run_document_reader``'s keywords)."""
 
     in_process_below: int | str | None
     master: str | None
@@ -146,7 +146,7 @@ def run_job_command(catalog: dict[str, Any], directory: str, *args: str) -> list
 
 def pause_env(point: str, marker: str) -> dict[str, str]:
     """The environment that makes a job announce ``point`` in the file ``marker`` and hang there
-    until the file is deleted (the test seam ``ducklake_jobs.runtime.fault_point``)."""
+    until the file is deleted (the test seam ``ducklake_jobs.fault_points.fault_point``)."""
     return {"DUCKLAKE_FAULT_PAUSE": point, "DUCKLAKE_FAULT_MARKER": marker}
 
 

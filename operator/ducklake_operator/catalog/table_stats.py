@@ -52,9 +52,9 @@ def widen_table_stats(
         r.column_id: dict(r._mapping) for r in ctx.conn.execute(sa.select(ts).where(ts.c.table_id == table_id))
     }
     before = {k: dict(v) for k, v in current.items()}
-    import duckdb  # lazily: only a commit that widens column stats needs it
+    from ..duckdb_session import open_session  # lazily: only a commit that widens column stats needs it
 
-    con = duckdb.connect()
+    con = open_session()
     try:
         for file_stats in files:
             for s in file_stats:
@@ -211,11 +211,10 @@ def _column_stats_now(
         for s in f.column_stats:
             stats[s.column_id].append(s)
     types.update(_last_types(ctx, table_id, (present & set(stats)) - set(types)))
-    import duckdb  # lazily, as in widen_table_stats
+    from ..duckdb_session import open_session  # lazily, as in widen_table_stats
 
-    con = duckdb.connect()
+    con = open_session()  # in UTC: TIMESTAMPTZ values rendered as in the files' statistics
     try:
-        con.execute("SET TimeZone = 'UTC'")  # TIMESTAMPTZ values rendered as in the files' statistics
         for s in _inlined_stats(con, inlined, roots, ctx.dialect):
             stats[s.column_id].append(s)
         for column_id in sorted(present & set(types)):
@@ -347,9 +346,9 @@ def add_inserted_files(
     ctx.emit(ts.insert().values(table_id=table_id, record_count=rows, next_row_id=rows, file_size_bytes=size))
     leaves = sorted({s.column_id for f in outputs for s in f.column_stats if s.column_id in type_names})
     if leaves:
-        import duckdb  # lazily, as in widen_table_stats
+        from ..duckdb_session import open_session  # lazily, as in widen_table_stats
 
-        con = duckdb.connect()
+        con = open_session()
         try:
             values = [
                 dict(

@@ -7,10 +7,9 @@ The result is both the runs' params and the "effective settings" the policy publ
 table, so what a person reads in the status is what the job gets. Every params dict is
 valid for ``model.job_params`` (the tests check it with ``job_keywords``).
 
-Policy section -> operation: ``compaction`` -> ``compact``, ``deleteRewrite`` ->
-``rewriteDeletes``, ``inlinedDataFlush`` -> ``flushInlinedData``, ``partitionRewrite`` ->
-``repartition`` (per table); ``snapshotExpiry`` -> ``expireSnapshots``, ``fileCleanup`` ->
-``cleanupFiles`` and, with ``orphanFiles: true``, ``deleteOrphanFiles`` (catalog-wide).
+Policy section -> operation: each operation's declaration names its section
+(``model.job_params``, ``Operation.section``); ``fileCleanup`` schedules
+``deleteOrphanFiles`` only with ``orphanFiles: true``.
 """
 
 from __future__ import annotations
@@ -40,27 +39,40 @@ class MaintainedTable:
         return (self.options if self.options is not None else self.state.options).get(key)
 
 
+def section_schedules(policy: MaintenancePolicySpec) -> dict[str, Schedule]:
+    """Policy section -> its schedule, for the sections the policy sets (a flush is all schedule)."""
+    sections = {
+        "compaction": policy.compaction.schedule if policy.compaction else None,
+        "deleteRewrite": policy.delete_rewrite.schedule if policy.delete_rewrite else None,
+        "inlinedDataFlush": policy.inlined_data_flush,
+        "partitionRewrite": policy.partition_rewrite.schedule if policy.partition_rewrite else None,
+        "snapshotExpiry": policy.snapshot_expiry.schedule if policy.snapshot_expiry else None,
+        "fileCleanup": policy.file_cleanup.schedule if policy.file_cleanup else None,
+    }
+    return {name: s for name, s in sections.items() if s is not None}
+
+
+def _schedules(policy: MaintenancePolicySpec, catalog_wide: bool) -> dict[str, Schedule]:
+    """Operation -> its schedule: its section's (``model.job_params`` maps sections to operations)."""
+    given = section_schedules(policy)
+    return {
+        name: given[op.section]
+        for name, op in OPERATIONS.items()
+        if op.section in given
+        and (op.table == "none") == catalog_wide
+        and (name != "deleteOrphanFiles" or bool(policy.file_cleanup and policy.file_cleanup.orphan_files))
+    }
+
+
 def table_schedules(policy: MaintenancePolicySpec) -> dict[str, Schedule]:
     """Per-table operation -> its schedule, for the sections the policy sets."""
-    sections = {
-        "compact": policy.compaction.schedule if policy.compaction else None,
-        "rewriteDeletes": policy.delete_rewrite.schedule if policy.delete_rewrite else None,
-        "flushInlinedData": policy.inlined_data_flush,
-        "repartition": policy.partition_rewrite.schedule if policy.partition_rewrite else None,
-    }
-    return {op: s for op, s in sections.items() if s is not None}
+    return _schedules(policy, catalog_wide=False)
 
 
 def catalog_schedules(policy: MaintenancePolicySpec) -> dict[str, Schedule]:
-    """Catalog-wide operation -> its schedule (orphan deletion shares fileCleanup's)."""
-    out: dict[str, Schedule] = {}
-    if policy.snapshot_expiry:
-        out["expireSnapshots"] = policy.snapshot_expiry.schedule
-    if policy.file_cleanup:
-        out["cleanupFiles"] = policy.file_cleanup.schedule
-        if policy.file_cleanup.orphan_files:
-            out["deleteOrphanFiles"] = policy.file_cleanup.schedule
-    return out
+    """Catalog-wide operation -> its schedule (orphan deletion shares fileCleanup's, when it
+    says ``orphanFiles: true``)."""
+    return _schedules(policy, catalog_wide=True)
 
 
 def sets_catalog_wide(policy: MaintenancePolicySpec) -> bool:

@@ -40,13 +40,9 @@ BOOLEAN = Primitive("boolean")
 
 @lru_cache(maxsize=1)
 def _duckdb() -> duckdb.DuckDBPyConnection:
-    import duckdb
+    from ..duckdb_session import open_session
 
-    con = duckdb.connect(
-        ":memory:", config={"enable_external_access": "false", "autoinstall_known_extensions": "false"}
-    )
-    con.execute("SET TimeZone = 'UTC'")
-    return con
+    return open_session(external_access=False)
 
 
 def encode_default(value: object, t: DuckLakeType, *, at_create: bool, where: str) -> Default | None:

@@ -1,14 +1,16 @@
-"""The maintenance operations and the parameters each takes (pure; the parameters themselves
-are defined in ``maintenance_params``): shared by the manifest loader (a DuckLakeJob's
-``params`` are checked at apply time), ``ducklake run-job`` and the job entry points (which
-turn them into keyword arguments)."""
+"""The maintenance operations, one declaration each (pure): its name, the maintenance policy
+section that schedules it (the one mapping between the policy's names and the operations'),
+its table scope, its parameters (defined in ``maintenance_params``) and the typed arguments
+they parse into. Shared by the manifest loader (a DuckLakeJob's ``params`` are checked at
+apply time), the policy (``maintenance.policy_params``), ``ducklake run-job`` and the jobs
+(``ducklake_jobs.operation_registry`` pairs each with its job function)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from ..errors import SpecError
 from .maintenance_params import (
@@ -38,72 +40,218 @@ from .maintenance_params import (
     VERSIONS,
     Param,
 )
+from .types import DuckLakeType
+
+if TYPE_CHECKING:
+    from .spec import TableSpec  # spec imports this module
+
+
+Scope = Literal["required", "optional", "none"]  # an operation's table: needed, optional, or catalog-wide only
+
+
+# The typed arguments of each operation's job function: what its parameters parse into (one
+# field per parameter, named by its ``Param.keyword``; None: the job's own default).
 
 
 @dataclass(frozen=True)
-class Operation:
+class CompactArgs:
+    target_file_size: int | None = None
+    small_file_threshold: int | None = None
+    min_input_files: int | None = None
+    max_groups: int | None = None
+    apply_deletes: bool | None = None
+    sort: bool = SORT.default
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class RewriteDeletesArgs:
+    delete_threshold: float | None = None
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class FlushArgs:
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class ExpireArgs:
+    older_than: str | None = None
+    retain_last: int | None = None
+    versions: list[int] | None = None
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class CleanupArgs:
+    older_than: str = CLEANUP_OLDER_THAN.default
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class OrphanArgs:
+    older_than: str = ORPHAN_OLDER_THAN.default
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class RepartitionArgs:
+    max_bytes_per_commit: int | None = None
+    target_file_size: int | None = None
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class RewriteColumnTypeArgs:
+    column: tuple[str, ...] | None = None
+    new_type: DuckLakeType | None = None
+    columns: tuple[tuple[tuple[str, ...], DuckLakeType], ...] | None = None
+    on_cast_error: str = ON_CAST_ERROR.default
+    manifest: TableSpec | None = None
+    dry_run: bool = DRY_RUN.default
+
+
+@dataclass(frozen=True)
+class IngestArgs:
+    path: str
+    file_format: str = INGEST_FORMAT.default
+    on_bad_record: str = ON_BAD_RECORD.default
+    reingest: bool = REINGEST.default
+    evolve: bool = INGEST_EVOLVE.default
+    dry_run: bool = DRY_RUN.default
+
+
+A = TypeVar("A")
+
+
+@dataclass(frozen=True)
+class Operation(Generic[A]):
+    """One maintenance operation as the API knows it. ``section``: the maintenance policy's
+    section that schedules it (the policy's name for it; None: only a DuckLakeJob runs it);
+    ``args``: the typed arguments its parameters parse into (``parse``)."""
+
     name: str
-    table: str  # "required", "optional" or "none"
-    params: Mapping[str, Param]  # every one has a keyword
+    table: Scope
+    params: Mapping[str, Param]  # every one has a keyword, a field of ``args``
+    args: type[A]
+    section: str | None = None
     available: bool = True
 
+    def parse(self, params: Mapping[str, object], where: str = "params") -> A:
+        """The typed arguments of ``params``; every problem reported at once (``SpecError``)."""
+        return self.args(**job_keywords(self.name, params, where))
 
-OPERATIONS: dict[str, Operation] = {
+
+COMPACT: Operation[CompactArgs] = Operation(
+    "compact",
+    "required",
+    {
+        "targetFileSize": TARGET_FILE_SIZE,
+        "smallFileThreshold": SMALL_FILE_THRESHOLD,
+        "minInputFiles": MIN_INPUT_FILES,
+        "maxFilesPerRun": MAX_FILES_PER_RUN,
+        "applyDeletes": APPLY_DELETES,
+        "sort": SORT,
+        "dryRun": DRY_RUN,
+    },
+    CompactArgs,
+    section="compaction",
+)
+REWRITE_DELETES: Operation[RewriteDeletesArgs] = Operation(
+    "rewriteDeletes",
+    "required",
+    {"deleteThreshold": DELETE_THRESHOLD, "dryRun": DRY_RUN},
+    RewriteDeletesArgs,
+    section="deleteRewrite",
+)
+FLUSH_INLINED_DATA: Operation[FlushArgs] = Operation(
+    "flushInlinedData", "optional", {"dryRun": DRY_RUN}, FlushArgs, section="inlinedDataFlush"
+)
+EXPIRE_SNAPSHOTS: Operation[ExpireArgs] = Operation(
+    "expireSnapshots",
+    "none",
+    {"olderThan": EXPIRE_OLDER_THAN, "retainLast": RETAIN_LAST, "versions": VERSIONS, "dryRun": DRY_RUN},
+    ExpireArgs,
+    section="snapshotExpiry",
+)
+CLEANUP_FILES: Operation[CleanupArgs] = Operation(
+    "cleanupFiles",
+    "none",
+    {"olderThan": CLEANUP_OLDER_THAN, "dryRun": DRY_RUN},
+    CleanupArgs,
+    section="fileCleanup",
+)
+# scheduled by fileCleanup too, when it says orphanFiles: true
+DELETE_ORPHAN_FILES: Operation[OrphanArgs] = Operation(
+    "deleteOrphanFiles",
+    "none",
+    {"olderThan": ORPHAN_OLDER_THAN, "dryRun": DRY_RUN},
+    OrphanArgs,
+    section="fileCleanup",
+)
+REPARTITION: Operation[RepartitionArgs] = Operation(
+    "repartition",
+    "required",
+    {"maxBytesPerCommit": MAX_BYTES_PER_COMMIT, "targetFileSize": TARGET_FILE_SIZE, "dryRun": DRY_RUN},
+    RepartitionArgs,
+    section="partitionRewrite",
+)
+REWRITE_COLUMN_TYPE: Operation[RewriteColumnTypeArgs] = Operation(
+    "rewriteColumnType",
+    "required",
+    {
+        "column": COLUMN,
+        "type": NEW_TYPE,
+        "columns": COLUMNS,
+        "onCastError": ON_CAST_ERROR,
+        "manifest": MANIFEST,
+        "dryRun": DRY_RUN,
+    },
+    RewriteColumnTypeArgs,
+)
+INGEST: Operation[IngestArgs] = Operation(
+    "ingest",
+    "required",
+    {
+        "path": INGEST_PATH,
+        "format": INGEST_FORMAT,
+        "onBadRecord": ON_BAD_RECORD,
+        "reingest": REINGEST,
+        "evolve": INGEST_EVOLVE,
+        "dryRun": DRY_RUN,
+    },
+    IngestArgs,
+)
+
+OPERATIONS: dict[str, Operation[Any]] = {
     op.name: op
     for op in (
-        Operation(
-            "compact",
-            "required",
-            {
-                "targetFileSize": TARGET_FILE_SIZE,
-                "smallFileThreshold": SMALL_FILE_THRESHOLD,
-                "minInputFiles": MIN_INPUT_FILES,
-                "maxFilesPerRun": MAX_FILES_PER_RUN,
-                "applyDeletes": APPLY_DELETES,
-                "sort": SORT,
-                "dryRun": DRY_RUN,
-            },
-        ),
-        Operation("rewriteDeletes", "required", {"deleteThreshold": DELETE_THRESHOLD, "dryRun": DRY_RUN}),
-        Operation("flushInlinedData", "optional", {"dryRun": DRY_RUN}),
-        Operation(
-            "expireSnapshots",
-            "none",
-            {"olderThan": EXPIRE_OLDER_THAN, "retainLast": RETAIN_LAST, "versions": VERSIONS, "dryRun": DRY_RUN},
-        ),
-        Operation("cleanupFiles", "none", {"olderThan": CLEANUP_OLDER_THAN, "dryRun": DRY_RUN}),
-        Operation("deleteOrphanFiles", "none", {"olderThan": ORPHAN_OLDER_THAN, "dryRun": DRY_RUN}),
-        Operation(
-            "repartition",
-            "required",
-            {"maxBytesPerCommit": MAX_BYTES_PER_COMMIT, "targetFileSize": TARGET_FILE_SIZE, "dryRun": DRY_RUN},
-        ),
-        Operation(
-            "rewriteColumnType",
-            "required",
-            {
-                "column": COLUMN,
-                "type": NEW_TYPE,
-                "columns": COLUMNS,
-                "onCastError": ON_CAST_ERROR,
-                "manifest": MANIFEST,
-                "dryRun": DRY_RUN,
-            },
-        ),
-        Operation(
-            "ingest",
-            "required",
-            {
-                "path": INGEST_PATH,
-                "format": INGEST_FORMAT,
-                "onBadRecord": ON_BAD_RECORD,
-                "reingest": REINGEST,
-                "evolve": INGEST_EVOLVE,
-                "dryRun": DRY_RUN,
-            },
-        ),
+        COMPACT,
+        REWRITE_DELETES,
+        FLUSH_INLINED_DATA,
+        EXPIRE_SNAPSHOTS,
+        CLEANUP_FILES,
+        DELETE_ORPHAN_FILES,
+        REPARTITION,
+        REWRITE_COLUMN_TYPE,
+        INGEST,
     )
 }
+
+
+def parse_args(operation: str, params: Mapping[str, object], where: str = "params") -> object:
+    """The typed arguments (an ``Operation.args``) of ``operation``'s job for ``params``:
+    parsed once per process, every problem at once (``SpecError``)."""
+    op = OPERATIONS.get(operation)
+    if op is None:
+        raise SpecError(f"unknown operation {operation!r}; one of {', '.join(OPERATIONS)}")
+    return op.parse(params, where)
+
+
+def operations_of(section: str) -> tuple[str, ...]:
+    """The operations a maintenance policy's ``section`` schedules."""
+    return tuple(name for name, op in OPERATIONS.items() if op.section == section)
 
 
 def params_help() -> list[tuple[str, list[tuple[str, str]]]]:

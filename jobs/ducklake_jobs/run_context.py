@@ -12,10 +12,11 @@ from typing import Any, TypeVar
 
 from ducklake_operator.model.job_marker import JobIdentity, commit_extra_info
 
-from .runtime import Runner, run_in_process
+from .task_runners import Runner, run_in_process
 
 W = TypeVar("W")
 R = TypeVar("R")
+REPLANS = 2  # a data-writing job whose inputs changed under it plans again this many times
 Progress = Callable[[str, int, int], None]  # phase (planning, writing, committing), done, total
 
 

@@ -1,5 +1,5 @@
-"""What every data-writing job shares: running its tasks (in-process or as Spark tasks),
-committing or discarding its output, the test seam for faults, and its JSON report."""
+"""Where a job's tasks (its file groups) run: in this process, or as Spark tasks whose
+exceptions are carried back to the driver; ``ran_on`` names which for the report."""
 
 from __future__ import annotations
 
@@ -8,17 +8,13 @@ import os
 import pickle
 import re
 import threading
-import time
 import types
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from ducklake_operator import storage
-from ducklake_operator.errors import NOTHING_COMMITTED, DuckLakeError, JobFailed
-from ducklake_operator.model.jvm_errors import innermost_jvm_error
-
 from . import task_resources
+from .fault_points import fault_point
 
 W = TypeVar("W")
 R = TypeVar("R")
@@ -183,75 +179,3 @@ def _finished_tasks(tracker: Any, group: str) -> int:
             stage = tracker.getStageInfo(stage_id)
             done += stage.numCompletedTasks if stage is not None else 0
     return done
-
-
-def fault_point(name: str) -> None:
-    """Test seam: with DUCKLAKE_FAULT_PAUSE=<name>, announce the point in DUCKLAKE_FAULT_MARKER
-    and hang there while that file exists (10 minutes at most), so a test can SIGKILL the job
-    exactly here, or hold it and let it go on by deleting the file. Inert otherwise."""
-    if os.environ.get("DUCKLAKE_FAULT_PAUSE") == name:
-        marker = os.environ["DUCKLAKE_FAULT_MARKER"]
-        with open(marker, "w") as fh:
-            fh.write(name)
-        until = time.monotonic() + 600
-        while os.path.exists(marker) and time.monotonic() < until:
-            time.sleep(0.05)
-
-
-def discard(paths: Iterable[str]) -> None:
-    for path in paths:
-        storage.delete(path)
-
-
-def produce_and_commit(
-    planned_outputs: Callable[[], Iterable[str]],
-    produce: Callable[[], R],
-    commit: Callable[[R], W],
-    committing: Callable[[], None] | None = None,
-) -> tuple[R, W]:
-    """Write the output, then commit it (``committing`` is told in between). On any failure
-    known not to have committed, every file the job planned to write is deleted (a killed
-    job leaves orphans instead, which deleteOrphanFiles removes)."""
-    try:
-        produced = produce()
-        fault_point("before_commit")
-        if committing is not None:
-            committing()
-        committed = commit(produced)
-        fault_point("after_commit")
-    except BaseException as exc:
-        if not isinstance(exc, DuckLakeError) or exc.cleanable:
-            discard(planned_outputs())
-        if isinstance(exc, Exception) and not isinstance(exc, DuckLakeError):
-            raise JobFailed(f"{reason(exc)}; {NOTHING_COMMITTED}") from exc
-        raise
-    return produced, committed
-
-
-_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*): (.+)$")  # pyarrow.lib.ArrowInvalid: ...
-
-
-def reason(exc: BaseException) -> str:
-    """One line saying why: the innermost ``SomeError: message`` line of the text (a Spark
-    task's failure arrives as a Python traceback inside a Java one), else the innermost Java
-    cause (a Py4J error: Spark could not start, say), else the first line."""
-    text = str(exc)
-    found = [m for m in map(_ERROR_LINE.match, text.splitlines()) if m]
-    if found:
-        return f"{found[-1].group(1)}: {found[-1].group(2).strip()}"
-    java = innermost_jvm_error(text)
-    if java:
-        return java
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
-class Report:
-    """The JSON result every job prints: what it read and wrote, and the snapshots."""
-
-    def __init__(self, operation: str, **fields: Any) -> None:
-        self.started = time.perf_counter()
-        self.fields: dict[str, Any] = {"operation": operation, **fields}
-
-    def done(self, **fields: Any) -> dict[str, Any]:
-        return {**self.fields, **fields, "seconds": round(time.perf_counter() - self.started, 3)}

@@ -33,6 +33,7 @@ from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.catalog.scrub import scrub
 from ducklake_operator.errors import CommitStateUnknown, CredentialsInvalid, DuckLakeError, JobFailed, SpecError
+from ducklake_operator.lake_access import location_for, s3_settings
 from ducklake_operator.model import timestamps
 from ducklake_operator.model.job_marker import (
     EXIT_FAILED,
@@ -41,18 +42,18 @@ from ducklake_operator.model.job_marker import (
     job_commit_report,
     session_name,
 )
-from ducklake_operator.model.job_params import job_keywords
+from ducklake_operator.model.job_params import parse_args
 from ducklake_operator.model.out_of_memory import OutOfMemory, describe, from_spark_error
 from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
-from ducklake_operator.reconcile import location_for, s3_settings
 
 from .executor_pods import follow_executors
-from .job_run import JobRun
 from .job_status import JobStatus, api_job_status
-from .operations import run_operation
-from .run_document import RunDocument, read_run_document
-from .runtime import OnDone, reason, run_on_spark
+from .job_steps import reason
+from .job_template import run_operation
+from .run_context import JobRun
+from .run_document_reader import RunDocument, read_run_document
+from .task_runners import OnDone, run_on_spark
 
 W = TypeVar("W")
 R = TypeVar("R")
@@ -131,7 +132,7 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
     what = f"{doc.operation} {doc.table}" if doc.table else doc.operation
     started = {"operation": doc.operation, **({"table": doc.table} if doc.table else {})}
     try:
-        job_keywords(doc.operation, doc.params)  # every parameter problem before touching the catalog
+        args = parse_args(doc.operation, doc.params)  # once; every parameter problem before touching the catalog
         location = dataclasses.replace(catalog_location(doc.catalog, env), application_name=session_name(doc.job.uid))
         catalog = Catalog.open(location, expected_data_path=doc.catalog.data_path)
     except DuckLakeError as exc:
@@ -152,7 +153,7 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
                 catalog,
                 doc.operation,
                 doc.table,
-                doc.params,
+                args,
                 runner=functools.partial(_on_spark, master=doc.spark_master, conf=doc.spark_conf),
                 run=JobRun(doc.job, doc.in_process_below, events.progress),
             )
