@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from ducklake_operator.controller.reconcilers import (
-    CatalogPool,
+from ducklake_operator.controller.catalog_pool import CatalogPool
+from ducklake_operator.controller.catalogs.reconciler import delete_catalog, reconcile_catalog
+from ducklake_operator.controller.tables.reconciler import (
     check_table_drift,
-    delete_catalog,
     delete_table,
-    reconcile_catalog,
     reconcile_schema,
     reconcile_table,
 )

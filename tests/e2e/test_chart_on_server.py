@@ -24,7 +24,7 @@ from ducklake_operator.controller.launchers.spec import (
     EXECUTOR_INSTANCES,
     EXECUTOR_MEMORY,
 )
-from ducklake_operator.controller.run_settings import SparkDefaults, effective_spark
+from ducklake_operator.controller.runs.settings import SparkDefaults, effective_spark
 from ducklake_operator.model.spec import SparkSettings
 from support.helm import ROOT, helm_binary
 from support.operator_process import (

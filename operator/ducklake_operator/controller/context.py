@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import DuckLakeError
-from .reconcilers import CatalogPool
+from .catalog_pool import CatalogPool
 from .signals import Signals
 
 log = logging.getLogger(__name__)
