@@ -43,7 +43,7 @@ from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_c
 from .conflicts import find_conflict
 from .connect import describe_db_error
 from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
-from .tables import T, catalog_now
+from .tables import CATALOG_TABLES, catalog_now
 from .write import CommitContext, finish_commit, write_change
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ def _attempt(
             for statement in ctx.statements:
                 conn.execute(statement)
             finish_commit(ctx)
-            snap = T["ducklake_snapshot"]
+            snap = CATALOG_TABLES["ducklake_snapshot"]
             if ctx.needs_snapshot:
                 if not reserved:
                     snapshot_time = _insert_snapshot(conn, latest, dialect)
@@ -206,7 +206,7 @@ def _attempt(
                 )
                 if ctx.versioned_tables:
                     conn.execute(
-                        T["ducklake_schema_versions"]
+                        CATALOG_TABLES["ducklake_schema_versions"]
                         .insert()
                         .values(
                             [
@@ -216,7 +216,7 @@ def _attempt(
                         )
                     )
                 conn.execute(
-                    T["ducklake_snapshot_changes"]
+                    CATALOG_TABLES["ducklake_snapshot_changes"]
                     .insert()
                     .values(
                         snapshot_id=ctx.snapshot_id,
@@ -297,7 +297,7 @@ def _settle_lost_commit(engine: sa.Engine, witness: CommitWitness | None, error:
 def _insert_snapshot(conn: sa.Connection, latest: SnapshotInfo, dialect: str) -> Any:
     """Insert snapshot latest+1 with the counters unchanged (finalised before COMMIT);
     returns its time as stored."""
-    snap = T["ducklake_snapshot"]
+    snap = CATALOG_TABLES["ducklake_snapshot"]
     return conn.execute(
         snap.insert()
         .values(
@@ -318,7 +318,7 @@ def _check_conflicts(
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
 ) -> None:
     theirs = [(s.snapshot_id, c) for s in load_snapshots(conn, after=base) for c in parse_changes(s.changes_made)]
-    sc = T["ducklake_schema"]
+    sc = CATALOG_TABLES["ducklake_schema"]
     schema_names = dict(conn.execute(sa.select(sc.c.schema_id, sc.c.schema_name)).all())
     checker = (
         (lambda table_id, snapshot_id: same_files_deleted(conn, table_id, snapshot_id)) if same_files_deleted else None

@@ -34,7 +34,7 @@ from ..model.state import (
     TableStats,
 )
 from .paths import LakePaths, table_directory
-from .tables import T
+from .tables import CATALOG_TABLES
 
 FORMAT_VERSION = "1.0"
 DATA_PATH_OPTION = "ducklake_data_path"  # engine execution option: the data path attached with
@@ -48,7 +48,7 @@ def valid_at(table: sa.Table, snapshot_id: int) -> sa.ColumnElement[bool]:
 
 
 def load_snapshot(conn: sa.Connection, snapshot_id: int | None = None) -> SnapshotInfo:
-    s = T["ducklake_snapshot"]
+    s = CATALOG_TABLES["ducklake_snapshot"]
     query = sa.select(s)
     if snapshot_id is None:
         query = query.where(s.c.snapshot_id == sa.select(sa.func.max(s.c.snapshot_id)).scalar_subquery())
@@ -67,7 +67,7 @@ def load_snapshots(
 ) -> list[SnapshotRecord]:
     """Snapshots with their change sets, oldest first (``after``: only later ones;
     ``extra_info_containing``: only those whose ``commit_extra_info`` contains that text)."""
-    s, c = T["ducklake_snapshot"], T["ducklake_snapshot_changes"]
+    s, c = CATALOG_TABLES["ducklake_snapshot"], CATALOG_TABLES["ducklake_snapshot_changes"]
     query = (
         sa.select(s, c.c.changes_made, c.c.author, c.c.commit_message, c.c.commit_extra_info)
         .select_from(s.outerjoin(c, c.c.snapshot_id == s.c.snapshot_id))
@@ -98,21 +98,21 @@ OnlyTables = Callable[[sa.Table, Select], Select]  # restricts a query to the ta
 
 
 def load_metadata(conn: sa.Connection) -> Metadata:
-    m = T["ducklake_metadata"]
+    m = CATALOG_TABLES["ducklake_metadata"]
     return [tuple(r) for r in conn.execute(sa.select(m.c.key, m.c.value, m.c.scope, m.c.scope_id))]
 
 
 def table_ids_from(conn: sa.Connection, first_id: int) -> set[int]:
     """Ids of the tables given ``first_id`` or a later catalog id (live or not): the tables
     created since the snapshot whose ``next_catalog_id`` that was."""
-    tb = T["ducklake_table"]
+    tb = CATALOG_TABLES["ducklake_table"]
     return set(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id >= first_id)).scalars())
 
 
 def load_freshness(conn: sa.Connection) -> tuple[int, Metadata]:
     """The latest snapshot id and the metadata rows, in one round trip: together they say
     whether a cached state is still current (options change without a snapshot)."""
-    m, s = T["ducklake_metadata"], T["ducklake_snapshot"]
+    m, s = CATALOG_TABLES["ducklake_metadata"], CATALOG_TABLES["ducklake_snapshot"]
     latest = sa.select(sa.func.max(s.c.snapshot_id)).scalar_subquery()
     rows = conn.execute(
         sa.select(latest, m.c.key, m.c.value, m.c.scope, m.c.scope_id).order_by(
@@ -191,12 +191,12 @@ def load_catalog_state(
     def only_tables(table: sa.Table, query: Select) -> Select:
         return query.where(table.c.table_id.in_(list(table_ids))) if table_ids is not None else query
 
-    tg = T["ducklake_tag"]
+    tg = CATALOG_TABLES["ducklake_tag"]
     tags: dict[int, dict[str, str]] = defaultdict(dict)
     for r in conn.execute(sa.select(tg.c.object_id, tg.c.key, tg.c.value).where(valid_at(tg, S))):
         tags[r.object_id][r.key] = r.value
 
-    sc = T["ducklake_schema"]
+    sc = CATALOG_TABLES["ducklake_schema"]
     schemas: dict[int, SchemaState] = {}
     for r in conn.execute(sa.select(sc).where(valid_at(sc, S))):
         schemas[r.schema_id] = SchemaState(
@@ -210,7 +210,7 @@ def load_catalog_state(
             options=scoped.get(("schema", r.schema_id), {}),
         )
 
-    tb = T["ducklake_table"]
+    tb = CATALOG_TABLES["ducklake_table"]
     table_rows = list(
         conn.execute(
             (sa.select(tb) if table_names is not None else only_tables(tb, sa.select(tb))).where(valid_at(tb, S))
@@ -227,8 +227,8 @@ def load_catalog_state(
         ]
         table_ids = [r.table_id for r in table_rows]
 
-    col = T["ducklake_column"]
-    ctag = T["ducklake_column_tag"]
+    col = CATALOG_TABLES["ducklake_column"]
+    ctag = CATALOG_TABLES["ducklake_column_tag"]
     column_tags: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
     for r in conn.execute(
         only_tables(
@@ -250,12 +250,12 @@ def load_catalog_state(
     partitions = _load_partitions(conn, S, only_tables)
     sorts = _load_sorts(conn, S, only_tables)
     stats = _load_stats(conn, only_tables)
-    it = T["ducklake_inlined_data_tables"]
+    it = CATALOG_TABLES["ducklake_inlined_data_tables"]
     inlined: dict[int, list[InlinedTable]] = defaultdict(list)
     for r in conn.execute(only_tables(it, sa.select(it).order_by(it.c.schema_version))):
         inlined[r.table_id].append(InlinedTable(r.table_name, r.schema_version))
     data_files, delete_files = _load_files(conn, S, only_tables) if include_files else ({}, {})
-    sv = T["ducklake_schema_versions"]
+    sv = CATALOG_TABLES["ducklake_schema_versions"]
     layouts = {  # the last snapshot (and its schema version) that changed each table's layout
         r.table_id: (r.snapshot, r.schema_version)
         for r in conn.execute(
@@ -337,7 +337,7 @@ def _column_tree(
 
 
 def _load_partitions(conn: sa.Connection, S: int, only_tables: OnlyTables) -> dict[int, PartitionSpec]:
-    pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
+    pi, pc = CATALOG_TABLES["ducklake_partition_info"], CATALOG_TABLES["ducklake_partition_column"]
     query = (
         sa.select(pi.c.table_id, pi.c.partition_id, pc.c.partition_key_index, pc.c.column_id, pc.c.transform)
         .select_from(pi.outerjoin(pc, sa.and_(pc.c.partition_id == pi.c.partition_id, pc.c.table_id == pi.c.table_id)))
@@ -356,7 +356,7 @@ def _load_partitions(conn: sa.Connection, S: int, only_tables: OnlyTables) -> di
 def load_partition_specs(conn: sa.Connection, table_id: int) -> dict[int, PartitionSpec]:
     """Every partition spec a table has had (live or ended), by id: files keep the spec they
     were written under (docs/ducklake-format.md §6.3)."""
-    pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
+    pi, pc = CATALOG_TABLES["ducklake_partition_info"], CATALOG_TABLES["ducklake_partition_column"]
     rows = conn.execute(
         sa.select(pi.c.partition_id, pc.c.partition_key_index, pc.c.column_id, pc.c.transform)
         .select_from(pi.outerjoin(pc, sa.and_(pc.c.partition_id == pi.c.partition_id, pc.c.table_id == pi.c.table_id)))
@@ -372,7 +372,7 @@ def load_partition_specs(conn: sa.Connection, table_id: int) -> dict[int, Partit
 
 
 def _load_sorts(conn: sa.Connection, S: int, only_tables: OnlyTables) -> dict[int, SortSpec]:
-    si, se = T["ducklake_sort_info"], T["ducklake_sort_expression"]
+    si, se = CATALOG_TABLES["ducklake_sort_info"], CATALOG_TABLES["ducklake_sort_expression"]
     query = (
         sa.select(
             si.c.table_id,
@@ -399,7 +399,7 @@ def _load_sorts(conn: sa.Connection, S: int, only_tables: OnlyTables) -> dict[in
 
 
 def _load_stats(conn: sa.Connection, only_tables: OnlyTables) -> dict[int, TableStats]:
-    ts, tcs = T["ducklake_table_stats"], T["ducklake_table_column_stats"]
+    ts, tcs = CATALOG_TABLES["ducklake_table_stats"], CATALOG_TABLES["ducklake_table_column_stats"]
     per_column: dict[int, dict[int, ColumnStats]] = defaultdict(dict)
     for r in conn.execute(only_tables(tcs, sa.select(tcs))):
         per_column[r.table_id][r.column_id] = ColumnStats(
@@ -416,7 +416,11 @@ def _load_stats(conn: sa.Connection, only_tables: OnlyTables) -> dict[int, Table
 def _load_files(
     conn: sa.Connection, S: int, only_tables: OnlyTables
 ) -> tuple[dict[int, list[DataFile]], dict[int, list[DeleteFile]]]:
-    df, dl, pv = T["ducklake_data_file"], T["ducklake_delete_file"], T["ducklake_file_partition_value"]
+    df, dl, pv = (
+        CATALOG_TABLES["ducklake_data_file"],
+        CATALOG_TABLES["ducklake_delete_file"],
+        CATALOG_TABLES["ducklake_file_partition_value"],
+    )
     values: dict[int, list[tuple[int, str | None]]] = defaultdict(list)
     live_ids = sa.select(df.c.data_file_id).where(valid_at(df, S))
     for r in conn.execute(
@@ -500,7 +504,7 @@ def load_inlined_rows(conn: sa.Connection, table: TableState, snapshot_id: int) 
 
 def load_schema_versions(conn: sa.Connection, table_id: int) -> list[tuple[int, int]]:
     """(begin_snapshot, schema_version) rows of one table, oldest first (for compaction)."""
-    sv = T["ducklake_schema_versions"]
+    sv = CATALOG_TABLES["ducklake_schema_versions"]
     return [
         (r.begin_snapshot, r.schema_version)
         for r in conn.execute(
@@ -515,7 +519,7 @@ def load_lake_paths(conn: sa.Connection) -> LakePaths:
     """The directory of every table ever (each version with its schema's row; the latest
     wins), under the lake's data path (``data_path``)."""
     root, stored = data_path(conn), stored_data_path(conn)
-    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    tb, sc = CATALOG_TABLES["ducklake_table"], CATALOG_TABLES["ducklake_schema"]
     rows = conn.execute(
         sa.select(
             tb.c.table_id,
@@ -542,12 +546,12 @@ def referenced_files(conn: sa.Connection, lake: LakePaths) -> set[str]:
     deletion): the files that are never orphans."""
     out: set[str] = set()
     for name in ("ducklake_data_file", "ducklake_delete_file"):
-        f = T[name]
+        f = CATALOG_TABLES[name]
         out |= {
             lake.file(r.table_id, r.path, r.path_is_relative)
             for r in conn.execute(sa.select(f.c.table_id, f.c.path, f.c.path_is_relative))
         }
-    sched = T["ducklake_files_scheduled_for_deletion"]
+    sched = CATALOG_TABLES["ducklake_files_scheduled_for_deletion"]
     out |= {
         lake.scheduled(r.path, r.path_is_relative)
         for r in conn.execute(sa.select(sched.c.path, sched.c.path_is_relative))
@@ -581,7 +585,7 @@ def load_layout_at(
     """A table's columns and partition spec as of ``snapshot_id``, read from the versioned
     rows alone (the snapshot itself may have been expired): for flushing an older inlined
     table in the layout its rows were written with."""
-    col = T["ducklake_column"]
+    col = CATALOG_TABLES["ducklake_column"]
     rows = list(conn.execute(sa.select(col).where(col.c.table_id == table_id, valid_at(col, snapshot_id))))
     only = lambda table, query: query.where(table.c.table_id == table_id)  # noqa: E731
     return _column_tree(rows, {}, table_id), _load_partitions(conn, snapshot_id, only).get(table_id)

@@ -374,7 +374,9 @@ def _build_table(name: str, columns: list[tuple[str, str, str]]) -> sa.Table:
     )
 
 
-T: dict[str, sa.Table] = {name: _build_table(name, cols) for name, cols in TABLE_COLUMNS}
+# The catalog database's tables as SQLAlchemy sees them, by name (DuckLake's; the operator's
+# own ledger is ``ingested.LEDGER``).
+CATALOG_TABLES: dict[str, sa.Table] = {name: _build_table(name, cols) for name, cols in TABLE_COLUMNS}
 
 
 def catalog_now(dialect: str) -> Any:
@@ -485,7 +487,7 @@ def can_inline(dialect: str, columns: list[tuple[str, str]], all_type_names: lis
 
 
 __all__ = [
-    "T",
+    "CATALOG_TABLES",
     "TABLE_COLUMNS",
     "create_catalog_ddl",
     "create_inlined_table_ddl",

@@ -35,7 +35,7 @@ from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested,
 from . import tables as tb
 from .changes_made import Change as Token
 from .read import Row, attached_data_path, with_slash
-from .tables import T
+from .tables import CATALOG_TABLES
 
 
 @dataclass
@@ -132,7 +132,7 @@ def write_change(change: object, ctx: CommitContext) -> None:
 
 def live_schemas(ctx: CommitContext) -> dict[str, tuple[int, str]]:
     """Live schemas by folded name, including those created earlier in this commit."""
-    sc = T["ducklake_schema"]
+    sc = CATALOG_TABLES["ducklake_schema"]
     rows = ctx.conn.execute(sa.select(sc.c.schema_id, sc.c.schema_name).where(sc.c.end_snapshot.is_(None)))
     out = {fold(r.schema_name): (r.schema_id, r.schema_name) for r in rows if r.schema_id not in ctx.dropped_schemas}
     out.update(ctx.new_schemas)
@@ -150,7 +150,7 @@ def live_relations(ctx: CommitContext, schema_id: int) -> dict[str, int]:
     """Live tables and views of a schema by folded name (they share one namespace)."""
     stored = ctx.relations_cache.get(schema_id)
     if stored is None:
-        t, v = T["ducklake_table"], T["ducklake_view"]
+        t, v = CATALOG_TABLES["ducklake_table"], CATALOG_TABLES["ducklake_view"]
         stored = {
             fold(r.table_name): r.table_id
             for r in ctx.conn.execute(
@@ -172,7 +172,7 @@ def live_relations(ctx: CommitContext, schema_id: int) -> dict[str, int]:
 
 
 def live_table_row(ctx: CommitContext, table_id: int, what: str) -> Row:
-    t = T["ducklake_table"]
+    t = CATALOG_TABLES["ducklake_table"]
     row = ctx.conn.execute(sa.select(t).where(t.c.table_id == table_id, t.c.end_snapshot.is_(None))).one_or_none()
     if row is None:
         raise TableNotFound(f"{what}: table {table_id} no longer exists (dropped by a concurrent commit?)")
@@ -318,7 +318,7 @@ def create_inlined_table(
     name = tb.inlined_table_name(table_id, ctx.base.schema_version + 1)
     ctx.emit(sa.text(tb.create_inlined_table_ddl(ctx.dialect, ctx.pg_schema, name, columns)))
     ctx.emit(
-        T["ducklake_inlined_data_tables"]
+        CATALOG_TABLES["ducklake_inlined_data_tables"]
         .insert()
         .values(table_id=table_id, table_name=name, schema_version=ctx.base.schema_version + 1)
     )
@@ -326,7 +326,7 @@ def create_inlined_table(
 
 def live_top_level_columns(ctx: CommitContext, table_id: int) -> tuple[list[tuple[str, str]], list[str]]:
     """(name, type name) of live top-level columns and all live type names, for inlined tables."""
-    col = T["ducklake_column"]
+    col = CATALOG_TABLES["ducklake_column"]
     rows = list(
         ctx.conn.execute(
             sa.select(col.c.column_name, col.c.column_type, col.c.parent_column)
@@ -349,7 +349,7 @@ def _create_schema(change: CreateSchema, ctx: CommitContext) -> None:
     schema_id = ctx.catalog_id()
     uuid = str(uuid7())
     ctx.emit(
-        T["ducklake_schema"]
+        CATALOG_TABLES["ducklake_schema"]
         .insert()
         .values(
             schema_id=schema_id,
@@ -368,13 +368,13 @@ def _create_schema(change: CreateSchema, ctx: CommitContext) -> None:
 
 @write_change.register
 def _drop_schema(change: DropSchema, ctx: CommitContext) -> None:
-    sc = T["ducklake_schema"]
+    sc = CATALOG_TABLES["ducklake_schema"]
     row = ctx.conn.execute(
         sa.select(sc).where(sc.c.schema_id == change.schema_id, sc.c.end_snapshot.is_(None))
     ).one_or_none()
     if row is None:
         raise SchemaNotFound(f"schema {change.name!r} no longer exists")
-    t = T["ducklake_table"]
+    t = CATALOG_TABLES["ducklake_table"]
     tables = list(
         ctx.conn.execute(
             sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == change.schema_id, t.c.end_snapshot.is_(None))
@@ -386,7 +386,7 @@ def _drop_schema(change: DropSchema, ctx: CommitContext) -> None:
     for r in tables:
         write_change(DropTable(r.table_id, f"{change.name}.{r.table_name}"), ctx)
     ctx.end_live(sc, sc.c.schema_id == change.schema_id)
-    tg = T["ducklake_tag"]
+    tg = CATALOG_TABLES["ducklake_tag"]
     ctx.end_live(tg, tg.c.object_id == change.schema_id)
     ctx.dropped_schemas.add(change.schema_id)
     ctx.catalog_change(Token("dropped_schema", id=change.schema_id))
@@ -403,7 +403,7 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
     table_id = ctx.catalog_id()
     uuid = str(uuid7())
     ctx.emit(
-        T["ducklake_table"]
+        CATALOG_TABLES["ducklake_table"]
         .insert()
         .values(
             table_id=table_id,
@@ -425,9 +425,9 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
         )
         all_columns += cols
         all_tags += tags
-    ctx.emit(T["ducklake_column"].insert().values(all_columns))
+    ctx.emit(CATALOG_TABLES["ducklake_column"].insert().values(all_columns))
     if all_tags:
-        ctx.emit(T["ducklake_column_tag"].insert().values(all_tags))
+        ctx.emit(CATALOG_TABLES["ducklake_column_tag"].insert().values(all_tags))
     _write_tags(ctx, table_id, tuple(change.tags))
     ctx.columns_cache[table_id] = list(all_columns)
     all_types = [t for f in change.columns for t in type_names(f.type)]
@@ -464,8 +464,8 @@ def _drop_table(change: DropTable, ctx: CommitContext) -> None:
         "ducklake_delete_file",
         "ducklake_sort_info",
     ):
-        ctx.end_live(T[name], T[name].c.table_id == tid)
-    ctx.end_live(T["ducklake_tag"], T["ducklake_tag"].c.object_id == tid)
+        ctx.end_live(CATALOG_TABLES[name], CATALOG_TABLES[name].c.table_id == tid)
+    ctx.end_live(CATALOG_TABLES["ducklake_tag"], CATALOG_TABLES["ducklake_tag"].c.object_id == tid)
     ctx.catalog_change(Token("dropped_table", id=tid))
 
 
@@ -479,7 +479,7 @@ def _rename_table(change: RenameTable, ctx: CommitContext) -> None:
     taken = live_relations(ctx, row.schema_id)
     if fold(change.new_name) in taken and taken[fold(change.new_name)] != change.table_id:
         raise AlreadyExists(f"cannot rename {change.old_name}: {change.new_name!r} already exists in its schema")
-    t = T["ducklake_table"]
+    t = CATALOG_TABLES["ducklake_table"]
     ctx.end_live(t, t.c.table_id == change.table_id)
     ctx.emit(
         t.insert().values(
@@ -508,7 +508,7 @@ def _set_tags(change: SetTags, ctx: CommitContext) -> None:
 
 def _write_tags(ctx: CommitContext, object_id: int, tags: tuple[tuple[str, str | None], ...]) -> bool:
     """End changed tags and insert their new values; False if nothing changed."""
-    tg = T["ducklake_tag"]
+    tg = CATALOG_TABLES["ducklake_tag"]
     current = {
         r.key: r.value
         for r in ctx.conn.execute(
@@ -542,7 +542,7 @@ def _set_option(change: SetOption, ctx: CommitContext) -> None:
     scope_id = change.scope_id
     if scope == "table" and scope_id is None:  # a table created in this commit
         scope_id = ctx.table_id(None, change.scope_name or "")
-    m = T["ducklake_metadata"]
+    m = CATALOG_TABLES["ducklake_metadata"]
     scope_cond = (
         [m.c.scope.is_(None), m.c.scope_id.is_(None)]
         if scope is None
@@ -562,7 +562,7 @@ def _set_option(change: SetOption, ctx: CommitContext) -> None:
 def live_columns(ctx: CommitContext, table_id: int) -> list[dict[str, Any]]:
     """Live column rows of a table as this commit leaves them (cached per commit)."""
     if table_id not in ctx.columns_cache:
-        col = T["ducklake_column"]
+        col = CATALOG_TABLES["ducklake_column"]
         ctx.columns_cache[table_id] = [
             dict(r._mapping)
             for r in ctx.conn.execute(
@@ -592,7 +592,7 @@ def resolve_path(ctx: CommitContext, table_id: int, path: tuple[str, ...], what:
 
 def write_partition(ctx: CommitContext, table_id: int, keys: tuple[PartitionColumn, ...]) -> None:
     """End the live partition spec and write a new one (an empty one resets it, as DuckDB)."""
-    pi, pc = T["ducklake_partition_info"], T["ducklake_partition_column"]
+    pi, pc = CATALOG_TABLES["ducklake_partition_info"], CATALOG_TABLES["ducklake_partition_column"]
     ctx.end_live(pi, pi.c.table_id == table_id)
     partition_id = ctx.catalog_id()
     ctx.emit(
@@ -617,7 +617,7 @@ def write_partition(ctx: CommitContext, table_id: int, keys: tuple[PartitionColu
 
 def write_sort(ctx: CommitContext, table_id: int, keys: tuple[SortExpression, ...]) -> None:
     """End the live sort order; write a new one unless ``keys`` is empty (RESET)."""
-    si, se = T["ducklake_sort_info"], T["ducklake_sort_expression"]
+    si, se = CATALOG_TABLES["ducklake_sort_info"], CATALOG_TABLES["ducklake_sort_expression"]
     ctx.end_live(si, si.c.table_id == table_id)
     if not keys:
         return
@@ -647,7 +647,7 @@ def write_sort(ctx: CommitContext, table_id: int, keys: tuple[SortExpression, ..
 def finish_commit(ctx: CommitContext) -> None:
     """Run once the buffered rows are written (same transaction): flush collapsed column
     edits, then give every table whose layout changed a new inlined-data table."""
-    col = T["ducklake_column"]
+    col = CATALOG_TABLES["ducklake_column"]
     for (table_id, column_id), values in ctx.column_edits.items():
         row = next(r for r in live_columns(ctx, table_id) if r["column_id"] == column_id)
         ctx.conn.execute(

@@ -31,7 +31,7 @@ from ..model.changes import (
 from ..model.defaults import for_added_column
 from ..model.names import check_identifier, fold
 from .changes_made import Change as Token
-from .tables import T
+from .tables import CATALOG_TABLES
 from .write import (
     CommitContext,
     column_rows,
@@ -53,14 +53,14 @@ def mark_altered(ctx: CommitContext, table_id: int, *, versioned: bool, layout: 
 
 
 def _schema_id(ctx: CommitContext, table_id: int) -> int:
-    t = T["ducklake_table"]
+    t = CATALOG_TABLES["ducklake_table"]
     return ctx.conn.execute(
         sa.select(t.c.schema_id).where(t.c.table_id == table_id, t.c.end_snapshot.is_(None))
     ).scalar_one()
 
 
 def _next_column_id(ctx: CommitContext, table_id: int) -> int:
-    col = T["ducklake_column"]
+    col = CATALOG_TABLES["ducklake_column"]
     stored = ctx.conn.execute(sa.select(sa.func.max(col.c.column_id)).where(col.c.table_id == table_id)).scalar() or 0
     in_commit = max((r["column_id"] for r in live_columns(ctx, table_id)), default=0)
     return max(stored, in_commit) + 1
@@ -104,9 +104,9 @@ def _add_column(change: AddColumn, ctx: CommitContext) -> None:
         first_id=_next_column_id(ctx, table_id),
         parent_id=parent_id,
     )
-    ctx.emit(T["ducklake_column"].insert().values(rows))
+    ctx.emit(CATALOG_TABLES["ducklake_column"].insert().values(rows))
     if tags:
-        ctx.emit(T["ducklake_column_tag"].insert().values(tags))
+        ctx.emit(CATALOG_TABLES["ducklake_column_tag"].insert().values(tags))
     live_columns(ctx, table_id).extend(rows)
     mark_altered(ctx, table_id, versioned=True, layout=True)
 
@@ -115,7 +115,7 @@ def _add_column(change: AddColumn, ctx: CommitContext) -> None:
 def _drop_column(change: DropColumn, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"drop {'.'.join(change.path)}")
     ids = _descendants(ctx, change.table_id, change.column_id)
-    col, ctag = T["ducklake_column"], T["ducklake_column_tag"]
+    col, ctag = CATALOG_TABLES["ducklake_column"], CATALOG_TABLES["ducklake_column_tag"]
     ctx.end_live(col, col.c.table_id == change.table_id, col.c.column_id.in_(ids))
     # DuckDB 1.5.5 leaves the comment of a dropped column live (fixed upstream later); end it.
     ctx.end_live(ctag, ctag.c.table_id == change.table_id, ctag.c.column_id.in_(ids))
@@ -172,7 +172,7 @@ def _set_default(change: SetDefault, ctx: CommitContext) -> None:
 
 
 def _created_with_table(ctx: CommitContext, table_id: int, column_id: int) -> bool:
-    col, t = T["ducklake_column"], T["ducklake_table"]
+    col, t = CATALOG_TABLES["ducklake_column"], CATALOG_TABLES["ducklake_table"]
     first_column = ctx.conn.execute(
         sa.select(sa.func.min(col.c.begin_snapshot)).where(col.c.table_id == table_id, col.c.column_id == column_id)
     ).scalar()
@@ -191,7 +191,7 @@ def _set_nullable(change: SetNullable, ctx: CommitContext) -> None:
 
 def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path: str) -> None:
     """SET NOT NULL only when the catalog's stats prove there is no NULL (as DuckDB checks)."""
-    ts, tcs = T["ducklake_table_stats"], T["ducklake_table_column_stats"]
+    ts, tcs = CATALOG_TABLES["ducklake_table_stats"], CATALOG_TABLES["ducklake_table_column_stats"]
     records = ctx.conn.execute(sa.select(ts.c.record_count).where(ts.c.table_id == table_id)).scalar()
     if not records:
         return
@@ -210,7 +210,7 @@ def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path
 @write_change.register
 def _set_column_tags(change: SetColumnTags, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"tag {'.'.join(change.path)}")
-    ctag = T["ducklake_column_tag"]
+    ctag = CATALOG_TABLES["ducklake_column_tag"]
     current = {
         r.key: r.value
         for r in ctx.conn.execute(

@@ -22,7 +22,7 @@ from .files import (
 )
 from .inlined import inlined_table
 from .table_stats import add_file_sizes, recompute_if_delete_free, widen_table_stats
-from .tables import T
+from .tables import CATALOG_TABLES
 from .write import CommitContext, write_change
 
 
@@ -44,8 +44,10 @@ def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) 
     add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
     directory = table_directory_now(ctx, change.table_id)
-    schedule_deletion(ctx, directory, T["ducklake_data_file"], sources)
-    schedule_deletion(ctx, directory, T["ducklake_delete_file"], [d for _, d in change.inputs.delete_files])
+    schedule_deletion(ctx, directory, CATALOG_TABLES["ducklake_data_file"], sources)
+    schedule_deletion(
+        ctx, directory, CATALOG_TABLES["ducklake_delete_file"], [d for _, d in change.inputs.delete_files]
+    )
     remove_data_files(ctx, sources)
     inlined = [file_id for file_id, _ in change.inputs.inlined_deletions or ()]
     if inlined:
@@ -60,7 +62,7 @@ def _rewrite_files(change: RewriteFiles, ctx: CommitContext) -> None:
     check_inputs(ctx, change.table_id, f"rewriteDeletes of {change.table_name}", change.base_snapshot, change.inputs)
     add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
-    df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
+    df, dl = CATALOG_TABLES["ducklake_data_file"], CATALOG_TABLES["ducklake_delete_file"]
     ctx.end_live(df, df.c.data_file_id.in_(sources))
     ctx.end_live(dl, dl.c.data_file_id.in_(sources))
     ctx.needs_snapshot = True
@@ -99,7 +101,7 @@ def _flush_inlined_deletions(change: FlushInlinedDeletions, ctx: CommitContext) 
     file scheduled; the inlined deletions it took in go."""
     check_inputs(ctx, change.table_id, f"flushInlinedData of {change.table_name}", change.base_snapshot, change.inputs)
     old = dict(change.inputs.delete_files)
-    dl = T["ducklake_delete_file"]
+    dl = CATALOG_TABLES["ducklake_delete_file"]
     directory = table_directory_now(ctx, change.table_id)
     replaced = [old[data_file_id] for data_file_id, _ in change.delete_files if data_file_id in old]
     schedule_deletion(ctx, directory, dl, replaced)

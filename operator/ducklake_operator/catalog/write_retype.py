@@ -21,7 +21,7 @@ from .changes_made import Change as Token
 from .files import add_data_files, check_inputs, inputs_changed
 from .inlined import inlined_table
 from .table_stats import stats_after_full_rewrite
-from .tables import T
+from .tables import CATALOG_TABLES
 from .write import CommitContext, live_columns, resolve_path, write_change
 from .write_columns import edit_column, mark_altered
 
@@ -30,13 +30,13 @@ _ADDED_ROWS = ("inserted_into_table", "inlined_insert", "inline_flush")
 
 def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumns, job: str) -> None:
     """Every live file and inlined row of the table now is one the job rewrote."""
-    df = T["ducklake_data_file"]
+    df = CATALOG_TABLES["ducklake_data_file"]
     live_files = set(
         ctx.conn.execute(
             sa.select(df.c.data_file_id).where(df.c.table_id == change.table_id, df.c.end_snapshot.is_(None))
         ).scalars()
     )
-    it = T["ducklake_inlined_data_tables"]
+    it = CATALOG_TABLES["ducklake_inlined_data_tables"]
     planned = dict(change.inlined)
     live_rows = {}
     for name in ctx.conn.execute(sa.select(it.c.table_name).where(it.c.table_id == change.table_id)).scalars():
@@ -74,7 +74,7 @@ def _retype_columns(change: RetypeColumns, ctx: CommitContext) -> None:
     add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
     if sources:
-        df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
+        df, dl = CATALOG_TABLES["ducklake_data_file"], CATALOG_TABLES["ducklake_delete_file"]
         ctx.end_live(df, df.c.data_file_id.in_(sources))
         ctx.end_live(dl, dl.c.data_file_id.in_(sources))
         ctx.tokens.append(Token("rewrite_delete", id=change.table_id))
