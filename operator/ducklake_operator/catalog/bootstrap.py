@@ -15,7 +15,7 @@ from uuid6 import uuid7
 from .. import __version__
 from ..errors import SpecError
 from ..model.options import normalize_option
-from .read import check_format_version, load_metadata
+from .read_metadata import check_format_version, load_metadata
 from .tables import CATALOG_TABLES, create_catalog_ddl
 
 CREATED_BY = f"ducklake-operator {__version__}"

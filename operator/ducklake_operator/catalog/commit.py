@@ -42,7 +42,8 @@ from .changes_made import parse_changes, render_changes
 from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_committed
 from .conflicts import find_conflict
 from .connect import describe_db_error
-from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
+from .read_metadata import check_format_version, load_metadata
+from .read_snapshots import load_snapshot, load_snapshots
 from .tables import CATALOG_TABLES, catalog_now
 from .write import CommitContext, finish_commit, write_change
 

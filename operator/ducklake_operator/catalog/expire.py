@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from .ingested import forget_tables
 from .paths import relative_to_data_path
-from .read import load_lake_paths
+from .read_files import load_lake_paths
 from .tables import CATALOG_TABLES, catalog_now, inlined_delete_table_name, qualified
 
 # rows removed with a purged table (DeleteSnapshots, step 4)

@@ -13,7 +13,7 @@ from ..errors import CommitConflict
 from ..model.file_changes import NewDataFile, NewDeleteFile, PlannedInputs
 from .changes_made import parse_changes
 from .paths import relative_to_data_path, resolve, table_directory
-from .read import load_snapshots
+from .read_snapshots import load_snapshots
 from .tables import CATALOG_TABLES, catalog_now
 from .write import CommitContext
 

@@ -15,7 +15,8 @@ from ..model.maintenance_params import DRY_RUN
 from ..model.state import SnapshotRecord
 from .catalog import Catalog
 from .expire import ExpiryResult, expire_snapshots
-from .read import load_lake_paths, load_snapshots, referenced_files
+from .read_files import load_lake_paths, referenced_files
+from .read_snapshots import load_snapshots
 from .tables import CATALOG_TABLES
 
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from ..model.ingested_files import INGEST_KEY, SourceFile, ingested
-from .read import load_snapshots, metadata_schema
+from .read_metadata import metadata_schema
+from .read_snapshots import load_snapshots
 
 if TYPE_CHECKING:
     from .catalog import Catalog  # which imports the commit, whose writer imports this

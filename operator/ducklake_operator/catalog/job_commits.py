@@ -17,7 +17,8 @@ from ..model.state import SnapshotRecord
 from ..storage import S3Config
 from .catalog import Catalog
 from .connect import describe_db_error
-from .read import load_lake_paths, load_snapshots, referenced_files
+from .read_files import load_lake_paths, referenced_files
+from .read_snapshots import load_snapshots
 from .tables import CATALOG_TABLES
 
 

@@ -19,7 +19,7 @@ from ..model.file_changes import FileColumnStats, NewDataFile
 from ..model.types import Decimal, from_catalog_name, to_duckdb_sql
 from .files import inlined_file_deletions
 from .inlined import SYSTEM_COLUMNS, InlinedRows, inlined_table, read_inlined
-from .read import layout_snapshot, load_layout_at, load_schema_versions
+from .read_state import layout_snapshot, load_layout_at, load_schema_versions
 from .tables import CATALOG_TABLES
 from .write import CommitContext, live_columns
 

@@ -9,6 +9,7 @@ uuid, timestamptz, boolean; SQLite: VARCHAR for uuid and timestamps, BIGINT for 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -484,6 +485,11 @@ def can_inline(dialect: str, columns: list[tuple[str, str]], all_type_names: lis
     if dialect == "postgresql" and any(len(col.encode()) > PG_MAX_IDENTIFIER_BYTES for col, _ in columns):
         return False
     return True
+
+
+Row = sa.Row[*tuple[Any, ...]]  # a row of any columns
+Select = sa.Select[*tuple[Any, ...]]
+OnlyTables = Callable[[sa.Table, Select], Select]  # restricts a query to the tables asked for
 
 
 __all__ = [

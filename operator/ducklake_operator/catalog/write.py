@@ -34,8 +34,8 @@ from ..model.state import SnapshotInfo
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested, member_fields
 from . import tables as tb
 from .changes_made import Change as Token
-from .read import Row, attached_data_path, with_slash
-from .tables import CATALOG_TABLES
+from .read_metadata import attached_data_path, with_slash
+from .tables import CATALOG_TABLES, Row
 
 
 @dataclass
