@@ -15,7 +15,7 @@ from .changes_made import parse_changes
 from .paths import relative_to_data_path, resolve, table_directory
 from .read_snapshots import load_snapshots
 from .tables import CATALOG_TABLES, catalog_now
-from .write import CommitContext
+from .write_context import CommitContext
 
 # changes by another writer that can invalidate a job's input files
 _FILE_CHANGES = (

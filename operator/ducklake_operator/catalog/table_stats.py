@@ -21,7 +21,7 @@ from .files import inlined_file_deletions
 from .inlined import SYSTEM_COLUMNS, InlinedRows, inlined_table, read_inlined
 from .read_state import layout_snapshot, load_layout_at, load_schema_versions
 from .tables import CATALOG_TABLES
-from .write import CommitContext, live_columns
+from .write_context import CommitContext, live_columns
 
 if TYPE_CHECKING:
     import duckdb

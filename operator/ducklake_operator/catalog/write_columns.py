@@ -32,16 +32,9 @@ from ..model.defaults import for_added_column
 from ..model.names import check_identifier, fold
 from .changes_made import Change as Token
 from .tables import CATALOG_TABLES
-from .write import (
-    CommitContext,
-    column_rows,
-    live_columns,
-    resolve_path,
-    validate_fields,
-    write_change,
-    write_partition,
-    write_sort,
-)
+from .write_column_rows import column_rows, validate_fields
+from .write_context import CommitContext, live_columns, resolve_path
+from .write_tables import write_partition, write_sort
 
 
 def mark_altered(ctx: CommitContext, table_id: int, *, versioned: bool, layout: bool) -> None:
@@ -82,7 +75,6 @@ def _descendants(ctx: CommitContext, table_id: int, column_id: int) -> list[int]
     return out
 
 
-@write_change.register
 def _add_column(change: AddColumn, ctx: CommitContext) -> None:
     table_id = ctx.table_id(change.table_id, change.table)
     validate_fields((change.field,), f"table {change.table}")
@@ -111,7 +103,6 @@ def _add_column(change: AddColumn, ctx: CommitContext) -> None:
     mark_altered(ctx, table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _drop_column(change: DropColumn, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"drop {'.'.join(change.path)}")
     ids = _descendants(ctx, change.table_id, change.column_id)
@@ -123,7 +114,6 @@ def _drop_column(change: DropColumn, ctx: CommitContext) -> None:
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _rename_column(change: RenameColumn, ctx: CommitContext) -> None:
     check_identifier(change.new_name, "column")
     row = resolve_path(ctx, change.table_id, change.path, f"rename {'.'.join(change.path)}")
@@ -133,7 +123,6 @@ def _rename_column(change: RenameColumn, ctx: CommitContext) -> None:
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _promote_column(change: PromoteColumn, ctx: CommitContext) -> None:
     row = resolve_path(ctx, change.table_id, change.path, f"promote {'.'.join(change.path)}")
     if row["column_type"] != change.old_type.name:
@@ -144,7 +133,6 @@ def _promote_column(change: PromoteColumn, ctx: CommitContext) -> None:
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _rewrite_column(change: RewriteColumnType, ctx: CommitContext) -> None:
     """A plan's heavy change: the rewriteColumnType job commits it with the rewritten files
     (``RetypeColumns``); on its own it would leave the files' values in the old type."""
@@ -154,7 +142,6 @@ def _rewrite_column(change: RewriteColumnType, ctx: CommitContext) -> None:
     )
 
 
-@write_change.register
 def _set_default(change: SetDefault, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"set default of {'.'.join(change.path)}")
     d = change.default
@@ -180,7 +167,6 @@ def _created_with_table(ctx: CommitContext, table_id: int, column_id: int) -> bo
     return first_column is None or first_column == created
 
 
-@write_change.register
 def _set_nullable(change: SetNullable, ctx: CommitContext) -> None:
     row = resolve_path(ctx, change.table_id, change.path, f"change nullability of {'.'.join(change.path)}")
     if not change.nullable:
@@ -207,7 +193,6 @@ def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path
         raise SpecError(f"cannot set NOT NULL on {path}: the column has NULL values")
 
 
-@write_change.register
 def _set_column_tags(change: SetColumnTags, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"tag {'.'.join(change.path)}")
     ctag = CATALOG_TABLES["ducklake_column_tag"]
@@ -253,13 +238,26 @@ def _set_column_tags(change: SetColumnTags, ctx: CommitContext) -> None:
         mark_altered(ctx, change.table_id, versioned=False, layout=False)
 
 
-@write_change.register
 def _set_partitioning(change: SetPartitioning, ctx: CommitContext) -> None:
     write_partition(ctx, change.table_id, change.keys)
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _set_sort_order(change: SetSortOrder, ctx: CommitContext) -> None:
     write_sort(ctx, change.table_id, change.keys)
     mark_altered(ctx, change.table_id, versioned=False, layout=False)
+
+
+# registered on ``writers.write_change``
+WRITERS = (
+    _add_column,
+    _drop_column,
+    _rename_column,
+    _promote_column,
+    _rewrite_column,
+    _set_default,
+    _set_nullable,
+    _set_column_tags,
+    _set_partitioning,
+    _set_sort_order,
+)

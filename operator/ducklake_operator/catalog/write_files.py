@@ -1,5 +1,5 @@
 """Writers for the file changes of maintenance jobs (``model.file_changes``), one per kind,
-registered on ``write.write_change`` like the schema change writers: each checks the job's
+registered on ``writers.write_change`` like the schema change writers: each checks the job's
 inputs against the catalog as it is now (inside the commit transaction), then buffers the
 rows DuckDB 1.5.5 writes for the same operation, and its change token."""
 
@@ -23,15 +23,13 @@ from .files import (
 from .inlined import inlined_table
 from .table_stats import add_file_sizes, recompute_if_delete_free, widen_table_stats
 from .tables import CATALOG_TABLES
-from .write import CommitContext, write_change
+from .write_context import CommitContext
 
 
-@write_change.register
 def _merge_files(change: MergeFiles, ctx: CommitContext) -> None:
     _merge(change, f"compaction of {change.table_name}", ctx)
 
 
-@write_change.register
 def _repartition_files(change: RepartitionFiles, ctx: CommitContext) -> None:
     job = f"repartition of {change.table_name}"
     check_partitioning(ctx, change.table_id, job, change.base_snapshot, change.spec_id)
@@ -56,7 +54,6 @@ def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) 
     ctx.tokens.append(Token("merge_adjacent", id=change.table_id))
 
 
-@write_change.register
 def _rewrite_files(change: RewriteFiles, ctx: CommitContext) -> None:
     """The inputs and their delete files end (not scheduled: time travel still reads them)."""
     check_inputs(ctx, change.table_id, f"rewriteDeletes of {change.table_name}", change.base_snapshot, change.inputs)
@@ -70,7 +67,6 @@ def _rewrite_files(change: RewriteFiles, ctx: CommitContext) -> None:
     recompute_if_delete_free(ctx, change.table_id, sources, change.outputs)
 
 
-@write_change.register
 def _flush_inlined_rows(change: FlushInlinedRows, ctx: CommitContext) -> None:
     """Refused if a flushed row was deleted (or the rows changed) after the base snapshot.
     Superseded inlined tables left empty are kept (DuckDB 1.5.5's flush drops them): a
@@ -95,7 +91,6 @@ def _flush_inlined_rows(change: FlushInlinedRows, ctx: CommitContext) -> None:
     ctx.needs_snapshot = True
 
 
-@write_change.register
 def _flush_inlined_deletions(change: FlushInlinedDeletions, ctx: CommitContext) -> None:
     """Each new delete file replaces its data file's old one: the old row is deleted and its
     file scheduled; the inlined deletions it took in go."""
@@ -114,3 +109,7 @@ def _flush_inlined_deletions(change: FlushInlinedDeletions, ctx: CommitContext) 
     )
     ctx.needs_snapshot = True
     ctx.tokens.append(Token("deleted_from_table", id=change.table_id))
+
+
+# registered on ``writers.write_change``
+WRITERS = (_merge_files, _repartition_files, _rewrite_files, _flush_inlined_rows, _flush_inlined_deletions)

@@ -22,8 +22,8 @@ from .files import add_data_files, check_inputs, inputs_changed
 from .inlined import inlined_table
 from .table_stats import stats_after_full_rewrite
 from .tables import CATALOG_TABLES
-from .write import CommitContext, live_columns, resolve_path, write_change
 from .write_columns import edit_column, mark_altered
+from .write_context import CommitContext, live_columns, resolve_path
 
 _ADDED_ROWS = ("inserted_into_table", "inlined_insert", "inline_flush")
 
@@ -48,7 +48,6 @@ def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumns, job: str)
         raise inputs_changed(ctx, change.table_id, job, change.base_snapshot, _ADDED_ROWS + ("inlined_delete",))
 
 
-@write_change.register
 def _retype_columns(change: RetypeColumns, ctx: CommitContext) -> None:
     job = f"rewriteColumnType of {change.table_name}"
     check_inputs(ctx, change.table_id, job, change.base_snapshot, change.inputs)
@@ -86,3 +85,7 @@ def _retype_columns(change: RetypeColumns, ctx: CommitContext) -> None:
         ctx.tokens.append(Token("inlined_delete", id=change.table_id))
     types = {r["column_id"]: r["column_type"] for r in live_columns(ctx, change.table_id)}
     stats_after_full_rewrite(ctx, change.table_id, types, change.outputs)
+
+
+# registered on ``writers.write_change``
+WRITERS = (_retype_columns,)

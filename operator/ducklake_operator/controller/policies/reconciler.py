@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ...catalog.job_inputs import read_health_inputs
 from ...maintenance.policy_params import MaintainedTable
 from ...maintenance.policy_runs import (
     DEFAULT_MIN_TRIGGER_INTERVAL,
@@ -54,8 +55,6 @@ def maintained_tables(
     )
     health = {}
     if triggers and chosen:
-        from ...catalog.job_inputs import read_health_inputs
-
         health = read_health_inputs(cat, [t for _, t in chosen])
     out = []
     for name, table in chosen:

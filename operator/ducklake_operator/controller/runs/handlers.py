@@ -28,11 +28,12 @@ from .. import metrics
 from ..context import Controller, catalog_channel
 from ..kube_clients import custom_objects_api
 from ..launchers.api_errors import api_error
+from ..launchers.settings import SparkDefaults, effective_spark
 from ..manifests import CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid
 from ..status import merge_conditions
+from .locks import Leases
 from .run_context import OtherRun, PolicyWindow, RunContext
 from .run_document import table_evolution
-from .settings import SparkDefaults, effective_spark
 from .state_machine import Runs
 from .tick import ACTIVE, RETRY_BACKOFF, TERMINAL, WAIT_INTERVAL, Tick, parse_stamp
 from .waiting import waits_for
@@ -125,7 +126,6 @@ def _runs(memo: kopf.Memo) -> Runs:
         from kubernetes import client
 
         from ..launchers import launchers  # the kubernetes client is loaded only when runs exist
-        from .locks import Leases
 
         ctl: Controller = memo.controller
 

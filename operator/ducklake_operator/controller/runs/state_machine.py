@@ -24,7 +24,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...catalog.job_commits import find_job_commit
+from ...catalog.job_commits import (
+    delete_uncommitted_files,
+    end_job_sessions,
+    find_job_commit,
+    job_commits,
+    job_sessions_ended,
+    uncommitted_files,
+)
 from ...errors import DuckLakeError, LauncherBusy
 from ...model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
 from ...model.job_params import OPERATIONS
@@ -325,8 +332,6 @@ class Runs:
         the files it wrote that no catalog row refers to are deleted, unless ``keep`` says why
         not (its commit's outcome is unknown, its pods still run) or a session would not go.
         ``program``: what the job program reported (its files it deleted itself)."""
-        from ...catalog.job_commits import end_job_sessions, job_commits, job_sessions_ended
-
         catalog, _ = self.pool.catalog(catalog_spec)
         try:
             end_job_sessions(catalog, uid)
@@ -352,8 +357,6 @@ class Runs:
     ) -> str:  # fmt: skip
         """What became of the attempt's uncommitted files, as it is: deleted by the operator
         now, deleted by the job program before (none left), or kept (``keep``: why), and which."""
-        from ...catalog.job_commits import delete_uncommitted_files, uncommitted_files
-
         table, s3 = str(spec.table), s3_settings(catalog_spec, self.pool.credentials)
         where = f"named *-{file_marker(uid)}.parquet under table {table}'s directory"
         try:
