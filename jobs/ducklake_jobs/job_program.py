@@ -45,7 +45,7 @@ from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.out_of_memory import OutOfMemory, describe, from_spark_error
 from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
-from ducklake_operator.reconcile import location_for, s3_settings
+from ducklake_operator.use_cases import location_for, s3_settings
 
 from .executor_pods import follow_executors
 from .job_run import JobRun

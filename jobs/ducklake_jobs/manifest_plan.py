@@ -24,7 +24,7 @@ from ducklake_operator.model.plans import TablePlan
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import TableState
 from ducklake_operator.model.types import DuckLakeType
-from ducklake_operator.reconcile import commit_message, plan_for, plan_table_names
+from ducklake_operator.use_cases import commit_message, plan_for, plan_table_names
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from .model.job_params import OPERATIONS, job_keywords, params_help
 from .model.maintenance_params import DRY_RUN
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .model.state import ColumnState
-from .reconcile import (
+from .use_cases import (
     apply_plan,
     counts_files,
     drift,

@@ -265,7 +265,7 @@ def test_lake_identity(tmp_path) -> None:
     from dataclasses import replace
 
     from ducklake_operator.catalog import CatalogLocation
-    from ducklake_operator.reconcile import lake_identity
+    from ducklake_operator.use_cases import lake_identity
 
     sqlite = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
     same = CatalogLocation(kind="sqlite", path=str(tmp_path / "x" / ".." / "c.sqlite"))

@@ -138,7 +138,7 @@ def _rewrite_column(change: RewriteColumnType, ctx: CommitContext) -> None:
     (``RetypeColumns``); on its own it would leave the files' values in the old type."""
     raise SpecError(
         f"{'.'.join(change.path)}: {change.old_type} → {change.new_type} needs its data rewritten: "
-        "run the rewriteColumnType job (reconcile.apply_plan says which; it commits the plan's other changes too)"
+        "run the rewriteColumnType job (use_cases.apply_plan says which; it commits the plan's other changes too)"
     )
 
 

@@ -13,7 +13,7 @@ from ..catalog.batch import CommitBatcher
 from ..catalog.state_cache import StateCache
 from ..model.spec import CatalogSpec
 from ..model.state import CatalogState
-from ..reconcile import Credentials, ensure_catalog, location_for
+from ..use_cases import Credentials, ensure_catalog, location_for
 from .metrics import CATALOG_QUERIES
 
 

@@ -14,7 +14,7 @@ import kopf
 from ...api.load import parse_manifest
 from ...errors import SpecError
 from ...model.spec import CATALOGS, GROUP, VERSION, CatalogSpec
-from ...reconcile import lake_identity
+from ...use_cases import lake_identity
 from .. import metrics
 from ..context import Controller
 from ..handling import handle, notify_catalog

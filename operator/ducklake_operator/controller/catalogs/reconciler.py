@@ -1,13 +1,13 @@
 """The DuckLakeCatalog reconciler: plain functions over a spec and the catalog pool, no
 kopf. Each returns an ``Outcome``; ``catalogs.handlers`` publishes it. The lake-level use
-cases they call (open or create a catalog, destroy a lake) are in ``ducklake_operator.reconcile``.
+cases they call (open or create a catalog, destroy a lake) are in ``ducklake_operator.use_cases``.
 """
 
 from __future__ import annotations
 
 from ...errors import CatalogNotFound, DuckLakeError
 from ...model.spec import CatalogSpec
-from ...reconcile import destroy_catalog, s3_settings
+from ...use_cases import destroy_catalog, s3_settings
 from ..boundary import Failure, classify
 from ..catalog_pool import CatalogPool
 from ..outcome import Outcome, failed

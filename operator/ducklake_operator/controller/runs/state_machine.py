@@ -38,7 +38,7 @@ from ...model.job_params import OPERATIONS
 from ...model.names import fold
 from ...model.spec import CatalogSpec, JobSpec
 from ...model.state import CatalogState, SnapshotRecord, TableState
-from ...reconcile import s3_settings
+from ...use_cases import s3_settings
 from ..catalog_pool import CatalogPool
 from ..launchers.spec import Launched, Launcher, Observed
 from ..status import condition, table_health

@@ -1,6 +1,6 @@
 """The DuckLakeSchema and DuckLakeTable reconcilers: plain functions over specs and the
 catalog pool, no kopf. Each returns an ``Outcome``; ``tables.handlers`` publishes it. Plans
-are made and applied by the use cases in ``ducklake_operator.reconcile``. Tested directly,
+are made and applied by the use cases in ``ducklake_operator.use_cases``. Tested directly,
 without a cluster.
 """
 
@@ -16,7 +16,7 @@ from ...evolution.drift import drift_lines
 from ...model.changes import DropSchema, DropTable
 from ...model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ...model.state import CatalogState
-from ...reconcile import apply_plan, plan_for
+from ...use_cases import apply_plan, plan_for
 from ..boundary import Failure, classify
 from ..catalog_pool import CatalogPool
 from ..metrics import COMMIT_RETRIES, RECONCILE
