@@ -26,7 +26,7 @@ from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from ducklake_operator.model.changes import CreateTable  # noqa: E402
 from ducklake_operator.model.spec import TableSpec  # noqa: E402
 from ducklake_operator.model.types import Field, parse_type  # noqa: E402
-from ducklake_operator.reconcile import apply_plan  # noqa: E402
+from ducklake_operator.use_cases import apply_plan  # noqa: E402
 from support import duck  # noqa: E402
 from support.pgserver import PgServer  # noqa: E402
 

@@ -41,7 +41,7 @@ from .model.job_params import OPERATIONS, params_help, parse_args
 from .model.maintenance_params import DRY_RUN
 from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .model.state import ColumnState
-from .reconcile import (
+from .use_cases import (
     apply_plan,
     drift,
     empty_state,

@@ -8,7 +8,7 @@ import threading
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.batch import CommitBatcher
 from ducklake_operator.model.spec import TableSpec
-from ducklake_operator.reconcile import apply_plan
+from ducklake_operator.use_cases import apply_plan
 from support import duck
 from support.manifests import parse_as
 

@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
-from ducklake_operator.catalog.read import load_catalog_state
+from ducklake_operator.catalog.read_state import load_catalog_state
 from ducklake_operator.errors import (
     AlreadyExists,
     CatalogUnavailable,
@@ -165,7 +165,7 @@ def test_reads_everything_duckdb_writes(catalog: Catalog) -> None:
     assert p.stats is not None and p.stats.record_count == 401 and p.stats.next_row_id == 401
     assert {c.column_id for c in p.columns} <= set(p.stats.columns)
     assert p.inlined_tables and p.inlined_tables[-1].name.startswith("ducklake_inlined_data_")
-    from ducklake_operator.catalog.read import load_inlined_rows
+    from ducklake_operator.catalog.inlined import load_inlined_rows
 
     with catalog.engine.connect() as conn:
         rows = load_inlined_rows(conn, p, state.snapshot.snapshot_id)
@@ -198,7 +198,7 @@ def test_catalog_in_its_own_postgres_schema(pg_location, data_path) -> None:
     """METADATA_SCHEMA: everything, dynamic inlined tables included, lives in that schema."""
     from dataclasses import replace
 
-    from ducklake_operator.catalog.read import load_inlined_rows
+    from ducklake_operator.catalog.inlined import load_inlined_rows
 
     location = replace(pg_location, schema="lake_meta")
     catalog = Catalog.create(location, data_path)

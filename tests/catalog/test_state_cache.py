@@ -9,7 +9,9 @@ from typing import Any
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.state_cache import StateCache
-from ducklake_operator.controller.reconcilers import CatalogPool, check_table_drift, reconcile_catalog, reconcile_table
+from ducklake_operator.controller.catalog_pool import CatalogPool
+from ducklake_operator.controller.catalogs.reconciler import reconcile_catalog
+from ducklake_operator.controller.tables.reconciler import check_table_drift, reconcile_table
 from support import duck
 from support.reconcile_specs import catalog_spec, table_spec
 

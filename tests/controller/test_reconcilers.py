@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from ducklake_operator.controller.reconcilers import (
-    CatalogPool,
+from ducklake_operator.controller.catalog_pool import CatalogPool
+from ducklake_operator.controller.catalogs.reconciler import delete_catalog, reconcile_catalog
+from ducklake_operator.controller.tables.reconciler import (
     check_table_drift,
-    delete_catalog,
     delete_table,
-    reconcile_catalog,
     reconcile_schema,
     reconcile_table,
 )
@@ -266,7 +265,7 @@ def test_lake_identity(tmp_path) -> None:
     from dataclasses import replace
 
     from ducklake_operator.catalog import CatalogLocation
-    from ducklake_operator.reconcile import lake_identity
+    from ducklake_operator.use_cases import lake_identity
 
     sqlite = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
     same = CatalogLocation(kind="sqlite", path=str(tmp_path / "x" / ".." / "c.sqlite"))

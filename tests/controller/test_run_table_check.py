@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from ducklake_operator.catalog import CatalogLocation
+from ducklake_operator.controller.catalog_pool import CatalogPool
+from ducklake_operator.controller.catalogs.reconciler import reconcile_catalog
 from ducklake_operator.controller.launchers.local import LocalLauncher
-from ducklake_operator.controller.locks import Leases
-from ducklake_operator.controller.reconcilers import CatalogPool, reconcile_catalog
-from ducklake_operator.controller.runs import RunContext, Runs
+from ducklake_operator.controller.runs.locks import Leases
+from ducklake_operator.controller.runs.run_context import RunContext
+from ducklake_operator.controller.runs.state_machine import Runs
 from ducklake_operator.model.spec import JobSpec
 from support import duck
 from support.manifests import parse_as

@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from ducklake_operator.controller.locks import JOB_ANNOTATION, WHAT_ANNOTATION, Holder, Leases, lease_name
+from ducklake_operator.controller.runs.locks import JOB_ANNOTATION, WHAT_ANNOTATION, Holder, Leases, lease_name
 from support.operator_process import service_account_kubeconfig
 
 A, B, C = Holder("uid-a", "compact-a"), Holder("uid-b", "rewrite-b"), Holder("uid-c", "compact-c")

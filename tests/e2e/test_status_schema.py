@@ -14,13 +14,16 @@ from typing import Any
 from ducklake_jobs.job_status import JobStatus, without_nulls
 from ducklake_jobs.launched_program import Events, Outcome
 from ducklake_operator.api.load import parse_manifest
-from ducklake_operator.controller import reconcilers as r
+from ducklake_operator.controller.catalog_pool import CatalogPool
+from ducklake_operator.controller.catalogs.reconciler import reconcile_catalog
 from ducklake_operator.controller.crds import job_schema
 from ducklake_operator.controller.launchers.observe import with_pods
 from ducklake_operator.controller.launchers.pods import read_pods
 from ducklake_operator.controller.launchers.spec import Observed
-from ducklake_operator.controller.runs import FIGURES, Tick, attempt_failure, duration, stamp
+from ducklake_operator.controller.runs.attempts import FIGURES, attempt_failure
+from ducklake_operator.controller.runs.tick import Tick, duration, stamp
 from ducklake_operator.controller.status import condition, merge_conditions, table_health
+from ducklake_operator.controller.tables.reconciler import check_table_drift, reconcile_schema, reconcile_table
 from ducklake_operator.maintenance.policy_params import MaintainedTable
 from ducklake_operator.maintenance.policy_runs import LastRun, OperationHistory, policy_status
 from ducklake_operator.model.job_marker import EXIT_SUCCEEDED
@@ -34,7 +37,7 @@ def parsed(doc: dict[str, Any], namespace: str) -> Any:
 
 def statuses(namespace: str, directory: str) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """(kind, name, manifest, status) for each kind in the states the operator reports."""
-    pool = r.CatalogPool()
+    pool = CatalogPool()
     lake = sqlite_catalog("lake", directory)
     gone = sqlite_catalog("gone", directory, metadata={"sqlite": {"path": "/nonexistent/dir/x.sqlite"}})
     sales = manifest("DuckLakeSchema", "sales", {"catalogRef": {"name": "lake"}, "name": "sales"})
@@ -43,15 +46,15 @@ def statuses(namespace: str, directory: str) -> list[tuple[str, str, dict[str, A
     out = []
     try:
         lake_spec = parsed(lake, namespace)
-        out.append(("DuckLakeCatalog", "lake", lake, r.reconcile_catalog(lake_spec, pool)))
-        out.append(("DuckLakeCatalog", "gone", gone, r.reconcile_catalog(parsed(gone, namespace), pool)))
-        out.append(("DuckLakeSchema", "sales", sales, r.reconcile_schema(parsed(sales, namespace), lake_spec, pool)))
-        out.append(("DuckLakeTable", "orders", orders, r.reconcile_table(parsed(orders, namespace), lake_spec, pool)))
-        blocked = r.reconcile_table(parsed(narrowed, namespace), lake_spec, pool)  # a drop: blocked
+        out.append(("DuckLakeCatalog", "lake", lake, reconcile_catalog(lake_spec, pool)))
+        out.append(("DuckLakeCatalog", "gone", gone, reconcile_catalog(parsed(gone, namespace), pool)))
+        out.append(("DuckLakeSchema", "sales", sales, reconcile_schema(parsed(sales, namespace), lake_spec, pool)))
+        out.append(("DuckLakeTable", "orders", orders, reconcile_table(parsed(orders, namespace), lake_spec, pool)))
+        blocked = reconcile_table(parsed(narrowed, namespace), lake_spec, pool)  # a drop: blocked
         out.append(("DuckLakeTable", "blocked", {**narrowed, "metadata": {"name": "blocked"}}, blocked))
-        drifted = r.check_table_drift(parsed(narrowed, namespace), lake_spec, pool)
+        drifted = check_table_drift(parsed(narrowed, namespace), lake_spec, pool)
         out.append(("DuckLakeTable", "drifted", {**narrowed, "metadata": {"name": "drifted"}}, drifted))
-        waiting = r.reconcile_table(parsed(orders, namespace), None, pool)
+        waiting = reconcile_table(parsed(orders, namespace), None, pool)
         out.append(("DuckLakeTable", "waiting", {**orders, "metadata": {"name": "waiting"}}, waiting))
         catalog, _ = pool.catalog(lake_spec)
         table_state = pool.state(lake_spec, catalog).table("sales", "orders")

@@ -23,7 +23,7 @@ import pytest
 
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.model.spec import TableSpec
-from ducklake_operator.reconcile import apply_plan
+from ducklake_operator.use_cases import apply_plan
 from support import duck
 from support.dump import dump, inlined_columns
 from support.manifests import parse_as
@@ -489,7 +489,7 @@ def test_change_matches_duckdb_alter(case: Case, kind: str, make_location, tmp_p
     }
     spec = parse_as(TableSpec, doc)
     if case.evolution.get("approvedPlan") == "<hash>":  # approve exactly the plan we are shown
-        from ducklake_operator.reconcile import plan_for
+        from ducklake_operator.use_cases import plan_for
 
         doc["spec"]["evolution"]["approvedPlan"] = plan_for(spec, ours.state()).hash
         spec = parse_as(TableSpec, doc)

@@ -15,7 +15,7 @@ from ducklake_operator.errors import SpecError
 from ducklake_operator.model.changes import CreateTable
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import Field, parse_type
-from ducklake_operator.reconcile import apply_plan
+from ducklake_operator.use_cases import apply_plan
 from support import duck
 
 pytestmark = pytest.mark.duckdb

@@ -15,7 +15,7 @@ from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import SpecError
 from ducklake_operator.model.spec import TableSpec
-from ducklake_operator.reconcile import apply_plan, plan_for
+from ducklake_operator.use_cases import apply_plan, plan_for
 from support import duck
 from support.dump import dump
 from support.manifests import parse_as

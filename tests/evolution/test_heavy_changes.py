@@ -23,7 +23,7 @@ from ducklake_operator.evolution.heavy import HeavyJob, heavy_jobs
 from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import parse_type
-from ducklake_operator.reconcile import apply_plan, plan_for, read_for_plan
+from ducklake_operator.use_cases import apply_plan, plan_for, read_for_plan
 from support import duck, manifests
 from support.dump import dump
 from support.manifests import parse_as, table

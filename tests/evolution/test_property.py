@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import to_duckdb_sql
-from ducklake_operator.reconcile import apply_plan
+from ducklake_operator.use_cases import apply_plan
 from support import duck
 from support.manifests import parse_as, table
 

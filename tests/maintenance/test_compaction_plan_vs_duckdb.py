@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.catalog.read import load_schema_versions
+from ducklake_operator.catalog.read_state import load_schema_versions
 from ducklake_operator.maintenance.compaction import CompactionOptions, plan_compaction
 from support import duck
 

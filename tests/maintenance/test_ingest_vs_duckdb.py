@@ -25,7 +25,7 @@ from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
 from ducklake_operator.model.spec import TableSpec
-from ducklake_operator.reconcile import apply_plan
+from ducklake_operator.use_cases import apply_plan
 from support import duck, manifests
 from support.dump import dump
 from support.manifests import parse_as

@@ -17,8 +17,8 @@ from ducklake_jobs.compact import compact
 from ducklake_jobs.housekeeping import cleanup_files, delete_orphan_files
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.connect import create_engine
-from ducklake_operator.catalog.tables import T
-from ducklake_operator.reconcile import destroy_catalog
+from ducklake_operator.catalog.tables import CATALOG_TABLES as T
+from ducklake_operator.use_cases import destroy_catalog
 from support import duck
 
 TABLES = ("s_abs.t1", "main.t2", "main.t3", "main.t4")

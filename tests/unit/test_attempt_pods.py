@@ -19,7 +19,7 @@ from ducklake_operator.controller.launchers.api_errors import api_error, server_
 from ducklake_operator.controller.launchers.observe import with_pods
 from ducklake_operator.controller.launchers.pods import pod_stopped, read_pods
 from ducklake_operator.controller.launchers.spec import Observed
-from ducklake_operator.controller.runs import failure_reason
+from ducklake_operator.controller.runs.attempts import failure_reason
 from ducklake_operator.errors import NOTHING_COMMITTED
 from ducklake_operator.model.out_of_memory import describe, from_spark_error
 from support import pod_states as states

@@ -9,8 +9,7 @@ import sys
 
 def test_the_controller_does_not_load_the_data_plane() -> None:
     code = (
-        "import sys, ducklake_operator.controller.handlers, ducklake_operator.controller.main, "
-        "ducklake_operator.controller.job_handlers, ducklake_operator.controller.policy_handlers; "
+        "import sys, ducklake_operator.controller.wiring, ducklake_operator.controller.main; "
         "print(sorted(m for m in ('duckdb', 'pyarrow', 'pyspark', 'ducklake_jobs') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

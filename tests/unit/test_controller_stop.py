@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
+from ducklake_operator.controller.catalog_pool import CatalogPool
 from ducklake_operator.controller.context import Controller
-from ducklake_operator.controller.reconcilers import CatalogPool
 
 
 def test_work_after_stop_is_cancelled_not_failed() -> None:

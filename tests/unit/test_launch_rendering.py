@@ -33,7 +33,10 @@ from ducklake_operator.controller.launchers.spec import (
     launch_spec,
     object_name,
 )
-from ducklake_operator.controller.runs import RunContext, attempt_spec, parse_stamp, time_left
+from ducklake_operator.controller.runs.attempts import time_left
+from ducklake_operator.controller.runs.run_context import RunContext
+from ducklake_operator.controller.runs.run_document import attempt_spec
+from ducklake_operator.controller.runs.tick import parse_stamp
 from ducklake_operator.errors import LaunchFailed
 from ducklake_operator.model.spec import JobSpec
 

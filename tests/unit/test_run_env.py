@@ -18,8 +18,8 @@ from ducklake_operator.controller.launchers.render import (
     render_job,
     render_spark_application,
 )
+from ducklake_operator.controller.launchers.settings import SparkDefaults, effective_spark
 from ducklake_operator.controller.launchers.spec import LaunchSpec, launch_spec
-from ducklake_operator.controller.run_settings import SparkDefaults, effective_spark
 from ducklake_operator.errors import SpecError
 from ducklake_operator.model.run_env import RESERVED, EnvVar, SecretKeyRef
 from ducklake_operator.model.spec import JobSpec, SparkSettings

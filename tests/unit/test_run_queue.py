@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from ducklake_operator.api.load import parse_manifest
-from ducklake_operator.controller.runs import OtherRun, PolicyWindow, RunContext, parse_stamp, waits_for
+from ducklake_operator.controller.runs.run_context import OtherRun, PolicyWindow, RunContext
+from ducklake_operator.controller.runs.tick import parse_stamp
+from ducklake_operator.controller.runs.waiting import waits_for
 from ducklake_operator.maintenance.windows import closed_until
 from ducklake_operator.model.spec import JobSpec, Window
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ducklake_operator.controller.run_settings import SparkDefaults, effective_spark
+from ducklake_operator.controller.launchers.settings import SparkDefaults, effective_spark
 from ducklake_operator.model.spec import SparkSettings
 
 

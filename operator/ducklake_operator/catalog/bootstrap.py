@@ -15,8 +15,8 @@ from uuid6 import uuid7
 from .. import __version__
 from ..errors import SpecError
 from ..model.options import normalize_option
-from .read import check_format_version, load_metadata
-from .tables import T, create_catalog_ddl
+from .read_metadata import check_format_version, load_metadata
+from .tables import CATALOG_TABLES, create_catalog_ddl
 
 CREATED_BY = f"ducklake-operator {__version__}"
 
@@ -49,13 +49,15 @@ def initialize_catalog(
         sa.func.now() if dialect == "postgresql" else sa.text("strftime('%Y-%m-%d %H:%M:%f', 'now') || '000+00'")
     )
     conn.execute(
-        T["ducklake_snapshot"]
+        CATALOG_TABLES["ducklake_snapshot"]
         .insert()
         .values(snapshot_id=0, snapshot_time=now, schema_version=0, next_catalog_id=1, next_file_id=0)
     )
-    conn.execute(T["ducklake_snapshot_changes"].insert().values(snapshot_id=0, changes_made='created_schema:"main"'))
     conn.execute(
-        T["ducklake_metadata"]
+        CATALOG_TABLES["ducklake_snapshot_changes"].insert().values(snapshot_id=0, changes_made='created_schema:"main"')
+    )
+    conn.execute(
+        CATALOG_TABLES["ducklake_metadata"]
         .insert()
         .values(
             [
@@ -68,7 +70,7 @@ def initialize_catalog(
         )
     )
     conn.execute(
-        T["ducklake_schema"]
+        CATALOG_TABLES["ducklake_schema"]
         .insert()
         .values(
             schema_id=0,

@@ -19,7 +19,9 @@ from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog, normal
 from .commit import DEFAULT_AUTHOR, Changes, CommitResult, LateChanges, commit_changes
 from .connect import CatalogLocation, create_engine, describe_db_error
 from .drop import drop_catalog
-from .read import DATA_PATH_OPTION, load_catalog_state, load_snapshot, load_snapshots
+from .read_metadata import DATA_PATH_OPTION
+from .read_snapshots import load_snapshot, load_snapshots
+from .read_state import load_catalog_state
 
 
 class Catalog:

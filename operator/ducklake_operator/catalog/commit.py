@@ -36,15 +36,17 @@ from ..errors import CatalogUnavailable, CommitConflict, CommitRetriesExhausted,
 from ..model.changes import Change, SetOption
 from ..model.file_changes import FileChange
 from ..model.state import SnapshotInfo
-from . import write_append, write_columns, write_files, write_retype  # noqa: F401  (register the column and file writers)
 from .changes_made import Change as Token
 from .changes_made import parse_changes, render_changes
 from .commit_outcome import CommitWitness, backend_pid, transaction_ended, was_committed
 from .conflicts import find_conflict
 from .connect import describe_db_error
-from .read import check_format_version, load_metadata, load_snapshot, load_snapshots
-from .tables import T, catalog_now
-from .write import CommitContext, finish_commit, write_change
+from .read_metadata import check_format_version, load_metadata
+from .read_snapshots import load_snapshot, load_snapshots
+from .tables import CATALOG_TABLES, catalog_now
+from .write_context import CommitContext
+from .write_snapshot import finish_commit
+from .writers import write_change
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +149,61 @@ def commit_changes(
         ) from None
 
 
+def _record_snapshot(
+    conn: sa.Connection,
+    ctx: CommitContext,
+    latest: SnapshotInfo,
+    dialect: str,
+    reserved: bool,
+    snapshot_time: Any,
+    changes_made: str | None,
+    said: tuple[str | None, str | None, str | None],
+) -> Any:
+    """The snapshot's final counters, the tables whose schema version it starts, and its
+    change set with who made it and why (``said``: author, message, extra info); or, when
+    nothing is to be recorded after all, the reserved snapshot row dropped again. The
+    snapshot's time (inserted here when it was not reserved)."""
+    author, message, info = said
+    snap = CATALOG_TABLES["ducklake_snapshot"]
+    if ctx.needs_snapshot:
+        if not reserved:
+            snapshot_time = _insert_snapshot(conn, latest, dialect)
+        conn.execute(
+            snap.update()
+            .where(snap.c.snapshot_id == ctx.snapshot_id)
+            .values(
+                schema_version=ctx.schema_version,
+                next_catalog_id=ctx.next_catalog_id,
+                next_file_id=ctx.next_file_id,
+            )
+        )
+        if ctx.versioned_tables:
+            conn.execute(
+                CATALOG_TABLES["ducklake_schema_versions"]
+                .insert()
+                .values(
+                    [
+                        dict(begin_snapshot=ctx.snapshot_id, schema_version=ctx.schema_version, table_id=tid)
+                        for tid in dict.fromkeys(ctx.versioned_tables)
+                    ]
+                )
+            )
+        conn.execute(
+            CATALOG_TABLES["ducklake_snapshot_changes"]
+            .insert()
+            .values(
+                snapshot_id=ctx.snapshot_id,
+                changes_made=changes_made,
+                author=author,
+                commit_message=message,
+                commit_extra_info=info,
+            )
+        )
+    elif reserved:  # nothing to record after all (e.g. tags already as asked)
+        conn.execute(snap.delete().where(snap.c.snapshot_id == ctx.snapshot_id))
+    return snapshot_time
+
+
 def _attempt(
     engine: sa.Engine,
     changes: Changes | LateChanges,
@@ -191,43 +248,9 @@ def _attempt(
             for statement in ctx.statements:
                 conn.execute(statement)
             finish_commit(ctx)
-            snap = T["ducklake_snapshot"]
-            if ctx.needs_snapshot:
-                if not reserved:
-                    snapshot_time = _insert_snapshot(conn, latest, dialect)
-                conn.execute(
-                    snap.update()
-                    .where(snap.c.snapshot_id == ctx.snapshot_id)
-                    .values(
-                        schema_version=ctx.schema_version,
-                        next_catalog_id=ctx.next_catalog_id,
-                        next_file_id=ctx.next_file_id,
-                    )
-                )
-                if ctx.versioned_tables:
-                    conn.execute(
-                        T["ducklake_schema_versions"]
-                        .insert()
-                        .values(
-                            [
-                                dict(begin_snapshot=ctx.snapshot_id, schema_version=ctx.schema_version, table_id=tid)
-                                for tid in dict.fromkeys(ctx.versioned_tables)
-                            ]
-                        )
-                    )
-                conn.execute(
-                    T["ducklake_snapshot_changes"]
-                    .insert()
-                    .values(
-                        snapshot_id=ctx.snapshot_id,
-                        changes_made=changes_made,
-                        author=author,
-                        commit_message=message,
-                        commit_extra_info=info,
-                    )
-                )
-            elif reserved:  # nothing to record after all (e.g. tags already as asked)
-                conn.execute(snap.delete().where(snap.c.snapshot_id == ctx.snapshot_id))
+            snapshot_time = _record_snapshot(
+                conn, ctx, latest, dialect, reserved, snapshot_time, changes_made, (author, message, info)
+            )
             if before_commit is not None:
                 before_commit()
         except sa.exc.DBAPIError as exc:
@@ -297,7 +320,7 @@ def _settle_lost_commit(engine: sa.Engine, witness: CommitWitness | None, error:
 def _insert_snapshot(conn: sa.Connection, latest: SnapshotInfo, dialect: str) -> Any:
     """Insert snapshot latest+1 with the counters unchanged (finalised before COMMIT);
     returns its time as stored."""
-    snap = T["ducklake_snapshot"]
+    snap = CATALOG_TABLES["ducklake_snapshot"]
     return conn.execute(
         snap.insert()
         .values(
@@ -318,7 +341,7 @@ def _check_conflicts(
     same_files_deleted: Callable[[sa.Connection, int, int], bool] | None,
 ) -> None:
     theirs = [(s.snapshot_id, c) for s in load_snapshots(conn, after=base) for c in parse_changes(s.changes_made)]
-    sc = T["ducklake_schema"]
+    sc = CATALOG_TABLES["ducklake_schema"]
     schema_names = dict(conn.execute(sa.select(sc.c.schema_id, sc.c.schema_name)).all())
     checker = (
         (lambda table_id, snapshot_id: same_files_deleted(conn, table_id, snapshot_id)) if same_files_deleted else None

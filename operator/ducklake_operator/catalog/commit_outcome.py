@@ -19,7 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .tables import T
+from .tables import CATALOG_TABLES
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def _wait_gone(conn: sa.Connection, pid: int, deadline: float) -> bool:
 
 
 def _snapshot_is_ours(conn: sa.Connection, witness: CommitWitness) -> bool:
-    snap, changes = T["ducklake_snapshot"], T["ducklake_snapshot_changes"]
+    snap, changes = CATALOG_TABLES["ducklake_snapshot"], CATALOG_TABLES["ducklake_snapshot_changes"]
     row = conn.execute(
         sa.select(snap.c.snapshot_time, changes.c.changes_made)
         .join(changes, changes.c.snapshot_id == snap.c.snapshot_id)

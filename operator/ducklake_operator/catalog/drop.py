@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from ..errors import CatalogUnavailable
 from .connect import CatalogLocation, describe_db_error
-from .read import load_lake_paths, referenced_files
+from .read_files import load_lake_paths, referenced_files
 from .tables import qualified
 
 LOCK_TIMEOUT = "10s"

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 
 from .ingested import forget_tables
 from .paths import relative_to_data_path
-from .read import load_lake_paths
-from .tables import T, catalog_now, inlined_delete_table_name, qualified
+from .read_files import load_lake_paths
+from .tables import CATALOG_TABLES, catalog_now, inlined_delete_table_name, qualified
 
 # rows removed with a purged table (DeleteSnapshots, step 4)
 _PER_TABLE = (
@@ -46,7 +46,7 @@ class ExpiryResult:
 
 def _unseen(table: sa.Table) -> sa.ColumnElement[bool]:
     """Ended, and no remaining snapshot lies in [begin_snapshot, end_snapshot)."""
-    s = T["ducklake_snapshot"]
+    s = CATALOG_TABLES["ducklake_snapshot"]
     return sa.and_(
         table.c.end_snapshot.is_not(None),
         ~sa.exists().where(s.c.snapshot_id >= table.c.begin_snapshot, s.c.snapshot_id < table.c.end_snapshot),
@@ -58,13 +58,13 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
     ids = tuple(sorted(ids))
     if not ids:
         return ExpiryResult((), (), ())
-    latest = conn.execute(sa.select(sa.func.max(T["ducklake_snapshot"].c.snapshot_id))).scalar()
+    latest = conn.execute(sa.select(sa.func.max(CATALOG_TABLES["ducklake_snapshot"].c.snapshot_id))).scalar()
     if latest in ids:
         raise ValueError("the latest snapshot cannot be expired")
     for name in ("ducklake_snapshot", "ducklake_snapshot_changes"):
-        conn.execute(T[name].delete().where(T[name].c.snapshot_id.in_(ids)))
+        conn.execute(CATALOG_TABLES[name].delete().where(CATALOG_TABLES[name].c.snapshot_id.in_(ids)))
 
-    tb = T["ducklake_table"]
+    tb = CATALOG_TABLES["ducklake_table"]
     # tables none of whose versions is visible any more, and that are dropped
     visible = sa.select(tb.c.table_id).where(~_unseen(tb))
     purged = tuple(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id.not_in(visible)).distinct()).scalars())
@@ -80,7 +80,7 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
         ),
         ("ducklake_delete_file", "delete_file_id", ()),
     ):
-        f = T[files]
+        f = CATALOG_TABLES[files]
         gone = list(
             conn.execute(
                 sa.select(f.c[id_col], f.c.table_id, f.c.path, f.c.path_is_relative).where(
@@ -92,26 +92,30 @@ def expire_snapshots(conn: sa.Connection, ids: Iterable[int], *, dialect: str, p
             continue
         gone_ids = [r[0] for r in gone]
         for name in (files,) + extra:
-            conn.execute(T[name].delete().where(T[name].c[id_col if name == files else "data_file_id"].in_(gone_ids)))
+            conn.execute(
+                CATALOG_TABLES[name]
+                .delete()
+                .where(CATALOG_TABLES[name].c[id_col if name == files else "data_file_id"].in_(gone_ids))
+            )
         rows = []
         for file_id, table_id, path, relative in gone:
             stored, is_relative = relative_to_data_path(lake.data_path, lake.file(table_id, path, relative))
             rows.append(dict(data_file_id=file_id, path=stored, path_is_relative=is_relative, schedule_start=now))
             scheduled.append(stored)
-        conn.execute(T["ducklake_files_scheduled_for_deletion"].insert().values(rows))
+        conn.execute(CATALOG_TABLES["ducklake_files_scheduled_for_deletion"].insert().values(rows))
 
     if purged:
-        it = T["ducklake_inlined_data_tables"]
+        it = CATALOG_TABLES["ducklake_inlined_data_tables"]
         inlined = list(conn.execute(sa.select(it.c.table_name).where(it.c.table_id.in_(purged))).scalars())
         for name in _PER_TABLE + ("ducklake_inlined_data_tables",):
-            conn.execute(T[name].delete().where(T[name].c.table_id.in_(purged)))
+            conn.execute(CATALOG_TABLES[name].delete().where(CATALOG_TABLES[name].c.table_id.in_(purged)))
         for name in inlined + [inlined_delete_table_name(t) for t in purged]:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {qualified(name, pg_schema)}")
         forget_tables(conn, purged)
     for name in ("ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro"):
-        conn.execute(T[name].delete().where(_unseen(T[name])))
+        conn.execute(CATALOG_TABLES[name].delete().where(_unseen(CATALOG_TABLES[name])))
     mac, impl, params, cm, nm = (
-        T[n]
+        CATALOG_TABLES[n]
         for n in (
             "ducklake_macro",
             "ducklake_macro_impl",

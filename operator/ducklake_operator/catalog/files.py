@@ -13,9 +13,9 @@ from ..errors import CommitConflict
 from ..model.file_changes import NewDataFile, NewDeleteFile, PlannedInputs
 from .changes_made import parse_changes
 from .paths import relative_to_data_path, resolve, table_directory
-from .read import load_snapshots
-from .tables import T, catalog_now
-from .write import CommitContext
+from .read_snapshots import load_snapshots
+from .tables import CATALOG_TABLES, catalog_now
+from .write_context import CommitContext
 
 # changes by another writer that can invalidate a job's input files
 _FILE_CHANGES = (
@@ -62,7 +62,7 @@ def check_inputs(ctx: CommitContext, table_id: int, job: str, base: int, inputs:
 def check_partitioning(ctx: CommitContext, table_id: int, job: str, base: int, spec_id: int | None) -> None:
     """Refuse when the table's partitioning is no longer the spec the job's files were laid
     out by (``spec_id``; None: unpartitioned)."""
-    pi = T["ducklake_partition_info"]
+    pi = CATALOG_TABLES["ducklake_partition_info"]
     now = ctx.conn.execute(
         sa.select(pi.c.partition_id).where(pi.c.table_id == table_id, pi.c.end_snapshot.is_(None))
     ).scalar_one_or_none()
@@ -102,16 +102,16 @@ def add_data_files(ctx: CommitContext, table_id: int, files: Sequence[NewDataFil
         ]
         if f.delete_file is not None:
             delete_rows.append(_delete_file_row(ctx, table_id, file_id, f.delete_file))
-    _insert(ctx, T["ducklake_data_file"], data_rows)
-    _insert(ctx, T["ducklake_file_column_stats"], stats_rows)
-    _insert(ctx, T["ducklake_file_partition_value"], value_rows)
-    _insert(ctx, T["ducklake_delete_file"], delete_rows)
+    _insert(ctx, CATALOG_TABLES["ducklake_data_file"], data_rows)
+    _insert(ctx, CATALOG_TABLES["ducklake_file_column_stats"], stats_rows)
+    _insert(ctx, CATALOG_TABLES["ducklake_file_partition_value"], value_rows)
+    _insert(ctx, CATALOG_TABLES["ducklake_delete_file"], delete_rows)
     return ids
 
 
 def add_delete_file(ctx: CommitContext, table_id: int, data_file_id: int, f: NewDeleteFile) -> int:
     row = _delete_file_row(ctx, table_id, data_file_id, f)
-    ctx.emit(T["ducklake_delete_file"].insert().values(row))
+    ctx.emit(CATALOG_TABLES["ducklake_delete_file"].insert().values(row))
     return int(row["delete_file_id"])
 
 
@@ -132,7 +132,7 @@ def _insert(ctx: CommitContext, table: sa.Table, rows: list[dict[str, Any]]) -> 
 
 def table_directory_now(ctx: CommitContext, table_id: int) -> str:
     """The live table's directory, from its row and its schema's."""
-    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    tb, sc = CATALOG_TABLES["ducklake_table"], CATALOG_TABLES["ducklake_schema"]
     row = ctx.conn.execute(
         sa.select(tb.c.path, tb.c.path_is_relative, sc.c.path.label("schema_path"), sc.c.path_is_relative.label("sr"))
         .select_from(tb.outerjoin(sc, sa.and_(sc.c.schema_id == tb.c.schema_id, sc.c.end_snapshot.is_(None))))
@@ -154,7 +154,7 @@ def schedule_deletion(ctx: CommitContext, directory: str, table: sa.Table, ids: 
     for file_id in ids:
         path, is_relative = relative_to_data_path(ctx.data_path, paths[file_id])
         ctx.emit(
-            T["ducklake_files_scheduled_for_deletion"]
+            CATALOG_TABLES["ducklake_files_scheduled_for_deletion"]
             .insert()
             .values(
                 data_file_id=file_id, path=path, path_is_relative=is_relative, schedule_start=catalog_now(ctx.dialect)
@@ -172,13 +172,13 @@ def remove_data_files(ctx: CommitContext, data_file_ids: Iterable[int]) -> None:
         "ducklake_file_variant_stats",
         "ducklake_delete_file",
     ):
-        t = T[name]
+        t = CATALOG_TABLES[name]
         ctx.emit(t.delete().where(t.c.data_file_id.in_(ids)))
 
 
 def live_inputs(ctx: CommitContext, data_file_ids: Sequence[int]) -> set[int]:
     """Which of these data files are still live (not ended, not removed)."""
-    df = T["ducklake_data_file"]
+    df = CATALOG_TABLES["ducklake_data_file"]
     return set(
         ctx.conn.execute(
             sa.select(df.c.data_file_id).where(df.c.data_file_id.in_(list(data_file_ids)), df.c.end_snapshot.is_(None))
@@ -188,7 +188,7 @@ def live_inputs(ctx: CommitContext, data_file_ids: Sequence[int]) -> set[int]:
 
 def live_delete_files(ctx: CommitContext, data_file_ids: Sequence[int]) -> dict[int, int]:
     """data file id -> its live delete file id, for these data files."""
-    dl = T["ducklake_delete_file"]
+    dl = CATALOG_TABLES["ducklake_delete_file"]
     return {
         r.data_file_id: r.delete_file_id
         for r in ctx.conn.execute(
@@ -241,5 +241,5 @@ def remove_inlined_file_deletions(
 def oldest_snapshot(conn: sa.Connection) -> int:
     """The oldest snapshot still in the catalog: a row deleted at or before it is invisible
     at every snapshot a reader can still ask for."""
-    s = T["ducklake_snapshot"]
+    s = CATALOG_TABLES["ducklake_snapshot"]
     return int(conn.execute(sa.select(sa.func.min(s.c.snapshot_id))).scalar() or 0)

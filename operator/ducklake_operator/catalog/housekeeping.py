@@ -15,8 +15,9 @@ from ..model.maintenance_params import DRY_RUN
 from ..model.state import SnapshotRecord
 from .catalog import Catalog
 from .expire import ExpiryResult, expire_snapshots
-from .read import load_lake_paths, load_snapshots, referenced_files
-from .tables import T
+from .read_files import load_lake_paths, referenced_files
+from .read_snapshots import load_snapshots
+from .tables import CATALOG_TABLES
 
 
 @contextmanager
@@ -50,7 +51,7 @@ def delete_scheduled_files(
 ) -> list[ScheduledFile]:
     """In one transaction: delete the scheduled files ``due`` picks with ``delete_file`` (one
     already gone is forgotten too), then their rows; ``delete_file=None`` is a dry run."""
-    sched = T["ducklake_files_scheduled_for_deletion"]
+    sched = CATALOG_TABLES["ducklake_files_scheduled_for_deletion"]
     with _transaction(catalog, write=True) as conn:
         lake = load_lake_paths(conn)
         files = [

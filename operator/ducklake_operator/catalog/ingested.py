@@ -17,15 +17,22 @@ those are read too while their snapshots last.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 import sqlalchemy as sa
 
 from ..model.ingested_files import INGEST_KEY, SourceFile, ingested
-from .read import load_snapshots, metadata_schema
+from .read_metadata import metadata_schema
+from .read_snapshots import load_snapshots
 
-if TYPE_CHECKING:
-    from .catalog import Catalog  # which imports the commit, whose writer imports this
+
+class Readable(Protocol):
+    """What ``ingested_files`` reads through: a ``Catalog`` (named by its one method here, so
+    this module, which the ingest's commit writer imports, does not import the catalog)."""
+
+    def reading(self) -> AbstractContextManager[sa.Connection]: ...
+
 
 LEDGER_NAME = "ducklake_operator_ingested_files"
 ROWS_PER_STATEMENT = 500  # within SQLite's bound variables
@@ -76,7 +83,7 @@ def ingested_by_snapshot(
     return out
 
 
-def ingested_files(catalog: Catalog, table_id: int, files: Collection[SourceFile]) -> dict[SourceFile, int]:
+def ingested_files(catalog: Readable, table_id: int, files: Collection[SourceFile]) -> dict[SourceFile, int]:
     with catalog.reading() as conn:
         return ingested_by_snapshot(conn, table_id, files)
 

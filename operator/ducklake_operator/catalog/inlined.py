@@ -15,7 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..errors import DuckLakeError
-from ..model.state import ColumnState, PartitionSpec
+from ..model.state import ColumnState, PartitionSpec, TableState
+from .read_metadata import metadata_schema
 
 SYSTEM_COLUMNS = ("row_id", "begin_snapshot", "end_snapshot")
 
@@ -61,3 +62,21 @@ def read_inlined(
         selected.append(physical if is_bytes else sa.cast(physical, sa.Text()))
     query = sa.select(*selected).where(table.c.begin_snapshot <= at_most).order_by(table.c.row_id)
     return [tuple(r) for r in conn.execute(query)]
+
+
+def load_inlined_rows(conn: sa.Connection, table: TableState, snapshot_id: int) -> list[dict[str, object]]:
+    """Inlined rows of one table visible at ``snapshot_id``, values as the backend stores them."""
+    out: list[dict[str, object]] = []
+    schema = metadata_schema(conn)
+    for inlined_table in table.inlined_tables:
+        reflected = sa.Table(inlined_table.name, sa.MetaData(), autoload_with=conn, schema=schema)
+        query = (
+            sa.select(reflected)
+            .where(
+                reflected.c.begin_snapshot <= snapshot_id,
+                sa.or_(reflected.c.end_snapshot.is_(None), reflected.c.end_snapshot > snapshot_id),
+            )
+            .order_by(reflected.c.row_id)
+        )
+        out.extend(dict(r._mapping) for r in conn.execute(query))
+    return out

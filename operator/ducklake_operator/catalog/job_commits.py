@@ -17,8 +17,9 @@ from ..model.state import SnapshotRecord
 from ..storage import S3Config
 from .catalog import Catalog
 from .connect import describe_db_error
-from .read import load_lake_paths, load_snapshots, referenced_files
-from .tables import T
+from .read_files import load_lake_paths, referenced_files
+from .read_snapshots import load_snapshots
+from .tables import CATALOG_TABLES
 
 
 def find_job_commit(catalog: Catalog, uid: str, after_snapshot: int | None = None) -> SnapshotRecord | None:
@@ -119,7 +120,7 @@ def delete_uncommitted_files(catalog: Catalog, table: str, uid: str, *, s3: S3Co
 def _table_ids(conn: sa.Connection, schema: str, name: str) -> set[int]:
     """Ids of every table that was ever ``schema.name``, names compared as DuckDB does (``names.same_name``:
     ASCII case only; SQL's ``lower`` folds more on PostgreSQL, and differently on SQLite)."""
-    tb, sc = T["ducklake_table"], T["ducklake_schema"]
+    tb, sc = CATALOG_TABLES["ducklake_table"], CATALOG_TABLES["ducklake_schema"]
     rows = conn.execute(
         sa.select(tb.c.table_id, sc.c.schema_name, tb.c.table_name).select_from(
             tb.join(sc, sc.c.schema_id == tb.c.schema_id)

@@ -14,7 +14,7 @@ from ..model.state import CatalogState, ColumnState, PartitionSpec, TableState
 from .catalog import Catalog
 from .files import inlined_file_deletions, oldest_snapshot
 from .inlined import InlinedRows, read_inlined
-from .read import layout_snapshot, load_catalog_state, load_layout_at, load_partition_specs, load_schema_versions
+from .read_state import layout_snapshot, load_catalog_state, load_layout_at, load_partition_specs, load_schema_versions
 
 
 @dataclass(frozen=True)

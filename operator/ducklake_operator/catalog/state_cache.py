@@ -21,7 +21,9 @@ import sqlalchemy as sa
 from ..model.state import CatalogState
 from .catalog import Catalog
 from .changes_made import parse_changes
-from .read import Metadata, load_catalog_state, load_freshness, load_snapshots, table_ids_from, with_options
+from .read_metadata import Metadata, load_freshness, table_ids_from, with_options
+from .read_snapshots import load_snapshots
+from .read_state import load_catalog_state
 
 _SCHEMA_TOKENS = {"created_schema", "dropped_schema"}
 

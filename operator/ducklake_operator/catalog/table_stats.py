@@ -19,9 +19,9 @@ from ..model.file_changes import FileColumnStats, NewDataFile
 from ..model.types import Decimal, from_catalog_name, to_duckdb_sql
 from .files import inlined_file_deletions
 from .inlined import SYSTEM_COLUMNS, InlinedRows, inlined_table, read_inlined
-from .read import layout_snapshot, load_layout_at, load_schema_versions
-from .tables import T
-from .write import CommitContext, live_columns
+from .read_state import layout_snapshot, load_layout_at, load_schema_versions
+from .tables import CATALOG_TABLES
+from .write_context import CommitContext, live_columns
 
 if TYPE_CHECKING:
     import duckdb
@@ -47,7 +47,7 @@ def _compare(con: duckdb.DuckDBPyConnection, type_name: str, table_value: str, f
 def widen_table_stats(
     ctx: CommitContext, table_id: int, type_names: dict[int, str], files: Iterable[Iterable[FileColumnStats]]
 ) -> None:
-    ts = T["ducklake_table_column_stats"]
+    ts = CATALOG_TABLES["ducklake_table_column_stats"]
     current: dict[int, dict[str, Any]] = {
         r.column_id: dict(r._mapping) for r in ctx.conn.execute(sa.select(ts).where(ts.c.table_id == table_id))
     }
@@ -92,7 +92,7 @@ def widen_table_stats(
 
 def add_file_sizes(ctx: CommitContext, table_id: int, outputs: Sequence[NewDataFile]) -> None:
     """New files add their bytes to the table's (their rows were counted when inlined)."""
-    ts = T["ducklake_table_stats"]
+    ts = CATALOG_TABLES["ducklake_table_stats"]
     ctx.emit(
         ts.update()
         .where(ts.c.table_id == table_id)
@@ -110,7 +110,7 @@ def recompute_if_delete_free(
     live files, the outputs and the live inlined rows (``_column_stats_now``). With live inlined
     rows and a top-level column DuckDB does not fold (``_FOLDABLE``) nothing changes: the
     stale counters keep DuckDB scanning rather than answering from statistics."""
-    df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
+    df, dl = CATALOG_TABLES["ducklake_data_file"], CATALOG_TABLES["ducklake_delete_file"]
     kept = sa.select(df.c.data_file_id).where(
         df.c.table_id == table_id, df.c.end_snapshot.is_(None), df.c.data_file_id.not_in(list(sources))
     )  # a subquery: a table may have many files
@@ -142,7 +142,7 @@ def recompute_if_delete_free(
 
 
 def _set_counters(ctx: CommitContext, table_id: int, rows: int, size: int) -> None:
-    ts = T["ducklake_table_stats"]
+    ts = CATALOG_TABLES["ducklake_table_stats"]
     ctx.emit(ts.update().where(ts.c.table_id == table_id).values(record_count=rows, file_size_bytes=size))
 
 
@@ -188,7 +188,7 @@ def _column_stats_now(
     inlined rows'; a dropped column over the outputs' alone (DuckDB reads the kept files'
     statistics of live columns only, and takes the new files' whole); a dropped column the
     outputs do not hold keeps its row."""
-    ts, fcs = T["ducklake_table_column_stats"], T["ducklake_file_column_stats"]
+    ts, fcs = CATALOG_TABLES["ducklake_table_column_stats"], CATALOG_TABLES["ducklake_file_column_stats"]
     present = set(ctx.conn.execute(sa.select(ts.c.column_id).where(ts.c.table_id == table_id)).scalars())
     types = dict(live)
     stats: dict[int, list[FileColumnStats]] = defaultdict(list)
@@ -229,7 +229,7 @@ def _column_stats_now(
 
 def _last_types(ctx: CommitContext, table_id: int, column_ids: set[int]) -> dict[int, str]:
     """The type each dropped column had last."""
-    col = T["ducklake_column"]
+    col = CATALOG_TABLES["ducklake_column"]
     out: dict[int, str] = {}
     for r in ctx.conn.execute(
         sa.select(col.c.column_id, col.c.column_type)
@@ -258,7 +258,7 @@ def _foldable(type_name: str) -> bool:
 
 def _live_inlined_rows(ctx: CommitContext, table_id: int) -> list[InlinedRows]:
     """The live rows of each of the table's inlined tables that has some, in its layout."""
-    it = T["ducklake_inlined_data_tables"]
+    it = CATALOG_TABLES["ducklake_inlined_data_tables"]
     out: list[InlinedRows] = []
     versions: list[tuple[int, int]] | None = None
     for name, version in ctx.conn.execute(
@@ -328,7 +328,7 @@ def add_inserted_files(
     DuckDB keeps them: counters grow (created with the table's first data, with a column row
     per leaf column the files have statistics for), column statistics widen (columns added
     after the first data have none). Returns the first row id of the inserted rows."""
-    ts, tcs = T["ducklake_table_stats"], T["ducklake_table_column_stats"]
+    ts, tcs = CATALOG_TABLES["ducklake_table_stats"], CATALOG_TABLES["ducklake_table_column_stats"]
     rows, size = sum(f.record_count for f in outputs), sum(f.file_size_bytes for f in outputs)
     current = ctx.conn.execute(sa.select(ts.c.next_row_id).where(ts.c.table_id == table_id)).one_or_none()
     if current is not None:

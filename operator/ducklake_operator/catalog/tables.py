@@ -9,6 +9,7 @@ uuid, timestamptz, boolean; SQLite: VARCHAR for uuid and timestamps, BIGINT for 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -374,7 +375,9 @@ def _build_table(name: str, columns: list[tuple[str, str, str]]) -> sa.Table:
     )
 
 
-T: dict[str, sa.Table] = {name: _build_table(name, cols) for name, cols in TABLE_COLUMNS}
+# The catalog database's tables as SQLAlchemy sees them, by name (DuckLake's; the operator's
+# own ledger is ``ingested.LEDGER``).
+CATALOG_TABLES: dict[str, sa.Table] = {name: _build_table(name, cols) for name, cols in TABLE_COLUMNS}
 
 
 def catalog_now(dialect: str) -> Any:
@@ -484,8 +487,13 @@ def can_inline(dialect: str, columns: list[tuple[str, str]], all_type_names: lis
     return True
 
 
+Row = sa.Row[*tuple[Any, ...]]  # a row of any columns
+Select = sa.Select[*tuple[Any, ...]]
+OnlyTables = Callable[[sa.Table, Select], Select]  # restricts a query to the tables asked for
+
+
 __all__ = [
-    "T",
+    "CATALOG_TABLES",
     "TABLE_COLUMNS",
     "create_catalog_ddl",
     "create_inlined_table_ddl",

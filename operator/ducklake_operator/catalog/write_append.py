@@ -22,7 +22,7 @@ from .changes_made import Change as Token
 from .files import add_data_files, check_partitioning, table_directory_now
 from .ingested import ingested_by_snapshot, record_ingested
 from .table_stats import add_inserted_files
-from .write import CommitContext, live_columns, write_change
+from .write_context import CommitContext, live_columns
 
 
 class AlreadyIngested(DuckLakeError):
@@ -32,7 +32,6 @@ class AlreadyIngested(DuckLakeError):
     cleanable = True
 
 
-@write_change.register
 def _append_files(change: AppendFiles, ctx: CommitContext) -> None:
     job = f"ingest into {change.table_name}"
     table_directory_now(ctx, change.table_id)  # refuses a dropped table
@@ -64,3 +63,7 @@ def _append_files(change: AppendFiles, ctx: CommitContext) -> None:
     record_ingested(ctx.conn, change.table_id, ctx.snapshot_id, change.sources)
     ctx.needs_snapshot = True
     ctx.tokens.append(Token("inserted_into_table", id=change.table_id))
+
+
+# registered on ``writers.write_change``
+WRITERS = (_append_files,)

@@ -31,17 +31,10 @@ from ..model.changes import (
 from ..model.defaults import for_added_column
 from ..model.names import check_identifier, fold
 from .changes_made import Change as Token
-from .tables import T
-from .write import (
-    CommitContext,
-    column_rows,
-    live_columns,
-    resolve_path,
-    validate_fields,
-    write_change,
-    write_partition,
-    write_sort,
-)
+from .tables import CATALOG_TABLES
+from .write_column_rows import column_rows, validate_fields
+from .write_context import CommitContext, live_columns, resolve_path
+from .write_tables import write_partition, write_sort
 
 
 def mark_altered(ctx: CommitContext, table_id: int, *, versioned: bool, layout: bool) -> None:
@@ -53,14 +46,14 @@ def mark_altered(ctx: CommitContext, table_id: int, *, versioned: bool, layout: 
 
 
 def _schema_id(ctx: CommitContext, table_id: int) -> int:
-    t = T["ducklake_table"]
+    t = CATALOG_TABLES["ducklake_table"]
     return ctx.conn.execute(
         sa.select(t.c.schema_id).where(t.c.table_id == table_id, t.c.end_snapshot.is_(None))
     ).scalar_one()
 
 
 def _next_column_id(ctx: CommitContext, table_id: int) -> int:
-    col = T["ducklake_column"]
+    col = CATALOG_TABLES["ducklake_column"]
     stored = ctx.conn.execute(sa.select(sa.func.max(col.c.column_id)).where(col.c.table_id == table_id)).scalar() or 0
     in_commit = max((r["column_id"] for r in live_columns(ctx, table_id)), default=0)
     return max(stored, in_commit) + 1
@@ -82,7 +75,6 @@ def _descendants(ctx: CommitContext, table_id: int, column_id: int) -> list[int]
     return out
 
 
-@write_change.register
 def _add_column(change: AddColumn, ctx: CommitContext) -> None:
     table_id = ctx.table_id(change.table_id, change.table)
     validate_fields((change.field,), f"table {change.table}")
@@ -104,18 +96,17 @@ def _add_column(change: AddColumn, ctx: CommitContext) -> None:
         first_id=_next_column_id(ctx, table_id),
         parent_id=parent_id,
     )
-    ctx.emit(T["ducklake_column"].insert().values(rows))
+    ctx.emit(CATALOG_TABLES["ducklake_column"].insert().values(rows))
     if tags:
-        ctx.emit(T["ducklake_column_tag"].insert().values(tags))
+        ctx.emit(CATALOG_TABLES["ducklake_column_tag"].insert().values(tags))
     live_columns(ctx, table_id).extend(rows)
     mark_altered(ctx, table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _drop_column(change: DropColumn, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"drop {'.'.join(change.path)}")
     ids = _descendants(ctx, change.table_id, change.column_id)
-    col, ctag = T["ducklake_column"], T["ducklake_column_tag"]
+    col, ctag = CATALOG_TABLES["ducklake_column"], CATALOG_TABLES["ducklake_column_tag"]
     ctx.end_live(col, col.c.table_id == change.table_id, col.c.column_id.in_(ids))
     # DuckDB 1.5.5 leaves the comment of a dropped column live (fixed upstream later); end it.
     ctx.end_live(ctag, ctag.c.table_id == change.table_id, ctag.c.column_id.in_(ids))
@@ -123,7 +114,6 @@ def _drop_column(change: DropColumn, ctx: CommitContext) -> None:
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _rename_column(change: RenameColumn, ctx: CommitContext) -> None:
     check_identifier(change.new_name, "column")
     row = resolve_path(ctx, change.table_id, change.path, f"rename {'.'.join(change.path)}")
@@ -133,7 +123,6 @@ def _rename_column(change: RenameColumn, ctx: CommitContext) -> None:
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _promote_column(change: PromoteColumn, ctx: CommitContext) -> None:
     row = resolve_path(ctx, change.table_id, change.path, f"promote {'.'.join(change.path)}")
     if row["column_type"] != change.old_type.name:
@@ -144,17 +133,15 @@ def _promote_column(change: PromoteColumn, ctx: CommitContext) -> None:
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _rewrite_column(change: RewriteColumnType, ctx: CommitContext) -> None:
     """A plan's heavy change: the rewriteColumnType job commits it with the rewritten files
     (``RetypeColumns``); on its own it would leave the files' values in the old type."""
     raise SpecError(
         f"{'.'.join(change.path)}: {change.old_type} → {change.new_type} needs its data rewritten: "
-        "run the rewriteColumnType job (reconcile.apply_plan says which; it commits the plan's other changes too)"
+        "run the rewriteColumnType job (use_cases.apply_plan says which; it commits the plan's other changes too)"
     )
 
 
-@write_change.register
 def _set_default(change: SetDefault, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"set default of {'.'.join(change.path)}")
     d = change.default
@@ -172,7 +159,7 @@ def _set_default(change: SetDefault, ctx: CommitContext) -> None:
 
 
 def _created_with_table(ctx: CommitContext, table_id: int, column_id: int) -> bool:
-    col, t = T["ducklake_column"], T["ducklake_table"]
+    col, t = CATALOG_TABLES["ducklake_column"], CATALOG_TABLES["ducklake_table"]
     first_column = ctx.conn.execute(
         sa.select(sa.func.min(col.c.begin_snapshot)).where(col.c.table_id == table_id, col.c.column_id == column_id)
     ).scalar()
@@ -180,7 +167,6 @@ def _created_with_table(ctx: CommitContext, table_id: int, column_id: int) -> bo
     return first_column is None or first_column == created
 
 
-@write_change.register
 def _set_nullable(change: SetNullable, ctx: CommitContext) -> None:
     row = resolve_path(ctx, change.table_id, change.path, f"change nullability of {'.'.join(change.path)}")
     if not change.nullable:
@@ -191,7 +177,7 @@ def _set_nullable(change: SetNullable, ctx: CommitContext) -> None:
 
 def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path: str) -> None:
     """SET NOT NULL only when the catalog's stats prove there is no NULL (as DuckDB checks)."""
-    ts, tcs = T["ducklake_table_stats"], T["ducklake_table_column_stats"]
+    ts, tcs = CATALOG_TABLES["ducklake_table_stats"], CATALOG_TABLES["ducklake_table_column_stats"]
     records = ctx.conn.execute(sa.select(ts.c.record_count).where(ts.c.table_id == table_id)).scalar()
     if not records:
         return
@@ -207,10 +193,9 @@ def _check_no_nulls(ctx: CommitContext, table_id: int, row: dict[str, Any], path
         raise SpecError(f"cannot set NOT NULL on {path}: the column has NULL values")
 
 
-@write_change.register
 def _set_column_tags(change: SetColumnTags, ctx: CommitContext) -> None:
     resolve_path(ctx, change.table_id, change.path, f"tag {'.'.join(change.path)}")
-    ctag = T["ducklake_column_tag"]
+    ctag = CATALOG_TABLES["ducklake_column_tag"]
     current = {
         r.key: r.value
         for r in ctx.conn.execute(
@@ -253,13 +238,26 @@ def _set_column_tags(change: SetColumnTags, ctx: CommitContext) -> None:
         mark_altered(ctx, change.table_id, versioned=False, layout=False)
 
 
-@write_change.register
 def _set_partitioning(change: SetPartitioning, ctx: CommitContext) -> None:
     write_partition(ctx, change.table_id, change.keys)
     mark_altered(ctx, change.table_id, versioned=True, layout=True)
 
 
-@write_change.register
 def _set_sort_order(change: SetSortOrder, ctx: CommitContext) -> None:
     write_sort(ctx, change.table_id, change.keys)
     mark_altered(ctx, change.table_id, versioned=False, layout=False)
+
+
+# registered on ``writers.write_change``
+WRITERS = (
+    _add_column,
+    _drop_column,
+    _rename_column,
+    _promote_column,
+    _rewrite_column,
+    _set_default,
+    _set_nullable,
+    _set_column_tags,
+    _set_partitioning,
+    _set_sort_order,
+)

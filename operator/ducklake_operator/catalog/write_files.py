@@ -1,5 +1,5 @@
 """Writers for the file changes of maintenance jobs (``model.file_changes``), one per kind,
-registered on ``write.write_change`` like the schema change writers: each checks the job's
+registered on ``writers.write_change`` like the schema change writers: each checks the job's
 inputs against the catalog as it is now (inside the commit transaction), then buffers the
 rows DuckDB 1.5.5 writes for the same operation, and its change token."""
 
@@ -22,16 +22,14 @@ from .files import (
 )
 from .inlined import inlined_table
 from .table_stats import add_file_sizes, recompute_if_delete_free, widen_table_stats
-from .tables import T
-from .write import CommitContext, write_change
+from .tables import CATALOG_TABLES
+from .write_context import CommitContext
 
 
-@write_change.register
 def _merge_files(change: MergeFiles, ctx: CommitContext) -> None:
     _merge(change, f"compaction of {change.table_name}", ctx)
 
 
-@write_change.register
 def _repartition_files(change: RepartitionFiles, ctx: CommitContext) -> None:
     job = f"repartition of {change.table_name}"
     check_partitioning(ctx, change.table_id, job, change.base_snapshot, change.spec_id)
@@ -44,8 +42,10 @@ def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) 
     add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
     directory = table_directory_now(ctx, change.table_id)
-    schedule_deletion(ctx, directory, T["ducklake_data_file"], sources)
-    schedule_deletion(ctx, directory, T["ducklake_delete_file"], [d for _, d in change.inputs.delete_files])
+    schedule_deletion(ctx, directory, CATALOG_TABLES["ducklake_data_file"], sources)
+    schedule_deletion(
+        ctx, directory, CATALOG_TABLES["ducklake_delete_file"], [d for _, d in change.inputs.delete_files]
+    )
     remove_data_files(ctx, sources)
     inlined = [file_id for file_id, _ in change.inputs.inlined_deletions or ()]
     if inlined:
@@ -54,13 +54,12 @@ def _merge(change: MergeFiles | RepartitionFiles, job: str, ctx: CommitContext) 
     ctx.tokens.append(Token("merge_adjacent", id=change.table_id))
 
 
-@write_change.register
 def _rewrite_files(change: RewriteFiles, ctx: CommitContext) -> None:
     """The inputs and their delete files end (not scheduled: time travel still reads them)."""
     check_inputs(ctx, change.table_id, f"rewriteDeletes of {change.table_name}", change.base_snapshot, change.inputs)
     add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
-    df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
+    df, dl = CATALOG_TABLES["ducklake_data_file"], CATALOG_TABLES["ducklake_delete_file"]
     ctx.end_live(df, df.c.data_file_id.in_(sources))
     ctx.end_live(dl, dl.c.data_file_id.in_(sources))
     ctx.needs_snapshot = True
@@ -68,7 +67,6 @@ def _rewrite_files(change: RewriteFiles, ctx: CommitContext) -> None:
     recompute_if_delete_free(ctx, change.table_id, sources, change.outputs)
 
 
-@write_change.register
 def _flush_inlined_rows(change: FlushInlinedRows, ctx: CommitContext) -> None:
     """Refused if a flushed row was deleted (or the rows changed) after the base snapshot.
     Superseded inlined tables left empty are kept (DuckDB 1.5.5's flush drops them): a
@@ -93,13 +91,12 @@ def _flush_inlined_rows(change: FlushInlinedRows, ctx: CommitContext) -> None:
     ctx.needs_snapshot = True
 
 
-@write_change.register
 def _flush_inlined_deletions(change: FlushInlinedDeletions, ctx: CommitContext) -> None:
     """Each new delete file replaces its data file's old one: the old row is deleted and its
     file scheduled; the inlined deletions it took in go."""
     check_inputs(ctx, change.table_id, f"flushInlinedData of {change.table_name}", change.base_snapshot, change.inputs)
     old = dict(change.inputs.delete_files)
-    dl = T["ducklake_delete_file"]
+    dl = CATALOG_TABLES["ducklake_delete_file"]
     directory = table_directory_now(ctx, change.table_id)
     replaced = [old[data_file_id] for data_file_id, _ in change.delete_files if data_file_id in old]
     schedule_deletion(ctx, directory, dl, replaced)
@@ -112,3 +109,7 @@ def _flush_inlined_deletions(change: FlushInlinedDeletions, ctx: CommitContext) 
     )
     ctx.needs_snapshot = True
     ctx.tokens.append(Token("deleted_from_table", id=change.table_id))
+
+
+# registered on ``writers.write_change``
+WRITERS = (_merge_files, _repartition_files, _rewrite_files, _flush_inlined_rows, _flush_inlined_deletions)

@@ -21,22 +21,22 @@ from .changes_made import Change as Token
 from .files import add_data_files, check_inputs, inputs_changed
 from .inlined import inlined_table
 from .table_stats import stats_after_full_rewrite
-from .tables import T
-from .write import CommitContext, live_columns, resolve_path, write_change
+from .tables import CATALOG_TABLES
 from .write_columns import edit_column, mark_altered
+from .write_context import CommitContext, live_columns, resolve_path
 
 _ADDED_ROWS = ("inserted_into_table", "inlined_insert", "inline_flush")
 
 
 def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumns, job: str) -> None:
     """Every live file and inlined row of the table now is one the job rewrote."""
-    df = T["ducklake_data_file"]
+    df = CATALOG_TABLES["ducklake_data_file"]
     live_files = set(
         ctx.conn.execute(
             sa.select(df.c.data_file_id).where(df.c.table_id == change.table_id, df.c.end_snapshot.is_(None))
         ).scalars()
     )
-    it = T["ducklake_inlined_data_tables"]
+    it = CATALOG_TABLES["ducklake_inlined_data_tables"]
     planned = dict(change.inlined)
     live_rows = {}
     for name in ctx.conn.execute(sa.select(it.c.table_name).where(it.c.table_id == change.table_id)).scalars():
@@ -48,7 +48,6 @@ def _check_all_rows_planned(ctx: CommitContext, change: RetypeColumns, job: str)
         raise inputs_changed(ctx, change.table_id, job, change.base_snapshot, _ADDED_ROWS + ("inlined_delete",))
 
 
-@write_change.register
 def _retype_columns(change: RetypeColumns, ctx: CommitContext) -> None:
     job = f"rewriteColumnType of {change.table_name}"
     check_inputs(ctx, change.table_id, job, change.base_snapshot, change.inputs)
@@ -74,7 +73,7 @@ def _retype_columns(change: RetypeColumns, ctx: CommitContext) -> None:
     add_data_files(ctx, change.table_id, change.outputs)
     sources = list(change.inputs.data_files)
     if sources:
-        df, dl = T["ducklake_data_file"], T["ducklake_delete_file"]
+        df, dl = CATALOG_TABLES["ducklake_data_file"], CATALOG_TABLES["ducklake_delete_file"]
         ctx.end_live(df, df.c.data_file_id.in_(sources))
         ctx.end_live(dl, dl.c.data_file_id.in_(sources))
         ctx.tokens.append(Token("rewrite_delete", id=change.table_id))
@@ -86,3 +85,7 @@ def _retype_columns(change: RetypeColumns, ctx: CommitContext) -> None:
         ctx.tokens.append(Token("inlined_delete", id=change.table_id))
     types = {r["column_id"]: r["column_type"] for r in live_columns(ctx, change.table_id)}
     stats_after_full_rewrite(ctx, change.table_id, types, change.outputs)
+
+
+# registered on ``writers.write_change``
+WRITERS = (_retype_columns,)

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..errors import DuckLakeError
-from .reconcilers import CatalogPool
+from ..errors import CatalogUnavailable, DuckLakeError
+from .catalog_pool import CatalogPool
 from .signals import Signals
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,6 @@ class Controller:
         self._probes[channel] = asyncio.get_running_loop().create_task(self._probe(channel, attempt))
 
     async def _probe(self, channel: Hashable, attempt: Callable[[], object]) -> None:
-        from ..errors import CatalogUnavailable
-
         while True:
             await asyncio.sleep(PROBE_INTERVAL)
             try:

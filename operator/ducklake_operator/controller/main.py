@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the controller needs {exc.name}: pip install 'ducklake-operator[controller]'", file=sys.stderr)
         return 1
 
-    from . import handlers, job_handlers, kopf_patches, login, policy_handlers  # noqa: F401  (registers the handlers)
+    from .wiring import kopf_patches  # importing the wiring registers every handler
 
     kopf_patches.install()  # restarts with many objects: see the module
 

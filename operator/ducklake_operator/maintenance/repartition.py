@@ -95,7 +95,7 @@ def plan_repartition(
     specs: Mapping[int, PartitionSpec],
     max_bytes_per_commit: int | None = None,
 ) -> RepartitionPlan:
-    """``specs``: every partition spec the table has had, by id (``catalog.read.load_partition_specs``)."""
+    """``specs``: every partition spec the table has had, by id (``catalog.read_state.load_partition_specs``)."""
     current = spec_keys(table.partition)
 
     def written_under(f: DataFile) -> Keys | None:  # None: a spec the catalog does not know, so not the current one

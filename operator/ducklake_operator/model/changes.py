@@ -1,6 +1,6 @@
 """Changes a commit can carry: frozen values, keyed by ids once the object exists.
 
-A commit is a list of these; ``catalog.write`` turns each into catalog rows. Objects
+A commit is a list of these; ``catalog.writers`` turns each into catalog rows. Objects
 created in the same commit are referred to by name (their ids are allocated at commit).
 """
 

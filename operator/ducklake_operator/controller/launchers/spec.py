@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ...model.run_env import EnvVar, read_env
 from ...model.spec import API_VERSION
-from ..run_settings import SparkDefaults
+from .settings import SparkDefaults
 
 LOCAL, JOB, SPARK_APPLICATION = "Local", "Job", "SparkApplication"
 # The API server, from any pod: the address the kubelet gives every container (and expands in
@@ -140,7 +140,7 @@ def launch_spec(
     env: Mapping[str, str] = os.environ,
 ) -> LaunchSpec:
     """The attempt with every default applied: ``spark`` holds the effective settings
-    (``run_settings.effective_spark``), whose unset fields take the operator's defaults
+    (``settings.effective_spark``), whose unset fields take the operator's defaults
     (``SparkDefaults``, from its environment) and then this module's. Never raises: a setting
     that cannot be rendered is the launcher's error, when it launches."""
     defaults = SparkDefaults.from_env(env)

@@ -1,5 +1,5 @@
-"""kopf wiring of DuckLakeMaintenancePolicies: a timer per policy reads the tables it selects
-from the catalog, asks the pure planner (``maintenance.policy_runs``) what is due, creates
+"""kopf handlers of DuckLakeMaintenancePolicies: a timer per policy reads the tables it selects
+from the catalog (``reconciler``), asks the pure planner (``maintenance.policy_runs``) what is due, creates
 those runs as its children (DuckLakeJobs owned by the policy), trims their history to
 ``historyLimit`` per table and operation, and publishes when each operation last ran and
 runs next.
@@ -13,34 +13,29 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 
-from ..api.load import parse_manifest
-from ..errors import DuckLakeError, SpecError
-from ..maintenance.policy_params import MaintainedTable
-from ..maintenance.policy_runs import (
-    DEFAULT_MIN_TRIGGER_INTERVAL,
+from ...api.load import parse_manifest
+from ...errors import DuckLakeError, SpecError
+from ...maintenance.policy_runs import (
     HistoryKey,
-    LastRun,
-    OperationHistory,
     PlannedRun,
     plan_policy_runs,
     policy_status,
-    schedule_times,
     with_created_run,
 )
-from ..maintenance.selection import catalog_wide_owner, selects
-from ..model import timestamps
-from ..model.durations import parse_duration
-from ..model.spec import GROUP, JOBS, OPERATION_LABEL, POLICIES, VERSION, CatalogSpec, MaintenancePolicySpec
-from .context import Controller
-from .handlers import CatalogKey, ManifestIndex, _catalog_for, _custom_objects_api, _manifest
-from .job_handlers import POLICY_KIND, parsed_policy, policy_uid
-from .runs import ACTIVE, TERMINAL
-from .status import condition, merge_conditions
+from ...maintenance.selection import catalog_wide_owner
+from ...model import timestamps
+from ...model.spec import GROUP, JOBS, OPERATION_LABEL, POLICIES, VERSION, MaintenancePolicySpec
+from ..context import Controller
+from ..kube_clients import custom_objects_api
+from ..manifests import POLICY_KIND, CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid
+from ..runs.tick import TERMINAL
+from ..status import condition, merge_conditions
+from .reconciler import maintained_tables, min_trigger_interval, run_history
 
 log = logging.getLogger(__name__)
 POLICY_TICK = float(os.environ.get("DUCKLAKE_POLICY_INTERVAL", "15"))
@@ -49,10 +44,12 @@ TABLE_ANNOTATION, REASON_ANNOTATION, SCHEDULE_ANNOTATION = (
     "ducklake.dev/table", "ducklake.dev/reason", "ducklake.dev/schedule-time")  # fmt: skip
 
 
-def min_trigger_interval(env: Mapping[str, str] = os.environ) -> timedelta:
-    """How soon a health trigger may run a table's operation again (``DUCKLAKE_TRIGGER_INTERVAL``)."""
-    text = env.get("DUCKLAKE_TRIGGER_INTERVAL")
-    return parse_duration(text) if text else DEFAULT_MIN_TRIGGER_INTERVAL
+@kopf.index(GROUP, VERSION, POLICIES)
+async def policy_manifests(namespace: str | None, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
+    meta = body.get("metadata", {})
+    doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "spec": dict(body.get("spec", {})),
+           "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "creationTimestamp")}}  # fmt: skip
+    return {(namespace, str(body.get("spec", {}).get("catalogRef", {}).get("name"))): doc}
 
 
 @kopf.index(GROUP, VERSION, JOBS)
@@ -92,12 +89,12 @@ async def policy_tick(
         return [condition("Ready", ok, reason, message, generation)]
 
     try:
-        policy = parse_manifest(_manifest(body))
+        policy = parse_manifest(body_manifest(body))
         assert isinstance(policy, MaintenancePolicySpec)
     except SpecError as exc:
         _set_conditions(patch, status, ready(False, "InvalidSpec", "; ".join(exc.problems)))
         return
-    catalog = _catalog_for(policy, catalog_manifests)
+    catalog = catalog_for(policy, catalog_manifests)
     if catalog is None:
         _set_conditions(patch, status, ready(False, "CatalogNotFound", f"DuckLakeCatalog {policy.catalog!r} not found"))
         return
@@ -145,59 +142,6 @@ def _set_conditions(patch: kopf.Patch, status: kopf.Status, conditions: list[dic
         patch.status["conditions"] = merged
 
 
-def maintained_tables(
-    ctl: Controller, catalog: CatalogSpec, policy: MaintenancePolicySpec, docs: Sequence[dict[str, Any]]
-) -> list[MaintainedTable]:
-    """The tables the policy selects that exist in the catalog, with their options in force
-    and, when a health trigger needs them, their schema versions and inlined deletions."""
-    cat, _ = ctl.pool.catalog(catalog)
-    state = ctl.pool.state(catalog, cat, max_age=1.0)
-    chosen = []
-    for doc in docs:
-        spec = doc.get("spec", {})
-        schema, name = str(spec.get("schema") or "main"), str(spec.get("name"))
-        if not selects(policy, f"{schema}.{name}", (doc.get("metadata") or {}).get("labels") or {}):
-            continue
-        table = state.table(schema, name)
-        if table is not None:
-            chosen.append((f"{table.schema_name}.{table.name}", table))
-    triggers = (policy.compaction is not None and policy.compaction.schedule.when_small_files_above is not None) or (
-        policy.delete_rewrite is not None
-    )
-    health = {}
-    if triggers and chosen:
-        from ..catalog.job_inputs import read_health_inputs
-
-        health = read_health_inputs(cat, [t for _, t in chosen])
-    out = []
-    for name, table in chosen:
-        options = state.options_in_force(table)
-        h = health.get(table.table_id)
-        out.append(
-            MaintainedTable(name, table, options, tuple(h.schema_versions), h.inlined_deletions)
-            if h
-            else MaintainedTable(name, table, options)
-        )
-    return out
-
-
-def run_history(runs: Sequence[Mapping[str, Any]], operations: Mapping[str, Any]) -> dict[HistoryKey, OperationHistory]:
-    """Per table and operation: the cron time last paid (the status's, or a newer one a run
-    carries), the latest run, and whether one has not ended."""
-    scheduled = schedule_times(operations)
-    out: dict[HistoryKey, OperationHistory] = {}
-    for run in sorted(runs, key=lambda r: r.get("created") or ""):
-        key = (run.get("table"), str(run.get("operation")))
-        past = out.get(key, OperationHistory(last_schedule_time=scheduled.get(key)))
-        paid = timestamps.parse(run.get("scheduleTime"))
-        last_paid = max((t for t in (past.last_schedule_time, paid) if t is not None), default=None)
-        last = LastRun(str(run["name"]), str(run["state"]), timestamps.parse(run.get("created")) or datetime.now(UTC))
-        out[key] = OperationHistory(last_paid, last, past.active or run["state"] in ACTIVE)
-    for key, when in scheduled.items():
-        out.setdefault(key, OperationHistory(last_schedule_time=when))
-    return out
-
-
 def create_run(body: kopf.Body, policy: MaintenancePolicySpec, run: PlannedRun) -> str:
     """The DuckLakeJob for ``run``, owned by the policy (deleted with it); its name."""
     meta = body.get("metadata", {})
@@ -224,7 +168,7 @@ def create_run(body: kopf.Body, policy: MaintenancePolicySpec, run: PlannedRun) 
             **({"table": run.table} if run.table else {}),
         },
     }
-    created = _custom_objects_api().create_namespaced_custom_object(GROUP, VERSION, meta["namespace"], JOBS, job)
+    created = custom_objects_api().create_namespaced_custom_object(GROUP, VERSION, meta["namespace"], JOBS, job)
     return str(created["metadata"]["name"])
 
 
@@ -240,7 +184,7 @@ def trim_history(namespace: str, limit: int, runs: Sequence[Mapping[str, Any]]) 
         kept.sort(key=lambda r: (r.get("created") or "", r["name"]), reverse=True)
         for old in kept[limit:]:
             try:
-                _custom_objects_api().delete_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, old["name"])
+                custom_objects_api().delete_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, old["name"])
             except ApiException as exc:
                 if exc.status != 404:  # gone already; anything else: the next tick tries again
                     log.warning("deleting the old run %s/%s: HTTP %s", namespace, old["name"], exc.status)

@@ -21,11 +21,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..evolution.heavy import HeavyJob
-from ..model.spec import GROUP, JOBS, OPERATION_LABEL, VERSION, TableSpec
-from .boundary import Failure
-from .reconcilers import Outcome
-from .status import condition
+from ...evolution.heavy import HeavyJob
+from ...model.spec import GROUP, JOBS, OPERATION_LABEL, VERSION, TableSpec
+from ..boundary import Failure
+from ..outcome import Outcome
+from ..status import condition
 
 TABLE_LABEL = "ducklake.dev/table"
 ENDED_BADLY = ("Failed", "Cancelled")
@@ -97,7 +97,7 @@ def heavy_outcome(outcome: Outcome, spec: TableSpec, name: str, job: HeavyJob, r
             outcome.events.append(("Normal", "RewriteStarted", message))
     outcome.conditions = [c for c in outcome.conditions if c["type"] not in ("Ready", "Progressing")]
     outcome.conditions += [condition("Ready", False, reason, message, generation), progressing]
-    # woken when a run of the catalog ends (job_handlers), else looks again within the heartbeat
+    # woken when a run of the catalog ends (runs.handlers), else looks again within the heartbeat
     outcome.failure = Failure(reason, message, True, cap=30.0, waits=True)
     return outcome
 

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.load import parse_manifest
-from ..errors import SpecError
-from ..model.spec import GROUP, TABLES, VERSION, CatalogSpec, TableSpec
-from .reconcilers import CatalogPool, check_table_drift
-from .status import Event, publication
+from ...api.load import parse_manifest
+from ...errors import SpecError
+from ...model.spec import GROUP, TABLES, VERSION, CatalogSpec, TableSpec
+from ..catalog_pool import CatalogPool
+from ..status import Event, publication
+from ..tables.reconciler import check_table_drift
 
 log = logging.getLogger(__name__)
 

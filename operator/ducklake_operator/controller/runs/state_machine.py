@@ -19,79 +19,37 @@ events to post and when to look again; the kopf daemon writes them.
 from __future__ import annotations
 
 import logging
-import math
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..catalog.job_commits import find_job_commit
-from ..errors import NOTHING_COMMITTED, DuckLakeError, LauncherBusy
-from ..maintenance.windows import closed_until, describe_instant, describe_window, in_window, window_zone
-from ..model import timestamps
-from ..model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
-from ..model.job_params import OPERATIONS
-from ..model.names import fold, same_name
-from ..model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, S3_KEY_ID, S3_SECRET_KEY
-from ..model.spec import (
-    CATALOG_LABEL,
-    DEFAULT_SCHEMA,
-    EVOLUTION_MODE,
-    OPERATION_LABEL,
-    CatalogSpec,
-    JobSpec,
-    PostgresSpec,
-    Window,
+from ...catalog.job_commits import (
+    delete_uncommitted_files,
+    end_job_sessions,
+    find_job_commit,
+    job_commits,
+    job_sessions_ended,
+    uncommitted_files,
 )
-from ..model.state import CatalogState, SnapshotRecord, TableState
-from ..reconcile import s3_settings
-from .launchers.spec import Launched, Launcher, LaunchSpec, Observed, launch_spec
+from ...errors import DuckLakeError, LauncherBusy
+from ...model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
+from ...model.job_params import OPERATIONS
+from ...model.names import fold
+from ...model.spec import CatalogSpec, JobSpec
+from ...model.state import CatalogState, SnapshotRecord, TableState
+from ...use_cases import s3_settings
+from ..catalog_pool import CatalogPool
+from ..launchers.spec import Launched, Launcher, Observed
+from ..status import condition, table_health
+from .attempts import FIGURES, attempt_failure, exit_code, failure_reason, launched_attempt, run_report, time_left
 from .locks import Holder, Leases, lease_name
-from .reconcilers import CatalogPool
-from .status import condition, table_health
+from .run_context import RunContext
+from .run_document import attempt_spec
+from .tick import RETRY_BACKOFF, RETRY_BACKOFF_CAP, TERMINAL, WAIT_INTERVAL, Tick, parse_stamp, stamp, with_duration
+from .waiting import waits_for
 
 log = logging.getLogger(__name__)
-ACTIVE = ("", "Pending", "Running")
-TERMINAL = ("Succeeded", "Failed", "Cancelled")
-RETRY_BACKOFF = 10.0  # seconds before the first retry; doubles per attempt
-RETRY_BACKOFF_CAP = 600.0
-FOLLOW_INTERVAL = 2.0  # seconds between looks at a running attempt (a Local one also wakes its run on exit)
-FIGURES = ("filesRead", "filesWritten", "bytesRead", "bytesWritten", "rowsRead", "rowsWritten")  # report -> status
-WAIT_INTERVAL = 10.0  # a waiting run looks again at least this often (it is woken when a run of its catalog ends)
-
-
-@dataclass
-class Tick:
-    """What one tick decided: status fields to merge, events to post, and when to look again."""
-
-    status: dict[str, Any] = field(default_factory=dict)
-    events: list[tuple[str, str, str]] = field(default_factory=list)
-    again_in: float | None = FOLLOW_INTERVAL  # None: the run has ended
-    attempt_report: Mapping[str, Any] | None = None  # the program's report of an attempt that ended (for metrics)
-
-    def end(self, state: str, message: str, now: float, generation: int | None) -> Tick:
-        ok = state == "Succeeded"
-        self.status.update(state=state, message=message, completionTime=stamp(now), waitingFor=None,
-                           nextAttemptAt=None)  # fmt: skip
-        if ok:
-            self.status["progress"] = "done"
-        self.status["conditions"] = [
-            condition("Complete", ok, state, message if ok else "", generation),
-            condition("Failed", state == "Failed", state, message if state == "Failed" else "", generation),
-        ]
-        self.events.append(("Warning" if state == "Failed" else "Normal", state, message))
-        self.again_in = None
-        return self
-
-
-def stamp(t: float) -> str:
-    return timestamps.stamp(datetime.fromtimestamp(t, UTC))
-
-
-def parse_stamp(text: str | None) -> float | None:
-    parsed = timestamps.parse(text)
-    return parsed.timestamp() if parsed is not None else None
 
 
 CATALOG_GONE = "DuckLakeCatalog {!r} no longer exists, so whether it committed was not checked and its files were kept"
@@ -107,45 +65,6 @@ class After:
     landed: SnapshotRecord | None
     committed: str
     files: str
-
-
-@dataclass(frozen=True)
-class OtherRun:
-    """Another run of the same catalog that has not ended, as the controller last saw it."""
-
-    name: str
-    uid: str
-    table: str | None
-    state: str  # Pending | Running
-    created: str  # creationTimestamp: waiting runs go in this order
-    holds: bool  # it holds locks (Running, or between taking them and launching)
-    retry_at: str | None = None  # a failed attempt's retry waits until then
-    locks: tuple[str, ...] = ()  # the Leases it holds
-    policy: str | None = None  # the uid of the policy that created it (its window applies)
-
-
-@dataclass(frozen=True)
-class PolicyWindow:
-    """The window of a policy: its runs start only inside it."""
-
-    name: str  # the policy's, for messages
-    window: Window
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """Everything a tick needs besides the job itself."""
-
-    catalog: CatalogSpec | None
-    catalog_doc: dict[str, Any] | None  # the catalog manifest as in the cluster (for the run document)
-    catalog_ready: bool
-    max_jobs: int | None  # the catalog's limit of concurrent runs (None: no limit)
-    spark: Mapping[str, Any]  # the effective spark settings (job over policy over defaults)
-    others: tuple[OtherRun, ...] = ()
-    created: str = ""  # this run's creationTimestamp
-    policy: str | None = None  # the uid of the policy that created this run
-    windows: Mapping[str, PolicyWindow] = field(default_factory=dict)  # by policy uid: the catalog's policies' windows
-    table_evolution: str | None = None  # evolution.mode of the DuckLakeTable declaring the table (None: none)
 
 
 class Runs:
@@ -184,7 +103,7 @@ class Runs:
             tick = self._follow(spec, uid, status, ctx, now)
         else:
             tick = self._start(spec, uid, status, ctx, now)
-        return _with_duration(tick, status, now)
+        return with_duration(tick, status, now)
 
     def _start(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
         tick, generation = Tick(), spec.ref.generation
@@ -265,7 +184,7 @@ class Runs:
             if failure:  # the attempt had failed already; its objects were still going
                 why += f" (its attempt had failed: {failure.get('message')})"
             return self._stop(spec, uid, status, ctx, now, "Failed", why)
-        launched = _launched(status)
+        launched = launched_attempt(status)
         if launched is None:  # Running without an attempt: not written by this controller
             return Tick(status={"state": "Pending"}, again_in=0.0)
         launcher = self._launcher(launched)
@@ -289,7 +208,7 @@ class Runs:
             )
             return tick
         result = observed.detail.get("result")
-        said = _report(None, uid, status, result)  # the program's own word on the attempt
+        said = run_report(None, uid, status, result)  # the program's own word on the attempt
         tick = Tick(attempt_report=said, status={"attemptFailure": None})
         self._unlock(spec, uid, tick, status)
         if ctx.catalog is None:  # the catalog's manifest was deleted meanwhile: the catalog cannot be asked
@@ -297,7 +216,7 @@ class Runs:
             why = f"{self.scrub(observed.message)}; {CATALOG_GONE.format(spec.catalog)}"
             return tick.end(state, why, now, spec.ref.generation)
         program = result or status.get("jobReport") or {}
-        keep = "its commit's outcome is unknown" if _exit_code(observed.detail, status) == EXIT_UNKNOWN else None
+        keep = "its commit's outcome is unknown" if exit_code(observed.detail, status) == EXIT_UNKNOWN else None
         after = self._after(ctx.catalog, spec, uid, keep=keep, program=program)
         if after.landed is not None:
             return self._succeeded(tick, spec, uid, status, ctx, after.landed, now)
@@ -333,7 +252,7 @@ class Runs:
         are ended, and the catalog decides at once, even while its pods have not stopped
         (their node unreachable: they go when it is back)."""
         tick = Tick(status={"attemptFailure": None})
-        launched = _launched(status)
+        launched = launched_attempt(status)
         running = False
         if launched is not None:
             launcher = self._launcher(launched)
@@ -415,8 +334,6 @@ class Runs:
         the files it wrote that no catalog row refers to are deleted, unless ``keep`` says why
         not (its commit's outcome is unknown, its pods still run) or a session would not go.
         ``program``: what the job program reported (its files it deleted itself)."""
-        from ..catalog.job_commits import end_job_sessions, job_commits, job_sessions_ended
-
         catalog, _ = self.pool.catalog(catalog_spec)
         try:
             end_job_sessions(catalog, uid)
@@ -442,8 +359,6 @@ class Runs:
     ) -> str:  # fmt: skip
         """What became of the attempt's uncommitted files, as it is: deleted by the operator
         now, deleted by the job program before (none left), or kept (``keep``: why), and which."""
-        from ..catalog.job_commits import delete_uncommitted_files, uncommitted_files
-
         table, s3 = str(spec.table), s3_settings(catalog_spec, self.pool.credentials)
         where = f"named *-{file_marker(uid)}.parquet under table {table}'s directory"
         try:
@@ -498,7 +413,7 @@ class Runs:
         self, tick: Tick, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, landed: Any,
         now: float, note: str | None = None, result: Mapping[str, Any] | None = None,
     ) -> Tick:  # fmt: skip
-        report = _report(landed, uid, status, result)
+        report = run_report(landed, uid, status, result)
         figures = {k: report.get(k) for k in FIGURES}
         tick.status.update({k: v for k, v in figures.items() if v is not None})
         if landed is not None:
@@ -518,200 +433,3 @@ class Runs:
         if figures.get("filesRead") is not None:
             message += f"; {figures['filesRead']} files read, {figures.get('filesWritten') or 0} written"
         return tick.end("Succeeded", message, now, spec.ref.generation)
-
-
-def time_left(timeout: int | None, start: float, now: float) -> int | None:
-    """The seconds an attempt launched at ``now`` may run (None: no timeout). ``timeout``
-    bounds the whole run, from its first attempt's start: retries, and the waits before
-    them, spend it, so each attempt gets what is left (a Job's ``activeDeadlineSeconds``)."""
-    if not timeout:
-        return None
-    return max(math.ceil(start + timeout - now), 0)
-
-
-def attempt_spec(
-    spec: JobSpec, uid: str, ctx: RunContext, attempt: int, timeout_seconds: int | None, deadline: float | None = None
-) -> LaunchSpec:
-    """What the launcher gets for one attempt; ``timeout_seconds``: its share (``time_left``);
-    ``deadline``: the run's (seconds since the epoch), past which its program commits nothing."""
-    return launch_spec(
-        job_name=spec.ref.name,
-        namespace=spec.ref.namespace or "default",
-        uid=uid,
-        attempt=attempt,
-        run_document=run_document(spec, uid, attempt, ctx, deadline),
-        spark=ctx.spark,
-        env_from_secrets=env_from_secrets(ctx.catalog) if ctx.catalog else [],
-        timeout_seconds=timeout_seconds,
-        labels={CATALOG_LABEL: spec.catalog, OPERATION_LABEL: spec.operation},
-    )
-
-
-def _with_duration(tick: Tick, status: Mapping[str, Any], now: float) -> Tick:
-    """Every end of a run that started says how long it took, whatever the end (kubectl's
-    DURATION column): from its first attempt's start, retries included."""
-    if tick.status.get("state") in TERMINAL:
-        start = parse_stamp(tick.status.get("startTime") or status.get("startTime"))
-        if start is not None:
-            tick.status["duration"] = duration(now - start)
-    return tick
-
-
-def window_wait(policy: PolicyWindow | None, now: float) -> str | None:
-    """What a run created by a policy with a window waits for while the window is closed
-    (None: it may start): nothing starts outside the window, neither a first attempt nor a
-    retry, however long the run waited for its table or a slot inside it."""
-    if policy is None:
-        return None
-    opens = closed_until(policy.window, datetime.fromtimestamp(now, UTC))
-    if opens is None:
-        return None
-    return (f"the maintenance window {describe_window(policy.window)} of DuckLakeMaintenancePolicy {policy.name}, "
-            f"closed until {describe_instant(opens, window_zone(policy.window))}")  # fmt: skip
-
-
-def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float) -> str | None:
-    """What the controller's own view of the catalog's runs says a run waits for (None: try
-    the Leases), so waiting runs cost no API calls; the Leases decide when this says go.
-    A run of a policy whose window is closed waits for it to open (``window_wait``). A run
-    waits for the run holding its table (a catalog-wide run: the catalog-wide one), and for
-    a slot when the runs holding slots and the runs waiting for one, created before it, fill
-    ``maxJobsPerCatalog``; a run waiting for a table, a retry or its window does not count
-    as ahead."""
-    closed = window_wait(ctx.windows.get(ctx.policy or ""), now)
-    if closed is not None:
-        return closed
-    others = [o for o in ctx.others if o.uid != uid]
-    held = {fold(o.table) if o.table else "*": o for o in others if o.holds}
-    holder = held.get(fold(spec.table) if spec.table else "*")
-    if holder is not None:
-        what = f"table {spec.table}" if spec.table else f"catalog-wide maintenance of {spec.catalog}"
-        return f"DuckLakeJob {holder.name}, which holds {what}"
-    if not ctx.max_jobs:
-        return None
-    running = sum(1 for o in others if o.holds)
-    ahead = sum(
-        1
-        for o in others
-        if not o.holds
-        and (o.created, o.name) < (ctx.created, spec.ref.name)
-        and (fold(o.table) if o.table else "*") not in held
-        and (parse_stamp(o.retry_at) or 0) <= now
-        and _window_open(ctx.windows.get(o.policy or ""), now)
-    )
-    if running + ahead < ctx.max_jobs:
-        return None
-    return (f"a slot in catalog {spec.catalog}: {running} of {ctx.max_jobs} runs (maxJobsPerCatalog) running, "
-            f"{ahead} waiting before this one")  # fmt: skip
-
-
-def _window_open(policy: PolicyWindow | None, now: float) -> bool:
-    return policy is None or in_window(policy.window, datetime.fromtimestamp(now, UTC))
-
-
-def _launched(status: Mapping[str, Any]) -> Launched | None:
-    launched = status.get("launched") or {}
-    if not launched.get("kind"):
-        return None
-    return Launched(kind=launched["kind"], name=launched.get("name", ""), detail=dict(launched.get("detail") or {}))
-
-
-def attempt_failure(observed: Observed) -> dict[str, Any]:
-    """``status.attemptFailure``: a failure seen while the attempt's objects still ran, kept
-    while they are stopped (the object, once deleted, no longer says why)."""
-    return {"message": observed.message, "retriable": observed.retriable}
-
-
-def failure_reason(observed: Observed, program: Mapping[str, Any]) -> str:
-    """Why an attempt failed: the job program's own words first (it saw the error: Spark's,
-    the catalog's), then what its launcher saw (the Job's condition, a pod's state), each once."""
-    launcher = observed.message or "failed"
-    said = str(program.get("message") or "") if program.get("state") == "Failed" else ""
-    said = said.replace(f"; {NOTHING_COMMITTED}", "")  # the run's message says it, from the catalog
-    if not said or said in launcher:
-        return launcher
-    return f"{said} ({launcher})"
-
-
-def _report(landed: Any, uid: str, status: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The run's report: from its commit (the catalog's word), else what the program said
-    (its result line, or the report it wrote to the DuckLakeJob's status)."""
-    if landed is not None:
-        return job_commit_report(landed.commit_extra_info, uid) or {}
-    said = result or status.get("jobReport") or {}
-    return dict(said.get("report") or {})
-
-
-def _exit_code(detail: Mapping[str, Any], status: Mapping[str, Any]) -> int | None:
-    """The job program's exit code: the Local launcher's, else the one its report gives."""
-    for source in (detail, detail.get("result") or {}, status.get("jobReport") or {}):
-        if isinstance(source.get("exitCode"), int):
-            return int(source["exitCode"])
-    return None
-
-
-def duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
-def env_from_secrets(catalog: CatalogSpec) -> list[tuple[str, str, str]]:
-    """(env name, Secret name, key) for the credentials a run needs: never values."""
-    out = []
-    if isinstance(catalog.backend, PostgresSpec) and catalog.backend.credentials is not None:
-        c = catalog.backend.credentials
-        out += [(CATALOG_USERNAME, c.name, c.username_key), (CATALOG_PASSWORD, c.name, c.password_key)]
-    if catalog.s3 is not None and catalog.s3.credentials is not None:
-        c = catalog.s3.credentials
-        out += [(S3_KEY_ID, c.name, c.username_key), (S3_SECRET_KEY, c.name, c.password_key)]
-    return out
-
-
-def run_document(
-    spec: JobSpec, uid: str, attempt: int, ctx: RunContext, deadline: float | None = None
-) -> dict[str, Any]:
-    """What the job program reads (no credentials: they come as env from Secrets); with the
-    run's ``deadline``, past which the program refuses to commit."""
-    spark = ctx.spark
-    job: dict[str, Any] = {"name": spec.ref.name, "namespace": spec.ref.namespace, "uid": uid, "attempt": attempt}
-    if deadline is not None:
-        job["deadline"] = stamp(deadline)
-    return {
-        "job": job,
-        "catalog": ctx.catalog_doc,
-        "table": spec.table,
-        "operation": spec.operation,
-        "params": run_params(spec, ctx),
-        "inProcessBelow": spark.get("inProcessBelow"),
-        "spark": {"master": spark.get("master"), "conf": dict(spark.get("conf") or {})},
-    }
-
-
-def run_params(spec: JobSpec, ctx: RunContext) -> dict[str, Any]:
-    """The job's parameters as the run gets them: an ingest into a table whose DuckLakeTable
-    does not have ``evolution.mode: auto`` may only append into the columns the table has
-    (``evolve: false``, whatever the DuckLakeJob says): columns it added would be drift, and
-    ``onDrift: revert`` could drop them with their data."""
-    params = dict(spec.params)
-    if spec.operation == "ingest" and ctx.table_evolution not in (None, "auto"):
-        params["evolve"] = False
-    return params
-
-
-def table_evolution(table: str, docs: Iterable[Mapping[str, Any]]) -> str | None:
-    """The ``spec.evolution.mode`` of the DuckLakeTable manifests (as the controller's index
-    holds them) that declare ``table`` (``schema.name``, or a name in their ``renamedFrom``,
-    matched as DuckDB matches names); None when none does. When several do, any mode but
-    ``auto`` wins."""
-    schema, _, name = table.partition(".")
-    modes = []
-    for doc in docs:
-        spec = doc.get("spec") or {}
-        names = [spec.get("name"), *(spec.get("renamedFrom") or [])]
-        if same_name(str(spec.get("schema") or DEFAULT_SCHEMA), schema) and any(
-            isinstance(n, str) and same_name(n, name) for n in names
-        ):
-            modes.append(str((spec.get("evolution") or {}).get("mode") or EVOLUTION_MODE.default))
-    return next((m for m in modes if m != "auto"), "auto" if modes else None)

@@ -1,4 +1,4 @@
-"""kopf wiring of DuckLakeJob runs (``runs.Runs`` does the work).
+"""kopf handlers of DuckLakeJob runs (``state_machine.Runs`` does the work).
 
 A run that has not ended has a daemon: it ticks the run, writes what changed to its status,
 and sleeps until the next look is due or something wakes it: its Local program exited, a
@@ -21,32 +21,24 @@ from typing import Any
 
 import kopf
 
-from ..api.load import parse_manifest
-from ..errors import CatalogUnavailable, DuckLakeError, SpecError
-from ..model.spec import GROUP, JOBS, POLICIES, VERSION, JobSpec, MaintenancePolicySpec
-from . import metrics
-from .context import Controller, catalog_channel
-from .handlers import CatalogKey, ManifestIndex, _catalog_for, _custom_objects_api, _manifest
-from .launchers.api_errors import api_error
-from .run_settings import SparkDefaults, effective_spark
-from .runs import (
-    ACTIVE,
-    RETRY_BACKOFF,
-    TERMINAL,
-    WAIT_INTERVAL,
-    OtherRun,
-    PolicyWindow,
-    RunContext,
-    Runs,
-    Tick,
-    parse_stamp,
-    table_evolution,
-    waits_for,
-)
-from .status import merge_conditions
+from ...api.load import parse_manifest
+from ...errors import CatalogUnavailable, DuckLakeError, SpecError
+from ...model.spec import GROUP, JOBS, VERSION, JobSpec
+from .. import metrics
+from ..context import Controller, catalog_channel
+from ..kube_clients import custom_objects_api
+from ..launchers.api_errors import api_error
+from ..launchers.settings import SparkDefaults, effective_spark
+from ..manifests import CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid
+from ..status import merge_conditions
+from .locks import Leases
+from .run_context import OtherRun, PolicyWindow, RunContext
+from .run_document import table_evolution
+from .state_machine import Runs
+from .tick import ACTIVE, RETRY_BACKOFF, TERMINAL, WAIT_INTERVAL, Tick, parse_stamp
+from .waiting import waits_for
 
 log = logging.getLogger(__name__)
-POLICY_KIND = "DuckLakeMaintenancePolicy"
 DELETED = "cancelled: the DuckLakeJob was deleted"
 CANCELLED = "cancelled: spec.cancel is true"
 PROGRAM_FIELDS = ("progress", "jobReport")  # status fields the job program writes, not the controller
@@ -115,37 +107,6 @@ async def active_runs(
     return {catalog: run}
 
 
-def policy_uid(meta: Mapping[str, Any]) -> str | None:
-    """The uid of the policy that created a run (its owner), if one did."""
-    return next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
-
-
-@kopf.index(GROUP, VERSION, POLICIES)
-async def policy_manifests(namespace: str | None, body: kopf.Body, **_: Any) -> dict[CatalogKey, dict[str, Any]]:
-    meta = body.get("metadata", {})
-    doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "spec": dict(body.get("spec", {})),
-           "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "creationTimestamp")}}  # fmt: skip
-    return {(namespace, str(body.get("spec", {}).get("catalogRef", {}).get("name"))): doc}
-
-
-_parsed_policies: dict[str, tuple[object, MaintenancePolicySpec | None]] = {}
-
-
-def parsed_policy(doc: dict[str, Any]) -> MaintenancePolicySpec | None:
-    """A policy manifest from the index, parsed once per version of it."""
-    uid = str(doc["metadata"].get("uid"))
-    cached = _parsed_policies.get(uid)
-    if cached is not None and cached[0] is doc:
-        return cached[1]
-    try:
-        parsed = parse_manifest(doc)
-    except SpecError:
-        parsed = None
-    policy = parsed if isinstance(parsed, MaintenancePolicySpec) else None
-    _parsed_policies[uid] = (doc, policy)
-    return policy
-
-
 # ------------------------------------------------------------------ the daemon
 
 
@@ -164,15 +125,14 @@ def _runs(memo: kopf.Memo) -> Runs:
     if shared.runs is None:  # made on the event loop's thread, once
         from kubernetes import client
 
-        from .launchers import launchers  # the kubernetes client is loaded only when runs exist
-        from .locks import Leases
+        from ..launchers import launchers  # the kubernetes client is loaded only when runs exist
 
         ctl: Controller = memo.controller
 
         def alive(namespace: str, name: str, uid: str) -> bool:
             """Whether the Lease holder ``uid`` still runs (its DuckLakeJob is there and has not ended)."""
             try:
-                job = _custom_objects_api().get_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, name)
+                job = custom_objects_api().get_namespaced_custom_object(GROUP, VERSION, namespace, JOBS, name)
             except Exception:  # noqa: BLE001 - gone (404) or unreadable: holding nothing
                 return False
             state = (job.get("status") or {}).get("state") or ""
@@ -198,7 +158,7 @@ def spark_defaults(memo: kopf.Memo, **_: Any) -> None:
 def run_context(spec: JobSpec, body: kopf.Body, indexes: Indexes, defaults: SparkDefaults) -> RunContext:
     namespace = spec.ref.namespace
     catalog_manifests, policy_manifests = indexes.catalog_manifests, indexes.policy_manifests
-    catalog = _catalog_for(spec, catalog_manifests)
+    catalog = catalog_for(spec, catalog_manifests)
     doc = next(iter(catalog_manifests.get((namespace, spec.catalog)) or []), None)
     meta = body.get("metadata", {})
     owner_uid = policy_uid(meta)
@@ -232,7 +192,7 @@ def parsed_job(body: kopf.Body) -> JobSpec:
     key = (str(meta.get("uid")), meta.get("generation"))
     cached = _parsed_jobs.get(key)
     if cached is None:
-        parsed = parse_manifest(_manifest(body))
+        parsed = parse_manifest(body_manifest(body))
         assert isinstance(parsed, JobSpec)
         if len(_parsed_jobs) > 4096:
             _parsed_jobs.clear()
@@ -263,7 +223,7 @@ def write_status(body: kopf.Body, current: Mapping[str, Any], tick: Tick) -> dic
     if not fields:
         return dict(current)
     meta = body["metadata"]
-    written = _custom_objects_api().patch_namespaced_custom_object_status(
+    written = custom_objects_api().patch_namespaced_custom_object_status(
         GROUP, VERSION, meta["namespace"], JOBS, meta["name"], {"status": fields}
     )
     return dict(written.get("status") or {})

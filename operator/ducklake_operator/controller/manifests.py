@@ -1,0 +1,87 @@
+"""Manifests as kopf hands them and as the operator's indexes hold them: the index types,
+a body turned into a manifest and parsed, and the catalog or policy a manifest names,
+parsed once per version of it (shared by every kind's handlers)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from ..api.load import parse_manifest
+from ..errors import SpecError
+from ..model.spec import CatalogSpec, JobSpec, MaintenancePolicySpec, SchemaSpec, TableSpec
+
+POLICY_KIND = "DuckLakeMaintenancePolicy"
+# The indexes, by (namespace, catalog name). kopf passes every index to every handler as a
+# keyword argument its handler protocols do not name, so handlers read them from **kwargs.
+CatalogKey = tuple[str | None, str]
+ManifestIndex = kopf.Index[CatalogKey, dict[str, Any]]  # catalog_manifests, table_manifests
+UserIndex = kopf.Index[CatalogKey, str]  # schema_users
+
+
+def parse_body(body: kopf.Body) -> Any:
+    meta = body.get("metadata", {})
+    return parse_manifest(body_manifest(body), source=f"{meta.get('namespace')}/{meta.get('name')}")
+
+
+def body_manifest(body: kopf.Body) -> dict[str, Any]:
+    meta = body.get("metadata", {})
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "spec": body.get("spec"),
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "generation": meta.get("generation"),
+            "labels": dict(meta.get("labels") or {}),
+        },
+    }
+
+
+_parsed_catalogs: dict[tuple[str | None, str], tuple[object, CatalogSpec | None]] = {}
+
+
+def catalog_for(
+    spec: SchemaSpec | TableSpec | JobSpec | MaintenancePolicySpec, index: ManifestIndex
+) -> CatalogSpec | None:
+    """The catalog manifest an object names, parsed once per version of it (the index
+    holds the same document object until the catalog changes)."""
+    key = (spec.ref.namespace, spec.catalog)
+    for doc in index.get(key) or []:
+        cached = _parsed_catalogs.get(key)
+        if cached is not None and cached[0] is doc:
+            return cached[1]
+        try:
+            parsed = parse_manifest(doc, source=f"{spec.ref.namespace}/{spec.catalog}")
+        except SpecError:
+            parsed = None
+        catalog = parsed if isinstance(parsed, CatalogSpec) else None
+        _parsed_catalogs[key] = (doc, catalog)
+        return catalog
+    return None
+
+
+def policy_uid(meta: Mapping[str, Any]) -> str | None:
+    """The uid of the policy that created a run (its owner), if one did."""
+    return next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("kind") == POLICY_KIND), None)
+
+
+_parsed_policies: dict[str, tuple[object, MaintenancePolicySpec | None]] = {}
+
+
+def parsed_policy(doc: dict[str, Any]) -> MaintenancePolicySpec | None:
+    """A policy manifest from the index, parsed once per version of it."""
+    uid = str(doc["metadata"].get("uid"))
+    cached = _parsed_policies.get(uid)
+    if cached is not None and cached[0] is doc:
+        return cached[1]
+    try:
+        parsed = parse_manifest(doc)
+    except SpecError:
+        parsed = None
+    policy = parsed if isinstance(parsed, MaintenancePolicySpec) else None
+    _parsed_policies[uid] = (doc, policy)
+    return policy

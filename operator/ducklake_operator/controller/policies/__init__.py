@@ -1,0 +1,1 @@
+"""DuckLakeMaintenancePolicies: kopf handlers and the reconciler's reads (the planner is ``maintenance``)."""

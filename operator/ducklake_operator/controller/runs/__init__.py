@@ -1,0 +1,1 @@
+"""DuckLakeJob runs: kopf handlers, the state machine and its pieces, the locks."""

@@ -1,0 +1,1 @@
+"""DuckLakeSchemas and DuckLakeTables: kopf handlers, the reconciler, the runs of heavy changes."""
