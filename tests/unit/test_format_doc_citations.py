@@ -57,11 +57,19 @@ def cited_sections(text: str, doc: str) -> set[str]:
     return out
 
 
+# The documents the code is written against, cited by section from its comments; any other
+# document in docs/ (docs/architecture.md: an overview for people) is linked from README.md.
+CITED_BY_CODE = ("docs/ducklake-format.md", "docs/ingest-schema-evolution.md")
+
+
 def test_every_cited_section_exists() -> None:
     texts = sources()
     for doc, headings in documents().items():
         citing = {path: cited_sections(text, doc) for path, text in texts.items()}
-        assert sum(len(s) for s in citing.values()) > 10, doc  # the code does cite it
+        if doc in CITED_BY_CODE:
+            assert sum(len(s) for s in citing.values()) > 10, doc  # the code does cite it
+        else:
+            assert doc in texts["README.md"], doc  # a reader finds it
         missing = {path: sorted(s - headings) for path, s in citing.items() if s - headings}
         assert not missing, doc
 
