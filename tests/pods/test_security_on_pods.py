@@ -89,6 +89,8 @@ def read_process(pod: str, container: str, pid: int) -> Process | None:
             command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:  # ended meanwhile (gone, or a zombie: its mounts are EINVAL)
         return None
+    if not command:  # exiting meanwhile: its memory, and with it its command line, already released
+        return None
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     mounts = {}
     for line in mountinfo.splitlines():  # id parent dev root mount-point options ...
