@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ducklake_operator import storage
+from ducklake_operator.api.v1alpha1.catalog import CatalogSpec
 from ducklake_operator.api.v1alpha1.job import FAILED, SUCCEEDED
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
@@ -45,7 +46,6 @@ from ducklake_operator.model.job_marker import (
 )
 from ducklake_operator.model.job_params import parse_args
 from ducklake_operator.model.out_of_memory import OutOfMemory, describe, from_spark_error
-from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
 
 from .executor_pods import follow_executors

@@ -13,9 +13,9 @@ from typing import Any
 
 import kopf
 
+from ..api.v1alpha1.catalog import CatalogSpec, PostgresSpec
 from ..api.v1alpha1.names import INVALID_SPEC, PROGRESSING, READY, TABLE_KIND
 from ..errors import SpecError
-from ..model.spec import CatalogSpec, PostgresSpec
 from . import metrics
 from .context import Controller, catalog_channel
 from .manifests import parse_body

@@ -31,9 +31,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..api.v1alpha1.job import PENDING
+from ..api.v1alpha1.policy import MaintenancePolicySpec, Schedule
 from ..model import timestamps
 from ..model.job_params import OPERATIONS
-from ..model.spec import MaintenancePolicySpec, Schedule
 from .policy_params import MaintainedTable, catalog_params, catalog_schedules, table_params, table_schedules
 from .schedule import due, next_due
 from .selection import conflict_message

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...api.load import parse_manifest
-from ...api.v1alpha1.names import DRIFTED, READY
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.names import DRIFTED, GROUP, READY, TABLES, VERSION
+from ...api.v1alpha1.table import TableSpec
 from ...errors import SpecError
-from ...model.spec import GROUP, TABLES, VERSION, CatalogSpec, TableSpec
 from ..catalog_pool import CatalogPool
 from ..status import Event, publication
 from ..tables.reconciler import check_table_drift

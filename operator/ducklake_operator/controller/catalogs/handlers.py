@@ -12,9 +12,9 @@ from typing import Any, cast
 import kopf
 
 from ...api.load import parse_manifest
-from ...api.v1alpha1.names import CATALOG_KIND, READY
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.names import CATALOG_KIND, CATALOGS, GROUP, READY, VERSION
 from ...errors import SpecError
-from ...model.spec import CATALOGS, GROUP, VERSION, CatalogSpec
 from ...use_cases import lake_identity
 from .. import metrics
 from ..context import Controller

@@ -5,9 +5,9 @@ cases they call (open or create a catalog, destroy a lake) are in ``ducklake_ope
 
 from __future__ import annotations
 
+from ...api.v1alpha1.catalog import CatalogSpec
 from ...api.v1alpha1.names import CATALOG_REACHABLE, READY
 from ...errors import CatalogNotFound, DuckLakeError
-from ...model.spec import CatalogSpec
 from ...use_cases import destroy_catalog, s3_settings
 from ..boundary import Failure, classify
 from ..catalog_pool import CatalogPool

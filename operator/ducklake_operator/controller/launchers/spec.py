@@ -14,9 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...api.v1alpha1.names import ATTEMPT_LABEL, JOB_KIND, JOB_LABEL
+from ...api.v1alpha1.names import API_VERSION, ATTEMPT_LABEL, JOB_KIND, JOB_LABEL
 from ...model.run_env import EnvVar, read_env
-from ...model.spec import API_VERSION
 from .settings import SparkDefaults
 
 LOCAL, JOB, SPARK_APPLICATION = "Local", "Job", "SparkApplication"

@@ -21,15 +21,22 @@ import kopf
 from ...api.load import parse_manifest
 from ...api.v1alpha1.job import ENDED_STATES, PENDING
 from ...api.v1alpha1.names import (
+    API_VERSION,
+    GROUP,
     INVALID_SPEC,
     JOB_KIND,
+    JOBS,
+    OPERATION_LABEL,
+    POLICIES,
     POLICY_KIND,
     POLICY_LABEL,
     READY,
     REASON_ANNOTATION,
     SCHEDULE_TIME_ANNOTATION,
     TABLE_LABEL,
+    VERSION,
 )
+from ...api.v1alpha1.policy import MaintenancePolicySpec
 from ...errors import DuckLakeError, SpecError
 from ...maintenance.policy_runs import (
     HistoryKey,
@@ -40,7 +47,6 @@ from ...maintenance.policy_runs import (
 )
 from ...maintenance.selection import catalog_wide_owner
 from ...model import timestamps
-from ...model.spec import API_VERSION, GROUP, JOBS, OPERATION_LABEL, POLICIES, VERSION, MaintenancePolicySpec
 from ..context import Controller
 from ..kube_clients import custom_objects_api
 from ..manifests import CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid

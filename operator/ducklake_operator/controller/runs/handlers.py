@@ -22,9 +22,9 @@ from typing import Any
 import kopf
 
 from ...api.load import parse_manifest
-from ...api.v1alpha1.job import ENDED_STATES, FAILED, PENDING, RUNNING
+from ...api.v1alpha1.job import ENDED_STATES, FAILED, PENDING, RUNNING, JobSpec
+from ...api.v1alpha1.names import GROUP, JOBS, VERSION
 from ...errors import CatalogUnavailable, DuckLakeError, SpecError
-from ...model.spec import GROUP, JOBS, VERSION, JobSpec
 from .. import metrics
 from ..context import Controller, catalog_channel
 from ..kube_clients import custom_objects_api

@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...api.v1alpha1.job import CANCELLED, ENDED_STATES, FAILED, PENDING, RUNNING, SUCCEEDED
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.job import CANCELLED, ENDED_STATES, FAILED, PENDING, RUNNING, SUCCEEDED, JobSpec
 from ...api.v1alpha1.names import COMPLETE, FAILED_CONDITION
 from ...catalog.job_commits import (
     delete_uncommitted_files,
@@ -38,7 +39,6 @@ from ...errors import DuckLakeError, LauncherBusy
 from ...model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
 from ...model.job_params import OPERATIONS
 from ...model.names import fold
-from ...model.spec import CatalogSpec, JobSpec
 from ...model.state import CatalogState, SnapshotRecord, TableState
 from ...use_cases import s3_settings
 from ..catalog_pool import CatalogPool

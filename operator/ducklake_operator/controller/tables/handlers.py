@@ -10,8 +10,9 @@ from typing import Any
 
 import kopf
 
-from ...api.v1alpha1.names import SCHEMA_KIND, TABLE_KIND
-from ...model.spec import GROUP, SCHEMAS, TABLES, VERSION, SchemaSpec, TableSpec
+from ...api.v1alpha1.names import GROUP, SCHEMA_KIND, SCHEMAS, TABLE_KIND, TABLES, VERSION
+from ...api.v1alpha1.schema import SchemaSpec
+from ...api.v1alpha1.table import TableSpec
 from .. import metrics
 from ..context import Controller
 from ..handling import after_commit, handle, notify_catalog

@@ -22,9 +22,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...api.v1alpha1.job import CANCELLED, FAILED, PENDING
-from ...api.v1alpha1.names import JOB_KIND, PROGRESSING, READY, TABLE_KIND, TABLE_LABEL
+from ...api.v1alpha1.names import (
+    API_VERSION,
+    GROUP,
+    JOB_KIND,
+    JOBS,
+    OPERATION_LABEL,
+    PROGRESSING,
+    READY,
+    TABLE_KIND,
+    TABLE_LABEL,
+    VERSION,
+)
+from ...api.v1alpha1.table import TableSpec
 from ...evolution.heavy import HeavyJob
-from ...model.spec import API_VERSION, GROUP, JOBS, OPERATION_LABEL, VERSION, TableSpec
 from ..boundary import Failure
 from ..outcome import Outcome
 from ..status import condition

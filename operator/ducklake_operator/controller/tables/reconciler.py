@@ -10,12 +10,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ...api.v1alpha1.catalog import CatalogSpec
 from ...api.v1alpha1.names import BLOCKED, DRIFTED, IN_SYNC, PROGRESSING, READY, UP_TO_DATE
+from ...api.v1alpha1.schema import SchemaSpec
+from ...api.v1alpha1.table import TableSpec
 from ...catalog import Catalog
 from ...errors import CatalogNotFound, DuckLakeError
 from ...evolution.drift import drift_lines
 from ...model.changes import DropSchema, DropTable
-from ...model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ...model.state import CatalogState
 from ...use_cases import apply_plan, plan_for
 from ..boundary import Failure, classify
