@@ -22,9 +22,9 @@ import duckdb
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from ducklake_operator.api.load import parse_manifest  # noqa: E402
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from ducklake_operator.model.changes import CreateTable  # noqa: E402
-from ducklake_operator.model.spec import TableSpec  # noqa: E402
 from ducklake_operator.model.types import Field, parse_type  # noqa: E402
 from ducklake_operator.use_cases import apply_plan  # noqa: E402
 from support import duck  # noqa: E402

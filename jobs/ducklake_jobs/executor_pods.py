@@ -16,8 +16,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ducklake_operator.api.v1alpha1.names import ATTEMPT_LABEL, JOB_LABEL
 from ducklake_operator.controller.launchers.pods import out_of_memory
-from ducklake_operator.controller.launchers.spec import ATTEMPT_LABEL, JOB_LABEL, label_value
+from ducklake_operator.controller.launchers.spec import label_value
 from ducklake_operator.model.job_marker import JobIdentity
 from ducklake_operator.model.out_of_memory import OutOfMemory
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ducklake_operator import storage
+from ducklake_operator.api.v1alpha1.table import DEFAULT_SCHEMA
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
@@ -48,7 +49,6 @@ from ducklake_operator.model.partitioning import (
     needs_ducklake_functions,
     transform_sql,
 )
-from ducklake_operator.model.spec import DEFAULT_SCHEMA
 from ducklake_operator.model.state import CatalogState, ColumnState, PartitionSpec, TableState
 
 from .fault_points import fault_point

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ducklake_operator.api.v1alpha1.names import GROUP, JOBS, VERSION
 from ducklake_operator.model.job_marker import JobIdentity
-from ducklake_operator.model.spec import GROUP, JOBS, VERSION
 
 log = logging.getLogger(__name__)
 

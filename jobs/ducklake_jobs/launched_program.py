@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ducklake_operator import storage
+from ducklake_operator.api.v1alpha1.catalog import CatalogSpec
+from ducklake_operator.api.v1alpha1.job import FAILED, SUCCEEDED
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
 from ducklake_operator.catalog.scrub import scrub
@@ -44,7 +46,6 @@ from ducklake_operator.model.job_marker import (
 )
 from ducklake_operator.model.job_params import parse_args
 from ducklake_operator.model.out_of_memory import OutOfMemory, describe, from_spark_error
-from ducklake_operator.model.spec import CatalogSpec
 from ducklake_operator.model.state import SnapshotRecord
 
 from .executor_pods import follow_executors
@@ -118,13 +119,13 @@ def run_job(run_file: str, write: Callable[[str], None], env: Mapping[str, str])
     try:
         doc = read_run_document(run_file)
     except SpecError as exc:
-        return events.result(Outcome("Failed", EXIT_FAILED, str(exc), {}))
+        return events.result(Outcome(FAILED, EXIT_FAILED, str(exc), {}))
     events.status = api_job_status(doc.job, env)
     try:
         outcome = _run(doc, env, events)
     except Exception as exc:  # a bug: still one result line, and the traceback on stderr for whoever fixes it
         log.exception("the job program failed")
-        outcome = Outcome("Failed", EXIT_FAILED, reason(exc), {"operation": doc.operation})
+        outcome = Outcome(FAILED, EXIT_FAILED, reason(exc), {"operation": doc.operation})
     return events.result(outcome)
 
 
@@ -136,14 +137,14 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
         location = dataclasses.replace(catalog_location(doc.catalog, env), application_name=session_name(doc.job.uid))
         catalog = Catalog.open(location, expected_data_path=doc.catalog.data_path)
     except DuckLakeError as exc:
-        return Outcome("Failed", EXIT_FAILED, f"{what}: {exc}", started)
+        return Outcome(FAILED, EXIT_FAILED, f"{what}: {exc}", started)
     if doc.deadline is not None:
         catalog.commit_guard = deadline_guard(doc.deadline)
     with closing(catalog):
         try:
             landed = find_job_commit(catalog, doc.job.uid)
         except DuckLakeError as exc:
-            return Outcome("Failed", EXIT_FAILED, f"{what}: {exc}", started)
+            return Outcome(FAILED, EXIT_FAILED, f"{what}: {exc}", started)
         if landed is not None:
             return _landed(landed, doc, what, "an earlier attempt committed it; not run again")
         storage.configure(s3_settings(doc.catalog))  # shipped to Spark tasks with their work
@@ -164,7 +165,7 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
             storage.configure(None)
     committed = _committed_snapshot(report)
     report = {**report, **commit_counts(catalog)}
-    return Outcome("Succeeded", EXIT_SUCCEEDED, _summary(what, report, committed), report, committed)
+    return Outcome(SUCCEEDED, EXIT_SUCCEEDED, _summary(what, report, committed), report, committed)
 
 
 def deadline_guard(deadline: float, clock: Callable[[], float] = time.time) -> Callable[[], None]:
@@ -245,8 +246,8 @@ def outcome_of_failure(
         message = f"{memory}; {message}"
     if isinstance(exc, CommitStateUnknown):
         report = {**started, "uncommittedFiles": "kept"}
-        return Outcome("Failed", EXIT_UNKNOWN, f"{what}: {message}; its files were kept", report)
-    return Outcome("Failed", EXIT_FAILED, f"{what}: {message}", {**started, "uncommittedFiles": "deleted"})
+        return Outcome(FAILED, EXIT_UNKNOWN, f"{what}: {message}; its files were kept", report)
+    return Outcome(FAILED, EXIT_FAILED, f"{what}: {message}", {**started, "uncommittedFiles": "deleted"})
 
 
 def failure_text(exc: BaseException) -> str:
@@ -280,7 +281,7 @@ def _landed(snapshot: SnapshotRecord, doc: RunDocument, what: str, why: str) -> 
     report = job_commit_report(snapshot.commit_extra_info, doc.job.uid) or {}
     report = {**report, "committedSnapshot": snapshot.snapshot_id}
     message = f"{what}: committed snapshot {snapshot.snapshot_id} ({why})"
-    return Outcome("Succeeded", EXIT_SUCCEEDED, message, report, snapshot.snapshot_id)
+    return Outcome(SUCCEEDED, EXIT_SUCCEEDED, message, report, snapshot.snapshot_id)
 
 
 def _committed_snapshot(report: Mapping[str, Any]) -> int | None:

@@ -16,13 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import CommitConflict, DuckLakeError, JobFailed
 from ducklake_operator.evolution.manifest_plans import commit_message, plan_for, plan_table_names
 from ducklake_operator.model.changes import RewriteColumnType, SetNullable, SetPartitioning
 from ducklake_operator.model.names import fold
 from ducklake_operator.model.plans import TablePlan
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import TableState
 from ducklake_operator.model.types import DuckLakeType
 

@@ -41,6 +41,7 @@ from typing import Any
 import duckdb
 
 from ducklake_operator import storage
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.inlined import InlinedRows
@@ -59,7 +60,6 @@ from ducklake_operator.model.conversions import conversion_sql, values_limit
 from ducklake_operator.model.file_changes import ColumnRetype, PlannedInputs, RetypeColumns
 from ducklake_operator.model.job_params import REWRITE_COLUMN_TYPE, RewriteColumnTypeArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import ColumnState, TableState
 from ducklake_operator.model.types import DuckLakeType, to_duckdb_sql
 

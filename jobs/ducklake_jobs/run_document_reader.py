@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.v1alpha1.catalog import CatalogSpec
 from ducklake_operator.errors import SpecError
 from ducklake_operator.model import timestamps
 from ducklake_operator.model.job_marker import JobIdentity
 from ducklake_operator.model.options import parse_size
-from ducklake_operator.model.spec import CatalogSpec
 
 DEFAULT_MASTER = "local[*]"
 

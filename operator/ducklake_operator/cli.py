@@ -32,6 +32,9 @@ from typing import TypeVar
 import yaml
 
 from .api.load import load_paths
+from .api.v1alpha1.catalog import CatalogSpec
+from .api.v1alpha1.schema import SchemaSpec
+from .api.v1alpha1.table import TableSpec
 from .catalog import Catalog
 from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
@@ -39,7 +42,6 @@ from .evolution.heavy import HeavyJob
 from .evolution.manifest_plans import counts_files
 from .model.job_params import OPERATIONS, params_help, parse_args
 from .model.maintenance_params import DRY_RUN
-from .model.spec import CatalogSpec, SchemaSpec, TableSpec
 from .model.state import ColumnState
 from .use_cases import (
     apply_plan,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .api.v1alpha1.catalog import CatalogSpec, PostgresSpec
 from .catalog.connect import CatalogLocation
-from .model.spec import CatalogSpec, PostgresSpec
 from .storage import S3Config
 
 Credentials = Callable[

@@ -11,6 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import storage
+from .api.v1alpha1.catalog import CatalogSpec, PostgresSpec
+from .api.v1alpha1.schema import SchemaSpec
+from .api.v1alpha1.table import TableSpec
 from .catalog import Catalog, CommitResult
 from .catalog.commit import DEFAULT_AUTHOR
 from .errors import CommitConflict
@@ -22,7 +25,6 @@ from .lake_access import Credentials as Credentials  # where callers found them 
 from .lake_access import location_for as location_for
 from .lake_access import s3_settings as s3_settings
 from .model.plans import TablePlan
-from .model.spec import CatalogSpec, PostgresSpec, SchemaSpec, TableSpec
 from .model.state import CatalogState, SchemaState, SnapshotInfo
 from .storage import S3Config
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.batch import CommitBatcher
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.use_cases import apply_plan
 from support import duck
 from support.manifests import parse_as

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from ducklake_jobs.job_template import run_operation
+from ducklake_operator.api.v1alpha1.job import JobSpec
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.controller.catalog_pool import CatalogPool
 from ducklake_operator.controller.catalogs.reconciler import reconcile_catalog
 from ducklake_operator.controller.runs.run_context import RunContext
 from ducklake_operator.controller.runs.run_document import run_document, table_evolution
 from ducklake_operator.controller.tables.reconciler import check_table_drift, reconcile_table
-from ducklake_operator.model.spec import JobSpec, TableSpec
 from support import duck, reconcile_specs
 from support.job_program import catalog_manifest, run_program
 from support.manifests import parse_as

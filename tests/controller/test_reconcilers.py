@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from ducklake_operator.api.v1alpha1.catalog import CatalogSpec
+from ducklake_operator.api.v1alpha1.schema import SchemaSpec
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.controller.catalog_pool import CatalogPool
 from ducklake_operator.controller.catalogs.reconciler import delete_catalog, reconcile_catalog
 from ducklake_operator.controller.tables.reconciler import (
@@ -15,7 +18,6 @@ from ducklake_operator.controller.tables.reconciler import (
     reconcile_schema,
     reconcile_table,
 )
-from ducklake_operator.model.spec import CatalogSpec, SchemaSpec, TableSpec
 from support import duck, reconcile_specs
 from support.manifests import parse_as
 from support.pgserver import free_port

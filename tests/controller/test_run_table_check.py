@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ducklake_operator.api.v1alpha1.job import JobSpec
 from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.controller.catalog_pool import CatalogPool
 from ducklake_operator.controller.catalogs.reconciler import reconcile_catalog
@@ -15,7 +16,6 @@ from ducklake_operator.controller.launchers.local import LocalLauncher
 from ducklake_operator.controller.runs.locks import Leases
 from ducklake_operator.controller.runs.run_context import RunContext
 from ducklake_operator.controller.runs.state_machine import Runs
-from ducklake_operator.model.spec import JobSpec
 from support import duck
 from support.manifests import parse_as
 from support.reconcile_specs import catalog_spec

@@ -18,6 +18,7 @@ from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 import ducklake_operator
+from ducklake_operator.api.v1alpha1.spark import SparkSettings
 from ducklake_operator.controller.launchers.render import CONTAINER_SECURITY, POD_SECURITY, PROGRAM
 from ducklake_operator.controller.launchers.settings import SparkDefaults, effective_spark
 from ducklake_operator.controller.launchers.spec import (
@@ -27,7 +28,6 @@ from ducklake_operator.controller.launchers.spec import (
     EXECUTOR_INSTANCES,
     EXECUTOR_MEMORY,
 )
-from ducklake_operator.model.spec import SparkSettings
 from support.helm import ROOT, helm_binary
 from support.operator_process import (
     CHART,

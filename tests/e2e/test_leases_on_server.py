@@ -14,7 +14,9 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from ducklake_operator.controller.runs.locks import JOB_ANNOTATION, WHAT_ANNOTATION, Holder, Leases, lease_name
+from ducklake_operator.api.v1alpha1.names import JOB_ANNOTATION
+from ducklake_operator.api.v1alpha1.names import LOCK_ANNOTATION as WHAT_ANNOTATION
+from ducklake_operator.controller.runs.locks import Holder, Leases, lease_name
 from support.operator_process import service_account_kubeconfig
 
 A, B, C = Holder("uid-a", "compact-a"), Holder("uid-b", "rewrite-b"), Holder("uid-c", "compact-c")

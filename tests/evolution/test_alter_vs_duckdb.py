@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.use_cases import apply_plan
 from support import duck
 from support.dump import dump, inlined_columns

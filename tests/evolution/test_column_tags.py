@@ -10,10 +10,10 @@ from contextlib import closing
 import pytest
 
 from ducklake_operator.api.load import COLUMN_TAGS_REFUSED, parse_manifest
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import SpecError
 from ducklake_operator.model.changes import CreateTable
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import Field, parse_type
 from ducklake_operator.use_cases import apply_plan
 from support import duck

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog, CatalogLocation
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.types import to_duckdb_sql
 from ducklake_operator.use_cases import apply_plan
 from support import duck

@@ -22,9 +22,9 @@ import pytest
 
 from ducklake_jobs.job_template import run_operation
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.use_cases import apply_plan
 from support import duck, manifests
 from support.dump import dump

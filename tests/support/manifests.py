@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from ducklake_operator.api.load import parse_manifest
-from ducklake_operator.model.spec import Manifest
+from ducklake_operator.api.v1alpha1 import Manifest
 
 API = "ducklake.dev/v1alpha1"
 M = TypeVar("M", bound=Manifest)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ducklake_operator.api.v1alpha1.catalog import CatalogSpec
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import CatalogLocation
-from ducklake_operator.model.spec import CatalogSpec, TableSpec
 from support.job_program import catalog_manifest
 from support.manifests import parse_as
 

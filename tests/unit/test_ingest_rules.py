@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.evolution.auto_schema import EvolutionError, IngestPlan, evolved_from, layout_after, plan_ingest
 from ducklake_operator.evolution.observed import (
     BadRecord,
@@ -27,7 +28,6 @@ from ducklake_operator.evolution.observed import (
 from ducklake_operator.evolution.planner import plan_table
 from ducklake_operator.evolution.routing import convert_record, convert_value, text_of
 from ducklake_operator.model.changes import AddColumn, SetColumnTags
-from ducklake_operator.model.spec import TableSpec
 from ducklake_operator.model.state import CatalogState, ColumnState, SchemaState, SnapshotInfo, TableState
 from ducklake_operator.model.types import Field, parse_type
 from ducklake_operator.model.value_kinds import Shape, evolved_name, widest

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.v1alpha1.job import JobSpec
 from ducklake_operator.controller.launchers.observe import (
     last_result,
     observe_finished_program,
@@ -38,7 +39,6 @@ from ducklake_operator.controller.runs.run_context import RunContext
 from ducklake_operator.controller.runs.run_document import attempt_spec
 from ducklake_operator.controller.runs.tick import parse_stamp
 from ducklake_operator.errors import LaunchFailed
-from ducklake_operator.model.spec import JobSpec
 
 UID = "5f1c2d3e-aaaa-bbbb-cccc-000000000001"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

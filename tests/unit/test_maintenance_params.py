@@ -22,6 +22,8 @@ from ducklake_jobs.rewrite_column_type import rewrite_column_type
 from ducklake_jobs.rewrite_deletes import rewrite_deletes
 from ducklake_operator import cli
 from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.v1alpha1.job import JobSpec
+from ducklake_operator.api.v1alpha1.policy import MaintenancePolicySpec
 from ducklake_operator.catalog import housekeeping as catalog_housekeeping
 from ducklake_operator.controller import crds
 from ducklake_operator.errors import SpecError
@@ -35,7 +37,6 @@ from ducklake_operator.model.maintenance_params import (
     POLICY_SETTINGS,
     Param,
 )
-from ducklake_operator.model.spec import JobSpec, MaintenancePolicySpec
 from support.manifests import parse_as
 
 CRDS = {e["kind"]: crds.crd(e)["spec"]["versions"][0]["schema"]["openAPIV3Schema"] for e in crds.KINDS}

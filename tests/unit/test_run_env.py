@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.v1alpha1.job import JobSpec
+from ducklake_operator.api.v1alpha1.spark import SparkSettings
 from ducklake_operator.controller.launchers.local import LocalLauncher
 from ducklake_operator.controller.launchers.render import (
     render_config_map,
@@ -22,7 +24,6 @@ from ducklake_operator.controller.launchers.settings import SparkDefaults, effec
 from ducklake_operator.controller.launchers.spec import LaunchSpec, launch_spec
 from ducklake_operator.errors import SpecError
 from ducklake_operator.model.run_env import RESERVED, EnvVar, SecretKeyRef
-from ducklake_operator.model.spec import JobSpec, SparkSettings
 
 UID = "5f1c2d3e-aaaa-bbbb-cccc-000000000001"
 SECRETS = [("DUCKLAKE_CATALOG_USERNAME", "pg", "username"), ("DUCKLAKE_CATALOG_PASSWORD", "pg", "password"),

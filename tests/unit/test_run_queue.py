@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.v1alpha1.job import JobSpec
+from ducklake_operator.api.v1alpha1.policy import Window
 from ducklake_operator.controller.runs.run_context import OtherRun, PolicyWindow, RunContext
 from ducklake_operator.controller.runs.tick import parse_stamp
 from ducklake_operator.controller.runs.waiting import waits_for
 from ducklake_operator.maintenance.windows import closed_until
-from ducklake_operator.model.spec import JobSpec, Window
 
 NOW = parse_stamp("2026-01-01T12:00:00Z") or 0.0
 NIGHT = PolicyWindow("nightly", Window("22:00", "04:00", "UTC"))  # crosses midnight

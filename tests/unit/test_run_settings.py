@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ducklake_operator.api.v1alpha1.spark import SparkSettings
 from ducklake_operator.controller.launchers.settings import SparkDefaults, effective_spark
-from ducklake_operator.model.spec import SparkSettings
 
 
 def test_job_over_policy_over_defaults() -> None:

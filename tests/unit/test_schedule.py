@@ -10,6 +10,7 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ducklake_operator.api.v1alpha1.policy import Window
 from ducklake_operator.maintenance.schedule import (
     LATE_AFTER,
     due,
@@ -20,7 +21,6 @@ from ducklake_operator.maintenance.schedule import (
     next_run,
 )
 from ducklake_operator.maintenance.windows import first_instant_at, in_window, next_opening, zone
-from ducklake_operator.model.spec import Window
 
 AMS = "Europe/Amsterdam"
 NYC = "America/New_York"

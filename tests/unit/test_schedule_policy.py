@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.v1alpha1.policy import MaintenancePolicySpec
 from ducklake_operator.errors import SpecError
 from ducklake_operator.maintenance.policy_params import MaintainedTable, catalog_params, table_params
 from ducklake_operator.maintenance.policy_runs import (
@@ -28,7 +29,6 @@ from ducklake_operator.maintenance.policy_runs import (
 from ducklake_operator.maintenance.selection import catalog_wide_owner, conflict_message, selects
 from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.options import DEFAULT_TARGET_FILE_SIZE
-from ducklake_operator.model.spec import MaintenancePolicySpec
 from ducklake_operator.model.state import DataFile, DeleteFile, TableState
 from support.data_files import df
 

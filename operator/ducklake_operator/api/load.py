@@ -15,12 +15,13 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError
+from ..model.maintenance_params import FORMATS, read_table_manifests_with
 from ..model.names import fold
 from .problems import Problems
 from .v1alpha1 import KINDS, Manifest
 from .v1alpha1.columns import COLUMN_TAGS_REFUSED
 from .v1alpha1.common import ObjectRef
-from .v1alpha1.names import API_VERSION
+from .v1alpha1.names import API_VERSION, TABLE_KIND
 from .v1alpha1.table import TableSpec
 
 __all__ = ["COLUMN_TAGS_REFUSED", "load_paths", "parse_manifest"]
@@ -114,3 +115,21 @@ def _check_unique(manifests: list[Manifest]) -> None:
             tables[table] = m
     if problems:
         raise SpecError(problems)
+
+
+def read_table_manifest(value: object) -> TableSpec:
+    """A DuckLakeTable document as its ``TableSpec`` (one already parsed is taken as it is): how
+    a job's "manifest" parameter is read (``model.maintenance_params``)."""
+    if isinstance(value, TableSpec):
+        return value
+    if not isinstance(value, dict) or value.get("kind") != TABLE_KIND:
+        raise ValueError(f"{str(value)[:60]!r}... is not {FORMATS['manifest']}")
+    try:
+        spec = parse_manifest(value)
+    except SpecError as exc:
+        raise ValueError("; ".join(exc.problems)) from None
+    assert isinstance(spec, TableSpec)  # its kind is DuckLakeTable
+    return spec
+
+
+read_table_manifests_with(read_table_manifest)

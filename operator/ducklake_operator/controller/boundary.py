@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..api.v1alpha1.names import INVALID_SPEC
 from ..errors import (
     CatalogNotFound,
     CatalogUnavailable,
@@ -56,7 +57,7 @@ def classify(exc: BaseException) -> Failure:
     if isinstance(exc, TableNotFound):
         return Failure("TableNotFound", msg, True, waits=True)
     if isinstance(exc, SpecError):
-        return Failure("InvalidSpec", msg, False)
+        return Failure(INVALID_SPEC, msg, False)
     if isinstance(exc, UnsupportedCatalog):
         return Failure("UnsupportedFormat", msg, False)
     if isinstance(exc, DuckLakeError):

@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..api.v1alpha1.catalog import CatalogSpec
 from ..catalog import Catalog, CommitResult
 from ..catalog.batch import CommitBatcher
 from ..catalog.state_cache import StateCache
-from ..model.spec import CatalogSpec
 from ..model.state import CatalogState
 from ..use_cases import Credentials, ensure_catalog, location_for
 from .metrics import CATALOG_QUERIES

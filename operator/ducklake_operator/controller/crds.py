@@ -11,6 +11,7 @@ from ..api import crd as _crd
 from ..api.crd import write_all
 from ..api.v1alpha1 import KINDS as _KINDS
 from ..api.v1alpha1.fields import Schema
+from ..api.v1alpha1.names import JOB_KIND
 
 __all__ = ["KINDS", "crd", "file_name", "job_schema", "render", "write_all"]
 
@@ -31,7 +32,7 @@ def file_name(entry: dict[str, Any]) -> str:
 
 
 def job_schema() -> dict[str, Schema]:
-    job = _KINDS["DuckLakeJob"]
+    job = _KINDS[JOB_KIND]
     return {"spec": job.spec.schema(), "status": job.status.schema()}
 
 

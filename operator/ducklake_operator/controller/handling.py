@@ -13,8 +13,9 @@ from typing import Any
 
 import kopf
 
+from ..api.v1alpha1.catalog import CatalogSpec, PostgresSpec
+from ..api.v1alpha1.names import INVALID_SPEC, PROGRESSING, READY, TABLE_KIND
 from ..errors import SpecError
-from ..model.spec import CatalogSpec, PostgresSpec
 from . import metrics
 from .context import Controller, catalog_channel
 from .manifests import parse_body
@@ -45,7 +46,7 @@ def publish(ctl: Controller, outcome: Outcome, body: kopf.Body, patch: kopf.Patc
     )
     for key, value in fields.items():
         patch.status[key] = value
-    if kind == "DuckLakeTable":
+    if kind == TABLE_KIND:
         meta = body.get("metadata", {})
         metrics.table_seen(str(meta.get("uid")), meta.get("namespace", ""), meta.get("name", ""), {**status, **fields})
     for type_, reason, message in events:
@@ -60,10 +61,10 @@ def invalid_outcome(exc: SpecError, body: kopf.Body) -> Outcome:
     return Outcome(
         status={"observedGeneration": generation},
         conditions=[
-            condition("Ready", False, "InvalidSpec", message, generation),
-            condition("Progressing", False, "InvalidSpec", "", generation),
+            condition(READY, False, INVALID_SPEC, message, generation),
+            condition(PROGRESSING, False, INVALID_SPEC, "", generation),
         ],
-        events=[("Warning", "InvalidSpec", message)],
+        events=[("Warning", INVALID_SPEC, message)],
     )
 
 
@@ -94,7 +95,7 @@ async def handle(
         if on_invalid == "report":
             publish(ctl, invalid_outcome(exc, body), body, patch, status, kind)
         elif on_invalid == "delete":
-            kopf.event(body, type="Warning", reason="InvalidSpec", message="the manifest is invalid, so it was never "
+            kopf.event(body, type="Warning", reason=INVALID_SPEC, message="the manifest is invalid, so it was never "
                        "applied; nothing to delete in the lake")  # fmt: skip
         return
     if not timer:

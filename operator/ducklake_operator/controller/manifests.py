@@ -10,10 +10,14 @@ from typing import Any
 import kopf
 
 from ..api.load import parse_manifest
+from ..api.v1alpha1.catalog import CatalogSpec
+from ..api.v1alpha1.job import JobSpec
+from ..api.v1alpha1.names import POLICY_KIND
+from ..api.v1alpha1.policy import MaintenancePolicySpec
+from ..api.v1alpha1.schema import SchemaSpec
+from ..api.v1alpha1.table import TableSpec
 from ..errors import SpecError
-from ..model.spec import CatalogSpec, JobSpec, MaintenancePolicySpec, SchemaSpec, TableSpec
 
-POLICY_KIND = "DuckLakeMaintenancePolicy"
 # The indexes, by (namespace, catalog name). kopf passes every index to every handler as a
 # keyword argument its handler protocols do not name, so handlers read them from **kwargs.
 CatalogKey = tuple[str | None, str]

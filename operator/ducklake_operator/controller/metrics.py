@@ -8,6 +8,8 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from ..api.v1alpha1.job import ENDED_STATES, RUNNING, SUCCEEDED
+
 RECONCILES = Counter(
     "ducklake_reconciles_total", "Reconciles by kind and result (ok or a condition reason).", ["kind", "result"]
 )
@@ -50,16 +52,16 @@ def run_seen(uid: str, operation: str, state: str, started: float | None, now: f
     once (its daemon ends with it) with its duration."""
     with _lock:
         was_running = _running.pop(uid, None) is not None
-        if state == "Running":
+        if state == RUNNING:
             _running[uid] = operation
         counts: dict[str, int] = {}
         for op in _running.values():
             counts[op] = counts.get(op, 0) + 1
     for op in {operation, *counts}:
         JOBS_RUNNING.labels(operation=op).set(counts.get(op, 0))
-    if state in ("Succeeded", "Failed", "Cancelled"):
+    if state in ENDED_STATES:
         JOBS.labels(operation=operation, state=state).inc()
-        if started is not None and (was_running or state == "Succeeded"):
+        if started is not None and (was_running or state == SUCCEEDED):
             JOB_SECONDS.labels(operation=operation).observe(max(now - started, 0.0))
 
 

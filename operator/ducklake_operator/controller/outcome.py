@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.v1alpha1.names import PROGRESSING, READY
 from ..errors import CommitConflict
 from ..evolution.heavy import HeavyJob
 from .boundary import Failure, classify
@@ -29,8 +30,8 @@ def failed(exc: BaseException, generation: int | None, extra: list[dict[str, Any
     if isinstance(exc, CommitConflict):
         COMMIT_CONFLICTS.labels(operation=RECONCILE).inc()
     conditions = [
-        condition("Ready", False, failure.reason, failure.message, generation),
-        condition("Progressing", False, failure.reason, "", generation),
+        condition(READY, False, failure.reason, failure.message, generation),
+        condition(PROGRESSING, False, failure.reason, "", generation),
     ] + (extra or [])
     return Outcome(
         conditions=conditions,

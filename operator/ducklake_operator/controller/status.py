@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..api.v1alpha1.names import READY, UP_TO_DATE
 from ..model import timestamps
 from ..model.plans import TablePlan
 from ..model.state import ColumnState, TableState
@@ -70,14 +71,14 @@ def publication(
     posted once, not on every retry of the same failure."""
     patch = status_changes(current, status)
     existing = list(current.get("conditions") or [])
-    ready: Mapping[str, Any] = next((c for c in existing if c.get("type") == "Ready"), {})
+    ready: Mapping[str, Any] = next((c for c in existing if c.get("type") == READY), {})
     updates = []
     for c in conditions:
         c = {**c, "message": scrub(c.get("message", ""))}
         if (
-            c["type"] == "Ready"
+            c["type"] == READY
             and c["status"] == "True"
-            and c.get("reason") == "UpToDate"
+            and c.get("reason") == UP_TO_DATE
             and ready.get("status") == "True"
             and ready.get("observedGeneration") == c.get("observedGeneration")
         ):

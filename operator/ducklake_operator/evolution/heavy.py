@@ -16,10 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.v1alpha1.table import EvolutionPolicy
 from ..model.changes import RenameTable, RewriteColumnType
 from ..model.maintenance_params import render_column_path
 from ..model.plans import TablePlan
-from ..model.spec import EvolutionPolicy
 
 
 @dataclass(frozen=True)

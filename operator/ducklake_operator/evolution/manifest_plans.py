@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 
+from ..api.v1alpha1.schema import SchemaSpec
+from ..api.v1alpha1.table import TableSpec
 from ..errors import DuckLakeError
 from ..model.plans import TablePlan
-from ..model.spec import SchemaSpec, TableSpec
 from ..model.state import CatalogState
 from .planner import plan_schema, plan_table
 

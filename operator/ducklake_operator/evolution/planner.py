@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from ..api.v1alpha1.schema import SchemaSpec
+from ..api.v1alpha1.table import TableSpec
 from ..errors import SchemaNotFound, SpecError
 from ..model.changes import (
     AddColumn,
@@ -47,7 +49,6 @@ from ..model.defaults import BOOLEAN_EXPRESSIONS, default_warnings, for_added_co
 from ..model.names import column_reference_sql, fold, same_name
 from ..model.plans import BlockedChange, TablePlan
 from ..model.promotion import promotion_problem
-from ..model.spec import SchemaSpec, TableSpec
 from ..model.state import CatalogState, ColumnState, TableState
 from ..model.types import DuckLakeType, Field, ListOf, MapOf, Struct, is_nested
 from .auto_schema import comment_keeping_marker

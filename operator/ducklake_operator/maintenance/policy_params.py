@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..api.v1alpha1.policy import MaintenancePolicySpec, Schedule
 from ..model.job_params import OPERATIONS, job_keywords
 from ..model.maintenance_params import APPLY_DELETES, DELETE_THRESHOLD, TARGET_FILE_SIZE
-from ..model.spec import MaintenancePolicySpec, Schedule
 from ..model.state import TableState
 from .compaction import CompactionOptions
 

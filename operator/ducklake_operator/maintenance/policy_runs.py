@@ -30,9 +30,10 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from ..api.v1alpha1.job import PENDING
+from ..api.v1alpha1.policy import MaintenancePolicySpec, Schedule
 from ..model import timestamps
 from ..model.job_params import OPERATIONS
-from ..model.spec import MaintenancePolicySpec, Schedule
 from .policy_params import MaintainedTable, catalog_params, catalog_schedules, table_params, table_schedules
 from .schedule import due, next_due
 from .selection import conflict_message
@@ -42,7 +43,6 @@ from .windows import aware, in_window
 # Triggers re-read the catalog on every evaluation; this keeps a table whose compaction
 # cannot get it under the threshold from being compacted back to back.
 DEFAULT_MIN_TRIGGER_INTERVAL = timedelta(minutes=10)
-ACTIVE_STATES = ("Pending", "Running")
 # Tables of one policy mostly share their last cron time: one evaluation computes each answer once.
 _due = lru_cache(maxsize=4096)(due)
 _next_due = lru_cache(maxsize=4096)(next_due)
@@ -155,7 +155,7 @@ def with_created_run(
         key: replace(
             past,
             last_schedule_time=run.schedule_time or past.last_schedule_time,
-            last_run=LastRun(name, "Pending", aware(now)),
+            last_run=LastRun(name, PENDING, aware(now)),
             active=True,
         ),
     }

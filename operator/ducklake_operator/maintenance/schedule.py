@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
 
-from ..model.spec import Window
+from ..api.v1alpha1.policy import Window
 from .windows import (
     aware,
     describe_instant,

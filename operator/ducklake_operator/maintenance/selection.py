@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
+from ..api.v1alpha1.policy import MaintenancePolicySpec, SelectorRequirement
 from ..model.names import fold
-from ..model.spec import MaintenancePolicySpec, SelectorRequirement
 from .policy_params import catalog_schedules, sets_catalog_wide
 
 

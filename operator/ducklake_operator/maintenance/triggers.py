@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..model.spec import MaintenancePolicySpec
+from ..api.v1alpha1.policy import MaintenancePolicySpec
 from .compaction import plan_compaction
 from .delete_rewrite import plan_delete_rewrite
 from .policy_params import MaintainedTable, compaction_options

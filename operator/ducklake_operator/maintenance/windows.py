@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from ..model.spec import DEFAULT_TIMEZONE, Window
+from ..api.v1alpha1.policy import DEFAULT_TIMEZONE, Window
 
 _SEARCH_DAYS = 370  # a window is open on some day of any year (a DST gap removes at most a day)
 

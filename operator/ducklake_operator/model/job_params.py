@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from ..errors import SpecError
 from .maintenance_params import (
@@ -41,10 +41,6 @@ from .maintenance_params import (
     Param,
 )
 from .types import DuckLakeType
-
-if TYPE_CHECKING:
-    from .spec import TableSpec  # spec imports this module
-
 
 Scope = Literal["required", "optional", "none"]  # an operation's table: needed, optional, or catalog-wide only
 
@@ -108,7 +104,7 @@ class RewriteColumnTypeArgs:
     new_type: DuckLakeType | None = None
     columns: tuple[tuple[tuple[str, ...], DuckLakeType], ...] | None = None
     on_cast_error: str = ON_CAST_ERROR.default
-    manifest: TableSpec | None = None
+    manifest: Any = None  # the DuckLakeTable's TableSpec (api.v1alpha1.table), read by the API's loader
     dry_run: bool = DRY_RUN.default
 
 

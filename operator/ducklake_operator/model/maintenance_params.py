@@ -188,20 +188,22 @@ def parse_column_path(value: object) -> tuple[str, ...]:
     return tuple(names)
 
 
-def parse_table_manifest(value: object) -> Any:
-    """A DuckLakeTable document as its ``TableSpec`` (one already parsed is taken as it is)."""
-    from ..api.load import parse_manifest  # the loader reads these definitions itself
-    from ..api.v1alpha1.names import TABLE_KIND
-    from .spec import TableSpec
+# How a "manifest" value (a DuckLakeTable) is read into its TableSpec: the API's loader, a layer
+# above this one (it reads these definitions itself), hands its reader down (``api/load.py``).
+_table_manifest_reader: list[Callable[[object], Any]] = []
 
-    if isinstance(value, TableSpec):
-        return value
-    if not isinstance(value, dict) or value.get("kind") != TABLE_KIND:
-        raise ValueError(f"{str(value)[:60]!r}... is not {FORMATS['manifest']}")
-    try:
-        return parse_manifest(value)
-    except SpecError as exc:
-        raise ValueError("; ".join(exc.problems)) from None
+
+def read_table_manifests_with(reader: Callable[[object], Any]) -> None:
+    """Take ``reader`` for "manifest" values: a DuckLakeTable document (or its TableSpec) to its
+    TableSpec, ``ValueError`` with a sentence when it is not one."""
+    _table_manifest_reader[:] = [reader]
+
+
+def parse_table_manifest(value: object) -> Any:
+    """A DuckLakeTable document as its ``TableSpec``, read by the API's loader."""
+    if not _table_manifest_reader:
+        raise RuntimeError("no reader of DuckLakeTable manifests: import ducklake_operator.api.load first")
+    return _table_manifest_reader[0](value)
 
 
 def render_column_path(path: tuple[str, ...]) -> str:

@@ -22,6 +22,8 @@ JOB_OPERATIONS = tuple(OPERATIONS)
 JOB_OPERATION = Choice(JOB_OPERATIONS)
 # a run's states (status.state)
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = "Pending", "Running", "Succeeded", "Failed", "Cancelled"
+ACTIVE_STATES = (PENDING, RUNNING)
+ENDED_STATES = (SUCCEEDED, FAILED, CANCELLED)
 STATES = Choice((PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED))
 # what a DuckLakeJob may not change once created
 FIXED = ("catalogRef", "table", "operation", "params", "timeout", "retries", "spark")

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...api.load import parse_manifest
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.names import DRIFTED, GROUP, READY, TABLES, VERSION
+from ...api.v1alpha1.table import TableSpec
 from ...errors import SpecError
-from ...model.spec import GROUP, TABLES, VERSION, CatalogSpec, TableSpec
 from ..catalog_pool import CatalogPool
 from ..status import Event, publication
 from ..tables.reconciler import check_table_drift
@@ -77,14 +79,14 @@ def sweep(
     for doc in docs:
         status = dict(doc.get("status") or {})
         spec = specs.spec(doc)
-        if spec is None or _condition(status, "Ready").get("status") != "True":
+        if spec is None or _condition(status, READY).get("status") != "True":
             continue
         outcome = check_table_drift(spec, catalog, pool, max_age=time.monotonic() - started)
         fields, events = publication(
             status, outcome.status, outcome.conditions, outcome.events, outcome.failure is not None, scrub
         )
-        if _condition(status, "Drifted").get("status") == "True":
-            events = [e for e in events if e[1] != "Drifted"]  # said when it appeared
+        if _condition(status, DRIFTED).get("status") == "True":
+            events = [e for e in events if e[1] != DRIFTED]  # said when it appeared
         if fields and not write_status(doc, fields):
             continue
         if fields or events:

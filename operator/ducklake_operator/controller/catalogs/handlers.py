@@ -12,8 +12,9 @@ from typing import Any, cast
 import kopf
 
 from ...api.load import parse_manifest
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.names import CATALOG_KIND, CATALOGS, GROUP, READY, VERSION
 from ...errors import SpecError
-from ...model.spec import CATALOGS, GROUP, VERSION, CatalogSpec
 from ...use_cases import lake_identity
 from .. import metrics
 from ..context import Controller
@@ -49,7 +50,7 @@ async def catalog_manifests(
             "metadata": {"name": name, "namespace": namespace},
             "spec": dict(body.get("spec", {})),
             "ready": any(
-                c.get("type") == "Ready" and c.get("status") == "True"
+                c.get("type") == READY and c.get("status") == "True"
                 for c in body.get("status", {}).get("conditions") or []
             ),
         }
@@ -58,14 +59,14 @@ async def catalog_manifests(
 
 async def _catalog(body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, retry: int, timer: bool) -> None:
     ctl: Controller = memo.controller
-    was_ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    was_ready = any(c.get("type") == READY and c.get("status") == "True" for c in status.get("conditions") or [])
 
     def became_ready(spec: CatalogSpec, outcome: Outcome) -> None:
         if outcome.failure is None and not was_ready:
             notify_catalog(ctl, spec)
 
     await handle(
-        "DuckLakeCatalog", body, patch, status, memo, retry, lambda spec: reconcile_catalog(spec, ctl.pool),
+        CATALOG_KIND, body, patch, status, memo, retry, lambda spec: reconcile_catalog(spec, ctl.pool),
         catalog=lambda spec: spec, after=became_ready, timer=timer, on_invalid="skip" if timer else "report",
     )  # fmt: skip
 
@@ -134,9 +135,7 @@ async def catalog_delete(
         ]
         return delete_catalog(spec, ctl.pool, users, sharing)
 
-    await handle(
-        "DuckLakeCatalog", body, patch, status, memo, retry, delete, catalog=lambda spec: spec, on_invalid="delete"
-    )
+    await handle(CATALOG_KIND, body, patch, status, memo, retry, delete, catalog=lambda spec: spec, on_invalid="delete")
 
 
 def _declares_lake(doc: dict[str, Any], identity: tuple[object, ...]) -> bool:

@@ -5,8 +5,9 @@ cases they call (open or create a catalog, destroy a lake) are in ``ducklake_ope
 
 from __future__ import annotations
 
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.names import CATALOG_REACHABLE, READY
 from ...errors import CatalogNotFound, DuckLakeError
-from ...model.spec import CatalogSpec
 from ...use_cases import destroy_catalog, s3_settings
 from ..boundary import Failure, classify
 from ..catalog_pool import CatalogPool
@@ -23,7 +24,7 @@ def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
     except DuckLakeError as exc:
         reachable = classify(exc).reason != "CatalogUnreachable"
         return failed(
-            exc, generation, [condition("CatalogReachable", reachable, classify(exc).reason, str(exc), generation)]
+            exc, generation, [condition(CATALOG_REACHABLE, reachable, classify(exc).reason, str(exc), generation)]
         )
     location = catalog.location
     events = [("Normal", "Created", f"initialised a new DuckLake catalog at {location.describe()}")] if created else []
@@ -38,9 +39,9 @@ def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
         },
         conditions=[
             condition(
-                "Ready", True, "Created" if created else "Adopted", f"catalog at {location.describe()}", generation
+                READY, True, "Created" if created else "Adopted", f"catalog at {location.describe()}", generation
             ),
-            condition("CatalogReachable", True, "Connected", "", generation),
+            condition(CATALOG_REACHABLE, True, "Connected", "", generation),
         ],
         events=events,
     )

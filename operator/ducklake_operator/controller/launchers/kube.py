@@ -21,6 +21,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from ...api.v1alpha1.job import SUCCEEDED
 from ...errors import LauncherNotInstalled, LaunchFailed
 from .api_errors import server_message
 from .observe import observe_job, observe_spark_application, with_pods
@@ -132,7 +133,7 @@ class KubeLauncher:
                 return Observed("Gone", f"{self.kind} {launched.name} no longer exists")
             raise
         observed = self.read_status(obj)
-        if observed.state == "Succeeded":
+        if observed.state == SUCCEEDED:
             return observed
         return with_pods(observed, read_pods(self.pods(launched), self._wall_clock(), self._grace))
 

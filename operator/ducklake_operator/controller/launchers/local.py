@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...api.v1alpha1.job import RUNNING
 from ...errors import LauncherBusy, LaunchFailed
 from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
 from .observe import last_result, observe_finished_program
@@ -126,14 +127,14 @@ class LocalLauncher:
         if child is not None:
             code = child.poll()
             if code is None:
-                return Observed("Running", f"the job program runs (pid {pid})")
+                return Observed(RUNNING, f"the job program runs (pid {pid})")
             with self._lock:
                 self._children.pop(pid, None)
             return self._finished(launched.detail, code)
         if _same_process_running(pid, start):  # an operator restarted since it launched this
             with self._lock:
                 self._adopted[pid] = start  # counted among the programs running
-            return Observed("Running", f"the job program runs (pid {pid})")
+            return Observed(RUNNING, f"the job program runs (pid {pid})")
         return self._finished(launched.detail, None)
 
     def cancel(self, launched: Launched) -> None:

@@ -10,6 +10,7 @@ import signal
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ...api.v1alpha1.job import FAILED, PENDING, RUNNING, SUCCEEDED
 from ...model.jvm_errors import innermost_jvm_error
 from ...model.out_of_memory import describe
 from .pods import PodsView
@@ -28,18 +29,18 @@ def observe_job(job: Mapping[str, Any]) -> Observed:
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
     if "Complete" in conditions:
-        return Observed("Succeeded", f"Job {name} completed")
+        return Observed(SUCCEEDED, f"Job {name} completed")
     failed = conditions.get("Failed")
     if failed is not None:
         if failed.get("reason") == "DeadlineExceeded":
-            return Observed("Failed", f"timed out: Job {name} ran past its activeDeadlineSeconds")
+            return Observed(FAILED, f"timed out: Job {name} ran past its activeDeadlineSeconds")
         why = ": ".join(p for p in (failed.get("reason"), failed.get("message")) if p)
-        return Observed("Failed", f"Job {name} failed" + (f" ({why})" if why else ""))
+        return Observed(FAILED, f"Job {name} failed" + (f" ({why})" if why else ""))
     if status.get("ready") or status.get("terminating"):
-        return Observed("Running", f"Job {name} is running")
+        return Observed(RUNNING, f"Job {name} is running")
     if status.get("active"):  # created, not running yet (scheduling, pulling the image)
-        return Observed("Pending", f"Job {name}'s pod is not running yet")
-    return Observed("Pending", f"Job {name} waits for its pod")
+        return Observed(PENDING, f"Job {name}'s pod is not running yet")
+    return Observed(PENDING, f"Job {name} waits for its pod")
 
 
 def observe_spark_application(app: Mapping[str, Any]) -> Observed:
@@ -47,15 +48,15 @@ def observe_spark_application(app: Mapping[str, Any]) -> Observed:
     state_record = (app.get("status") or {}).get("applicationState") or {}
     state = str(state_record.get("state") or "")
     if state in SPARK_SUCCEEDED:
-        return Observed("Succeeded", f"SparkApplication {name} completed")
+        return Observed(SUCCEEDED, f"SparkApplication {name} completed")
     if state in SPARK_FAILED:
         error = str(state_record.get("errorMessage") or "")
         # spark-submit's whole output when the submission failed: its one line that says why
         said = innermost_jvm_error(error) if "\n" in error else None
-        return Observed("Failed", f"SparkApplication {name} {state}" + (f": {said or error}" if error else ""))
+        return Observed(FAILED, f"SparkApplication {name} {state}" + (f": {said or error}" if error else ""))
     if state in SPARK_PENDING:
-        return Observed("Pending", f"SparkApplication {name} is {state or 'not submitted yet'}")
-    return Observed("Running", f"SparkApplication {name} is {state}")
+        return Observed(PENDING, f"SparkApplication {name} is {state or 'not submitted yet'}")
+    return Observed(RUNNING, f"SparkApplication {name} is {state}")
 
 
 def with_pods(observed: Observed, pods: PodsView) -> Observed:
@@ -63,12 +64,12 @@ def with_pods(observed: Observed, pods: PodsView) -> Observed:
     that has not ended (its objects still there: the controller stops them); a pending
     one says what it waits for; containers killed for memory explain a failure."""
     problem = pods.problem
-    if observed.state in ("Pending", "Running") and problem is not None:
+    if observed.state in (PENDING, RUNNING) and problem is not None:
         detail = {"pod": problem.pod, "reason": problem.reason}
-        return Observed("Failed", problem.describe(), detail, retriable=problem.retriable, stop=True)
-    if observed.state == "Pending" and pods.waiting:
+        return Observed(FAILED, problem.describe(), detail, retriable=problem.retriable, stop=True)
+    if observed.state == PENDING and pods.waiting:
         return dataclasses.replace(observed, message=pods.waiting)
-    if observed.state == "Failed" and pods.out_of_memory:
+    if observed.state == FAILED and pods.out_of_memory:
         return dataclasses.replace(observed, message=f"{observed.message}; {describe(pods.out_of_memory)}")
     return observed
 
@@ -94,13 +95,13 @@ def observe_finished_program(result: Mapping[str, Any] | None, exit_code: int | 
     of the operator, its exit code is lost)."""
     detail: dict[str, Any] = {"exitCode": exit_code} if exit_code is not None else {}
     if result is not None:
-        state = "Succeeded" if result.get("state") == "Succeeded" else "Failed"
+        state = SUCCEEDED if result.get("state") == SUCCEEDED else FAILED
         return Observed(state, str(result.get("message") or ""), {**detail, "result": dict(result)})
     tail = f": {last_error}" if last_error else ""
     if exit_code is None:
         return Observed("Gone", f"the job program ended without a result{tail}", detail)
     if exit_code == -signal.SIGKILL:  # in a pod, most often the kernel's OOM killer
-        return Observed("Failed", f"the job program was killed (SIGKILL) without a result{tail}: in a container "
+        return Observed(FAILED, f"the job program was killed (SIGKILL) without a result{tail}: in a container "
                         "this is most often its memory limit (the Local launcher's programs share the operator "
                         "pod's: resources.limits.memory, jobs.local.maxRuns)", detail)  # fmt: skip
-    return Observed("Failed", f"the job program exited with code {exit_code} without a result{tail}", detail)
+    return Observed(FAILED, f"the job program exited with code {exit_code} without a result{tail}", detail)

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...api.v1alpha1.spark import IMAGE_PULL_POLICY, SparkSettings
 from ...model import run_env
 from ...model.options import parse_size
 from ...model.run_env import EnvVar
-from ...model.spec import IMAGE_PULL_POLICY, SparkSettings
 
 IMAGE_PULL_POLICY_ENV = "DUCKLAKE_JOB_IMAGE_PULL_POLICY"  # the chart sets it to its image.pullPolicy
 

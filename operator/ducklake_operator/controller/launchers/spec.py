@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...api.v1alpha1.names import API_VERSION, ATTEMPT_LABEL, JOB_KIND, JOB_LABEL
 from ...model.run_env import EnvVar, read_env
-from ...model.spec import API_VERSION
 from .settings import SparkDefaults
 
 LOCAL, JOB, SPARK_APPLICATION = "Local", "Job", "SparkApplication"
@@ -33,7 +33,6 @@ SPARK_VERSION_ENV = "DUCKLAKE_SPARK_VERSION"  # else the PySpark installed here 
 # its application
 MAX_NAME = 56
 MANAGED_BY = {"app.kubernetes.io/managed-by": "ducklake-operator"}
-JOB_LABEL, ATTEMPT_LABEL = "ducklake.dev/job", "ducklake.dev/attempt"
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ class Owner:
     name: str
     uid: str
     api_version: str = API_VERSION
-    kind: str = "DuckLakeJob"
+    kind: str = JOB_KIND
 
 
 @dataclass(frozen=True)

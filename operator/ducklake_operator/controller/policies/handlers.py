@@ -19,6 +19,24 @@ from typing import Any
 import kopf
 
 from ...api.load import parse_manifest
+from ...api.v1alpha1.job import ENDED_STATES, PENDING
+from ...api.v1alpha1.names import (
+    API_VERSION,
+    GROUP,
+    INVALID_SPEC,
+    JOB_KIND,
+    JOBS,
+    OPERATION_LABEL,
+    POLICIES,
+    POLICY_KIND,
+    POLICY_LABEL,
+    READY,
+    REASON_ANNOTATION,
+    SCHEDULE_TIME_ANNOTATION,
+    TABLE_LABEL,
+    VERSION,
+)
+from ...api.v1alpha1.policy import MaintenancePolicySpec
 from ...errors import DuckLakeError, SpecError
 from ...maintenance.policy_runs import (
     HistoryKey,
@@ -29,19 +47,14 @@ from ...maintenance.policy_runs import (
 )
 from ...maintenance.selection import catalog_wide_owner
 from ...model import timestamps
-from ...model.spec import GROUP, JOBS, OPERATION_LABEL, POLICIES, VERSION, MaintenancePolicySpec
 from ..context import Controller
 from ..kube_clients import custom_objects_api
-from ..manifests import POLICY_KIND, CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid
-from ..runs.tick import TERMINAL
+from ..manifests import CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid
 from ..status import condition, merge_conditions
 from .reconciler import maintained_tables, min_trigger_interval, run_history
 
 log = logging.getLogger(__name__)
 POLICY_TICK = float(os.environ.get("DUCKLAKE_POLICY_INTERVAL", "15"))
-POLICY_LABEL = "ducklake.dev/policy"
-TABLE_ANNOTATION, REASON_ANNOTATION, SCHEDULE_ANNOTATION = (
-    "ducklake.dev/table", "ducklake.dev/reason", "ducklake.dev/schedule-time")  # fmt: skip
 
 
 @kopf.index(GROUP, VERSION, POLICIES)
@@ -64,10 +77,10 @@ async def policy_runs(namespace: str | None, name: str, body: kopf.Body, **_: An
         (namespace, str(owner)): {
             "name": name,
             "created": meta.get("creationTimestamp"),
-            "state": (body.get("status") or {}).get("state") or "Pending",
+            "state": (body.get("status") or {}).get("state") or PENDING,
             "table": spec.get("table"),
             "operation": spec.get("operation"),
-            "scheduleTime": annotations.get(SCHEDULE_ANNOTATION),
+            "scheduleTime": annotations.get(SCHEDULE_TIME_ANNOTATION),
         }
     }
 
@@ -86,13 +99,13 @@ async def policy_tick(
     generation = body.get("metadata", {}).get("generation")
 
     def ready(ok: bool, reason: str, message: str = "") -> list[dict[str, Any]]:
-        return [condition("Ready", ok, reason, message, generation)]
+        return [condition(READY, ok, reason, message, generation)]
 
     try:
         policy = parse_manifest(body_manifest(body))
         assert isinstance(policy, MaintenancePolicySpec)
     except SpecError as exc:
-        _set_conditions(patch, status, ready(False, "InvalidSpec", "; ".join(exc.problems)))
+        _set_conditions(patch, status, ready(False, INVALID_SPEC, "; ".join(exc.problems)))
         return
     catalog = catalog_for(policy, catalog_manifests)
     if catalog is None:
@@ -145,16 +158,16 @@ def _set_conditions(patch: kopf.Patch, status: kopf.Status, conditions: list[dic
 def create_run(body: kopf.Body, policy: MaintenancePolicySpec, run: PlannedRun) -> str:
     """The DuckLakeJob for ``run``, owned by the policy (deleted with it); its name."""
     meta = body.get("metadata", {})
-    owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": POLICY_KIND, "name": meta["name"], "uid": meta["uid"],
+    owner = {"apiVersion": API_VERSION, "kind": POLICY_KIND, "name": meta["name"], "uid": meta["uid"],
              "controller": True, "blockOwnerDeletion": True}  # fmt: skip
     annotations = {REASON_ANNOTATION: run.reason[:1000]}
     if run.table:
-        annotations[TABLE_ANNOTATION] = run.table
+        annotations[TABLE_LABEL] = run.table
     if run.schedule_time is not None:
-        annotations[SCHEDULE_ANNOTATION] = timestamps.stamp(run.schedule_time)
+        annotations[SCHEDULE_TIME_ANNOTATION] = timestamps.stamp(run.schedule_time)
     job = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "DuckLakeJob",
+        "apiVersion": API_VERSION,
+        "kind": JOB_KIND,
         "metadata": {
             "generateName": f"{meta['name']}-{run.operation.lower()}-"[:50],
             "ownerReferences": [owner],
@@ -178,7 +191,7 @@ def trim_history(namespace: str, limit: int, runs: Sequence[Mapping[str, Any]]) 
 
     ended: dict[HistoryKey, list[Mapping[str, Any]]] = {}
     for run in runs:
-        if run["state"] in TERMINAL:
+        if run["state"] in ENDED_STATES:
             ended.setdefault((run.get("table"), str(run.get("operation"))), []).append(run)
     for kept in ended.values():
         kept.sort(key=lambda r: (r.get("created") or "", r["name"]), reverse=True)

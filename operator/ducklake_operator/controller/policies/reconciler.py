@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.policy import MaintenancePolicySpec
 from ...catalog.job_inputs import read_health_inputs
 from ...maintenance.policy_params import MaintainedTable
 from ...maintenance.policy_runs import (
@@ -23,7 +25,6 @@ from ...maintenance.policy_runs import (
 from ...maintenance.selection import selects
 from ...model import timestamps
 from ...model.durations import parse_duration
-from ...model.spec import CatalogSpec, MaintenancePolicySpec
 from ..context import Controller
 from ..runs.tick import ACTIVE
 

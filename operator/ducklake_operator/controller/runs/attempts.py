@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ...api.v1alpha1.job import FAILED
 from ...errors import NOTHING_COMMITTED
 from ...model.job_marker import job_commit_report
 from ..launchers.spec import Launched, Observed
@@ -40,7 +41,7 @@ def failure_reason(observed: Observed, program: Mapping[str, Any]) -> str:
     """Why an attempt failed: the job program's own words first (it saw the error: Spark's,
     the catalog's), then what its launcher saw (the Job's condition, a pod's state), each once."""
     launcher = observed.message or "failed"
-    said = str(program.get("message") or "") if program.get("state") == "Failed" else ""
+    said = str(program.get("message") or "") if program.get("state") == FAILED else ""
     said = said.replace(f"; {NOTHING_COMMITTED}", "")  # the run's message says it, from the catalog
     if not said or said in launcher:
         return launcher

@@ -22,8 +22,9 @@ from typing import Any
 import kopf
 
 from ...api.load import parse_manifest
+from ...api.v1alpha1.job import ENDED_STATES, FAILED, PENDING, RUNNING, JobSpec
+from ...api.v1alpha1.names import GROUP, JOBS, VERSION
 from ...errors import CatalogUnavailable, DuckLakeError, SpecError
-from ...model.spec import GROUP, JOBS, VERSION, JobSpec
 from .. import metrics
 from ..context import Controller, catalog_channel
 from ..kube_clients import custom_objects_api
@@ -35,7 +36,7 @@ from .locks import Leases
 from .run_context import OtherRun, PolicyWindow, RunContext
 from .run_document import table_evolution
 from .state_machine import Runs
-from .tick import ACTIVE, RETRY_BACKOFF, TERMINAL, WAIT_INTERVAL, Tick, parse_stamp
+from .tick import ACTIVE, RETRY_BACKOFF, WAIT_INTERVAL, Tick, parse_stamp
 from .waiting import waits_for
 
 log = logging.getLogger(__name__)
@@ -88,16 +89,16 @@ async def active_runs(
     meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
     catalog: CatalogKey = (namespace, str(spec.get("catalogRef", {}).get("name")))
     state = status.get("state") or ""
-    holds = state == "Running" or bool(status.get("locks"))
+    holds = state == RUNNING or bool(status.get("locks"))
     if not holds and "controller" in memo:
         memo.controller.signals.notify(catalog_runs_channel(*catalog))
-    if state in TERMINAL:
+    if state in ENDED_STATES:
         return {}
     run = OtherRun(
         name=name,
         uid=str(meta.get("uid")),
         table=spec.get("table"),
-        state=status.get("state") or "Pending",
+        state=status.get("state") or PENDING,
         created=str(meta.get("creationTimestamp") or ""),
         holds=holds,
         retry_at=status.get("nextAttemptAt"),
@@ -203,7 +204,7 @@ def parsed_job(body: kopf.Body) -> JobSpec:
 def still_waiting(spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> bool:
     """A Pending run that would only wait again for what it already says it waits for (its
     retry not due, or the index showing its table or the slots still taken)."""
-    if status.get("state") != "Pending":
+    if status.get("state") != PENDING:
         return False
     retry_at = parse_stamp(status.get("nextAttemptAt"))
     if retry_at is not None and now < retry_at:
@@ -240,7 +241,7 @@ async def tick_once(
     try:
         spec = parsed_job(body)
     except SpecError as exc:  # the CRD lets little through; what does fails the run at once
-        tick = Tick().end("Failed", "; ".join(exc.problems) + "; nothing was launched", now, meta.get("generation"))
+        tick = Tick().end(FAILED, "; ".join(exc.problems) + "; nothing was launched", now, meta.get("generation"))
         return tick, await ctl.call(write_status, body, status, tick)
     ctx = run_context(spec, body, indexes, memo.spark_defaults)
     runs = _runs(memo)
@@ -257,9 +258,7 @@ async def tick_once(
         said = ctl.scrub(_one_line(exc))
         log.warning("run %s/%s: %s", spec.ref.namespace, spec.ref.name, said)
         tick = Tick(again_in=5.0)
-        if (status.get("state") or "") != "Running" and not status.get(
-            "waitingFor"
-        ):  # e.g. a webhook refused the launch
+        if (status.get("state") or "") != RUNNING and not status.get("waitingFor"):  # e.g. a webhook refused the launch
             tick.status["message"] = f"waiting: a request to the API server failed, trying again in 5 s: {said}"
     written = await ctl.call(write_status, body, status, tick)
     for type_, reason, message in tick.events:
@@ -268,7 +267,7 @@ async def tick_once(
     metrics.run_seen(uid, spec.operation, state, parse_stamp(written.get("startTime")), now)
     if tick.attempt_report:
         metrics.job_commits(spec.operation, tick.attempt_report)
-    if state in TERMINAL:  # a table waiting for its heavy change's run looks again
+    if state in ENDED_STATES:  # a table waiting for its heavy change's run looks again
         ctl.signals.notify(catalog_channel(spec.ref.namespace, spec.catalog))
     return tick, written
 
@@ -309,7 +308,7 @@ async def run_job(body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo,
         status.update({k: live[k] for k in PROGRAM_FIELDS if k in live})
         seen = ctl.note(channels)
         tick, status = await asyncio.shield(tick_once(body, status, memo, None, indexes))
-        if tick.again_in is None or status.get("state") in TERMINAL:
+        if tick.again_in is None or status.get("state") in ENDED_STATES:
             return
         await _sleep(ctl, seen, tick.again_in, stopped, body)
 
@@ -319,7 +318,7 @@ async def run_deleted(body: kopf.Body, status: kopf.Status, memo: kopf.Memo, **k
     """Deleting a run that has not ended cancels it: what it launched is stopped, its files
     go unless its commit landed, its locks are released; then the deletion proceeds."""
     tick, written = await tick_once(body, dict(status), memo, DELETED, Indexes.of(kwargs))
-    if tick.again_in is not None and written.get("state") not in TERMINAL:
+    if tick.again_in is not None and written.get("state") not in ENDED_STATES:
         raise kopf.TemporaryError(written.get("message") or "stopping the run", delay=1)
 
 

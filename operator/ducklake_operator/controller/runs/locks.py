@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-JOB_ANNOTATION = "ducklake.dev/job"
-WHAT_ANNOTATION = "ducklake.dev/lock"
+from ...api.v1alpha1.names import JOB_ANNOTATION, LOCK_ANNOTATION
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class Leases:
         body = client.V1Lease(
             metadata=client.V1ObjectMeta(
                 name=name,
-                annotations={JOB_ANNOTATION: holder.name, WHAT_ANNOTATION: what},
+                annotations={JOB_ANNOTATION: holder.name, LOCK_ANNOTATION: what},
                 labels={"app.kubernetes.io/managed-by": "ducklake-operator"},
             ),
             spec=client.V1LeaseSpec(holder_identity=holder.uid, acquire_time=_now()),

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...model.spec import CatalogSpec, Window
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.policy import Window
 
 
 @dataclass(frozen=True)

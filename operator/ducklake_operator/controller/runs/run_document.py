@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ...api.v1alpha1.job import JobSpec
+from ...api.v1alpha1.names import CATALOG_LABEL, OPERATION_LABEL
+from ...api.v1alpha1.table import DEFAULT_SCHEMA, EVOLUTION_MODE
 from ...model.names import same_name
-from ...model.spec import CATALOG_LABEL, DEFAULT_SCHEMA, EVOLUTION_MODE, OPERATION_LABEL, JobSpec
 from ..launchers.spec import LaunchSpec, launch_spec
 from .run_context import RunContext
 from .secrets import env_from_secrets

@@ -3,8 +3,8 @@ launchers mount them from the Secrets; no value ever enters a run document or a 
 
 from __future__ import annotations
 
+from ...api.v1alpha1.catalog import CatalogSpec, PostgresSpec
 from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, S3_KEY_ID, S3_SECRET_KEY
-from ...model.spec import CatalogSpec, PostgresSpec
 
 
 def env_from_secrets(catalog: CatalogSpec) -> list[tuple[str, str, str]]:

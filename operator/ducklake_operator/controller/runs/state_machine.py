@@ -24,6 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.job import CANCELLED, ENDED_STATES, FAILED, PENDING, RUNNING, SUCCEEDED, JobSpec
+from ...api.v1alpha1.names import COMPLETE, FAILED_CONDITION
 from ...catalog.job_commits import (
     delete_uncommitted_files,
     end_job_sessions,
@@ -36,7 +39,6 @@ from ...errors import DuckLakeError, LauncherBusy
 from ...model.job_marker import EXIT_UNKNOWN, ends_run, file_marker, job_commit_report
 from ...model.job_params import OPERATIONS
 from ...model.names import fold
-from ...model.spec import CatalogSpec, JobSpec
 from ...model.state import CatalogState, SnapshotRecord, TableState
 from ...use_cases import s3_settings
 from ..catalog_pool import CatalogPool
@@ -46,7 +48,7 @@ from .attempts import FIGURES, attempt_failure, exit_code, failure_reason, launc
 from .locks import Holder, Leases, lease_name
 from .run_context import RunContext
 from .run_document import attempt_spec
-from .tick import RETRY_BACKOFF, RETRY_BACKOFF_CAP, TERMINAL, WAIT_INTERVAL, Tick, parse_stamp, stamp, with_duration
+from .tick import RETRY_BACKOFF, RETRY_BACKOFF_CAP, WAIT_INTERVAL, Tick, parse_stamp, stamp, with_duration
 from .waiting import waits_for
 
 log = logging.getLogger(__name__)
@@ -95,11 +97,11 @@ class Runs:
         """``cancel``: why the run is to stop (``spec.cancel``, the DuckLakeJob deleted), or None."""
         now = self.clock()
         state = status.get("state") or ""
-        if state in TERMINAL:
+        if state in ENDED_STATES:
             return Tick(again_in=None)
         if cancel:
-            tick = self._stop(spec, uid, status, ctx, now, "Cancelled", cancel)
-        elif state == "Running":
+            tick = self._stop(spec, uid, status, ctx, now, CANCELLED, cancel)
+        elif state == RUNNING:
             tick = self._follow(spec, uid, status, ctx, now)
         else:
             tick = self._start(spec, uid, status, ctx, now)
@@ -108,14 +110,14 @@ class Runs:
     def _start(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float) -> Tick:
         tick, generation = Tick(), spec.ref.generation
         if not status.get("state"):  # new: say so first (the check below reads the catalog), go on at once
-            return Tick(status={"state": "Pending"}, again_in=0.0)
+            return Tick(status={"state": PENDING}, again_in=0.0)
         if status.get("attempts") is None:  # not checked yet: check the request once, before anything is taken
             tick.status.update(attempts=0, observedGeneration=generation, conditions=[
-                condition("Complete", False, "Pending", "", generation),
-                condition("Failed", False, "Pending", "", generation)])  # fmt: skip
+                condition(COMPLETE, False, PENDING, "", generation),
+                condition(FAILED_CONDITION, False, PENDING, "", generation)])  # fmt: skip
             problem = self._invalid(spec, ctx)
             if problem is not None:
-                return tick.end("Failed", problem + "; nothing was launched", now, generation)
+                return tick.end(FAILED, problem + "; nothing was launched", now, generation)
         retry_at = parse_stamp(status.get("nextAttemptAt"))
         if retry_at is not None and now < retry_at:
             tick.again_in = retry_at - now
@@ -124,13 +126,13 @@ class Runs:
         start = parse_stamp(status.get("startTime")) or now  # a retry's run started with its first attempt
         left = time_left(spec.timeout_seconds, start, now)
         if left == 0:  # a retry that waited (for its table, a slot, its window) past the run's deadline
-            return tick.end("Failed", f"timed out after {spec.timeout_seconds} s (retries included) before attempt "
+            return tick.end(FAILED, f"timed out after {spec.timeout_seconds} s (retries included) before attempt "
                             f"{attempt} could start; it was not launched", now, generation)  # fmt: skip
         busy = waits_for(spec, uid, ctx, now)
         if busy is not None:
             return self._waiting(tick, status, busy)
         if ctx.catalog is None:  # deleted since the run was accepted
-            return tick.end("Failed", f"DuckLakeCatalog {spec.catalog!r} no longer exists; nothing was launched", now,
+            return tick.end(FAILED, f"DuckLakeCatalog {spec.catalog!r} no longer exists; nothing was launched", now,
                             generation)  # fmt: skip
         waiting = self._lock(spec, uid, status, ctx, tick)
         if waiting is not None:
@@ -151,10 +153,10 @@ class Runs:
             return self._waiting(tick, status, str(exc))
         except DuckLakeError as exc:
             self._unlock(spec, uid, tick, status)
-            return tick.end("Failed", self.scrub(f"could not launch: {exc}"), now, generation)
+            return tick.end(FAILED, self.scrub(f"could not launch: {exc}"), now, generation)
         timeout = spec.timeout_seconds
         tick.status.update(
-            state="Running",
+            state=RUNNING,
             attempts=attempt,
             startTime=stamp(start),
             deadline=stamp(start + timeout) if timeout else None,
@@ -165,8 +167,8 @@ class Runs:
             nextAttemptAt=None,
             progress="launched",
             conditions=[
-                condition("Complete", False, "Running", "", generation),
-                condition("Failed", False, "Running", "", generation),
+                condition(COMPLETE, False, RUNNING, "", generation),
+                condition(FAILED_CONDITION, False, RUNNING, "", generation),
             ],  # fmt: skip
         )
         if attempt > 1:
@@ -183,19 +185,19 @@ class Runs:
             why = f"timed out after {spec.timeout_seconds} s"
             if failure:  # the attempt had failed already; its objects were still going
                 why += f" (its attempt had failed: {failure.get('message')})"
-            return self._stop(spec, uid, status, ctx, now, "Failed", why)
+            return self._stop(spec, uid, status, ctx, now, FAILED, why)
         launched = launched_attempt(status)
         if launched is None:  # Running without an attempt: not written by this controller
-            return Tick(status={"state": "Pending"}, again_in=0.0)
+            return Tick(status={"state": PENDING}, again_in=0.0)
         launcher = self._launcher(launched)
         if failure:  # seen failed while its objects ran: they are being stopped
-            observed = Observed("Failed", str(failure.get("message") or "failed"),
+            observed = Observed(FAILED, str(failure.get("message") or "failed"),
                                 retriable=bool(failure.get("retriable", True)), stop=True)  # fmt: skip
         else:
             observed = launcher.observe(launched)
-        if observed.state in ("Pending", "Running"):
+        if observed.state in (PENDING, RUNNING):
             tick = Tick()
-            if observed.state == "Pending" and status.get("progress") in (None, "launched"):
+            if observed.state == PENDING and status.get("progress") in (None, "launched"):
                 tick.status["message"] = observed.message  # e.g. what the pod waits for
             return tick
         tick = Tick()
@@ -212,7 +214,7 @@ class Runs:
         tick = Tick(attempt_report=said, status={"attemptFailure": None})
         self._unlock(spec, uid, tick, status)
         if ctx.catalog is None:  # the catalog's manifest was deleted meanwhile: the catalog cannot be asked
-            state = "Succeeded" if observed.state == "Succeeded" else "Failed"
+            state = SUCCEEDED if observed.state == SUCCEEDED else FAILED
             why = f"{self.scrub(observed.message)}; {CATALOG_GONE.format(spec.catalog)}"
             return tick.end(state, why, now, spec.ref.generation)
         program = result or status.get("jobReport") or {}
@@ -220,20 +222,20 @@ class Runs:
         after = self._after(ctx.catalog, spec, uid, keep=keep, program=program)
         if after.landed is not None:
             return self._succeeded(tick, spec, uid, status, ctx, after.landed, now)
-        if observed.state == "Succeeded":  # nothing to commit (a dry run, nothing to do)
+        if observed.state == SUCCEEDED:  # nothing to commit (a dry run, nothing to do)
             return self._succeeded(tick, spec, uid, status, ctx, None, now, result=observed.detail.get("result"))
         reason = self.scrub(failure_reason(observed, program))
         committed, files = after.committed, after.files
         attempts = int(status.get("attempts") or 1)
         wait = min(self.retry_backoff * 2 ** (attempts - 1), RETRY_BACKOFF_CAP)
         if attempts <= spec.retries and not observed.retriable:
-            return tick.end("Failed", f"{reason}; {committed}, {files}; {NOT_RETRIED}", now, spec.ref.generation)
+            return tick.end(FAILED, f"{reason}; {committed}, {files}; {NOT_RETRIED}", now, spec.ref.generation)
         if attempts <= spec.retries and deadline is not None and now + wait >= deadline:
             why = f"not retried: the run's timeout ({spec.timeout_seconds} s, retries included) ends before a retry"
-            return tick.end("Failed", f"{reason}; {committed}, {files}; {why}", now, spec.ref.generation)
+            return tick.end(FAILED, f"{reason}; {committed}, {files}; {why}", now, spec.ref.generation)
         if attempts <= spec.retries:
             tick.status.update(
-                state="Pending",
+                state=PENDING,
                 nextAttemptAt=stamp(now + wait),
                 progress=None,
                 message=f"attempt {attempts} failed ({reason}); {committed}, {files}; retrying in {wait:.0f} s",
@@ -241,7 +243,7 @@ class Runs:
             tick.events.append(("Warning", "AttemptFailed", tick.status["message"]))
             tick.again_in = wait
             return tick
-        return tick.end("Failed", f"{reason}; {committed}, {files}", now, spec.ref.generation)
+        return tick.end(FAILED, f"{reason}; {committed}, {files}", now, spec.ref.generation)
 
     def _stop(
         self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, now: float, state: str, why: str
@@ -310,7 +312,7 @@ class Runs:
 
     def _waiting(self, tick: Tick, status: Mapping[str, Any], what: str) -> Tick:
         if status.get("waitingFor") != what:
-            tick.status.update(state="Pending", waitingFor=what, message=f"waiting for {what}")
+            tick.status.update(state=PENDING, waitingFor=what, message=f"waiting for {what}")
             tick.events.append(("Normal", "Waiting", tick.status["message"]))
         tick.again_in = WAIT_INTERVAL
         return tick
@@ -432,4 +434,4 @@ class Runs:
         message = f"{note}: {what}" if note else what
         if figures.get("filesRead") is not None:
             message += f"; {figures['filesRead']} files read, {figures.get('filesWritten') or 0} written"
-        return tick.end("Succeeded", message, now, spec.ref.generation)
+        return tick.end(SUCCEEDED, message, now, spec.ref.generation)

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ...api.v1alpha1.job import ACTIVE_STATES, ENDED_STATES, FAILED, SUCCEEDED
+from ...api.v1alpha1.names import COMPLETE, FAILED_CONDITION
 from ...model import timestamps
 from ..status import condition
 
-ACTIVE = ("", "Pending", "Running")
-TERMINAL = ("Succeeded", "Failed", "Cancelled")
+ACTIVE = ("", *ACTIVE_STATES)  # a run the operator has not seen yet has no state
 RETRY_BACKOFF = 10.0  # seconds before the first retry; doubles per attempt
 RETRY_BACKOFF_CAP = 600.0
 FOLLOW_INTERVAL = 2.0  # seconds between looks at a running attempt (a Local one also wakes its run on exit)
@@ -29,16 +30,16 @@ class Tick:
     attempt_report: Mapping[str, Any] | None = None  # the program's report of an attempt that ended (for metrics)
 
     def end(self, state: str, message: str, now: float, generation: int | None) -> Tick:
-        ok = state == "Succeeded"
+        ok = state == SUCCEEDED
         self.status.update(state=state, message=message, completionTime=stamp(now), waitingFor=None,
                            nextAttemptAt=None)  # fmt: skip
         if ok:
             self.status["progress"] = "done"
         self.status["conditions"] = [
-            condition("Complete", ok, state, message if ok else "", generation),
-            condition("Failed", state == "Failed", state, message if state == "Failed" else "", generation),
+            condition(COMPLETE, ok, state, message if ok else "", generation),
+            condition(FAILED_CONDITION, state == FAILED, state, message if state == FAILED else "", generation),
         ]
-        self.events.append(("Warning" if state == "Failed" else "Normal", state, message))
+        self.events.append(("Warning" if state == FAILED else "Normal", state, message))
         self.again_in = None
         return self
 
@@ -55,7 +56,7 @@ def parse_stamp(text: str | None) -> float | None:
 def with_duration(tick: Tick, status: Mapping[str, Any], now: float) -> Tick:
     """Every end of a run that started says how long it took, whatever the end (kubectl's
     DURATION column): from its first attempt's start, retries included."""
-    if tick.status.get("state") in TERMINAL:
+    if tick.status.get("state") in ENDED_STATES:
         start = parse_stamp(tick.status.get("startTime") or status.get("startTime"))
         if start is not None:
             tick.status["duration"] = duration(now - start)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from ...api.v1alpha1.job import JobSpec
 from ...maintenance.windows import closed_until, describe_instant, describe_window, in_window, window_zone
 from ...model.names import fold
-from ...model.spec import JobSpec
 from .run_context import PolicyWindow, RunContext
 from .tick import parse_stamp
 

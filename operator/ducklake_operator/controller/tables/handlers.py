@@ -10,7 +10,9 @@ from typing import Any
 
 import kopf
 
-from ...model.spec import GROUP, SCHEMAS, TABLES, VERSION, SchemaSpec, TableSpec
+from ...api.v1alpha1.names import GROUP, SCHEMA_KIND, SCHEMAS, TABLE_KIND, TABLES, VERSION
+from ...api.v1alpha1.schema import SchemaSpec
+from ...api.v1alpha1.table import TableSpec
 from .. import metrics
 from ..context import Controller
 from ..handling import after_commit, handle, notify_catalog
@@ -52,7 +54,7 @@ async def schema_reconcile(
     ctl: Controller = memo.controller
     catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
     await handle(
-        "DuckLakeSchema", body, patch, status, memo, retry,
+        SCHEMA_KIND, body, patch, status, memo, retry,
         lambda spec: reconcile_schema(spec, catalog_for(spec, catalog_manifests), ctl.pool),
         catalog=lambda spec: catalog_for(spec, catalog_manifests), after=after_commit(ctl),
     )  # fmt: skip
@@ -76,7 +78,7 @@ def retained(body: kopf.Body, spec: kopf.Spec, **_: Any) -> None:
     name = spec.get("name")
     meta = body.get("metadata", {})
     metrics.table_gone(str(meta.get("uid")), meta.get("namespace", ""), meta.get("name", ""))
-    schema = f"{spec.get('schema', 'main')}." if body.get("kind") == "DuckLakeTable" else "schema "
+    schema = f"{spec.get('schema', 'main')}." if body.get("kind") == TABLE_KIND else "schema "
     kopf.event(
         body, type="Normal", reason="Retained", message=f"{schema}{name} stays in the lake (deletionPolicy: Retain)"
     )
@@ -93,7 +95,7 @@ async def schema_delete(
         return delete_schema(spec, catalog_for(spec, catalog_manifests), ctl.pool)
 
     await handle(
-        "DuckLakeSchema", body, patch, status, memo, retry, delete,
+        SCHEMA_KIND, body, patch, status, memo, retry, delete,
         catalog=lambda spec: catalog_for(spec, catalog_manifests), on_invalid="delete",
         after=lambda spec, outcome: notify_catalog(ctl, spec) if outcome.failure is None else None,
     )  # fmt: skip
@@ -116,7 +118,7 @@ async def table_reconcile(
         return with_heavy_runs(outcome, spec, owner, custom_objects_api, body)  # its heavy changes: a DuckLakeJob
 
     await handle(
-        "DuckLakeTable", body, patch, status, memo, retry, reconcile,
+        TABLE_KIND, body, patch, status, memo, retry, reconcile,
         catalog=lambda spec: catalog_for(spec, catalog_manifests), after=after_commit(ctl),
     )  # fmt: skip
 
@@ -128,7 +130,7 @@ async def table_delete(
     ctl: Controller = memo.controller
     catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
     await handle(
-        "DuckLakeTable", body, patch, status, memo, retry,
+        TABLE_KIND, body, patch, status, memo, retry,
         lambda spec: delete_table(spec, catalog_for(spec, catalog_manifests), ctl.pool),
         catalog=lambda spec: catalog_for(spec, catalog_manifests), on_invalid="delete",
         after=lambda spec, outcome: notify_catalog(ctl, spec) if outcome.failure is None else None,

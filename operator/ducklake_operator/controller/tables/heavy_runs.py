@@ -21,14 +21,26 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...api.v1alpha1.job import CANCELLED, FAILED, PENDING
+from ...api.v1alpha1.names import (
+    API_VERSION,
+    GROUP,
+    JOB_KIND,
+    JOBS,
+    OPERATION_LABEL,
+    PROGRESSING,
+    READY,
+    TABLE_KIND,
+    TABLE_LABEL,
+    VERSION,
+)
+from ...api.v1alpha1.table import TableSpec
 from ...evolution.heavy import HeavyJob
-from ...model.spec import GROUP, JOBS, OPERATION_LABEL, VERSION, TableSpec
 from ..boundary import Failure
 from ..outcome import Outcome
 from ..status import condition
 
-TABLE_LABEL = "ducklake.dev/table"
-ENDED_BADLY = ("Failed", "Cancelled")
+ENDED_BADLY = (FAILED, CANCELLED)
 MAX_NAME = 63
 
 
@@ -48,8 +60,8 @@ def job_manifest(
     ``table``: the DuckLakeTable as read, the job's ``manifest`` when the plan has other changes)."""
     manifest = {"manifest": table_document(table)} if job.with_plan else {}
     return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "DuckLakeJob",
+        "apiVersion": API_VERSION,
+        "kind": JOB_KIND,
         "metadata": {
             "name": name,
             "labels": {TABLE_LABEL: str(owner["name"])[:63], OPERATION_LABEL: job.operation},
@@ -68,8 +80,8 @@ def table_document(table: Mapping[str, Any]) -> dict[str, Any]:
     """What of a DuckLakeTable the job plans from: its kind, identity and spec (not its status)."""
     meta = table.get("metadata") or {}
     return {
-        "apiVersion": table.get("apiVersion", f"{GROUP}/{VERSION}"),
-        "kind": "DuckLakeTable",
+        "apiVersion": table.get("apiVersion", API_VERSION),
+        "kind": TABLE_KIND,
         "metadata": {k: meta[k] for k in ("name", "namespace", "generation") if k in meta},
         "spec": dict(table.get("spec") or {}),
     }
@@ -79,24 +91,24 @@ def heavy_outcome(outcome: Outcome, spec: TableSpec, name: str, job: HeavyJob, r
     """The table's conditions while its heavy change runs as ``run`` (the DuckLakeJob as read). Pure."""
     generation = spec.ref.generation
     status = run.get("status") or {}
-    state = status.get("state") or "Pending"
+    state = status.get("state") or PENDING
     outcome.status["heavyJob"] = {"name": name, "operation": job.operation, "params": dict(job.params),
                                   "state": state}  # fmt: skip
     if state in ENDED_BADLY:
         message = (f"DuckLakeJob {name} ({job.describe()}) {state.lower()}: {status.get('message', '')}; nothing "
                    "changed. Change the manifest (e.g. onCastError: null) or delete the DuckLakeJob to run it again")  # fmt: skip
         reason = "RewriteFailed"
-        progressing = condition("Progressing", False, reason, "", generation)
+        progressing = condition(PROGRESSING, False, reason, "", generation)
         outcome.events.append(("Warning", reason, message))
     else:
         progress = f", {status['progress']}" if status.get("progress") else ""
         message = f"DuckLakeJob {name} does the heavy change: {job.describe()} ({state}{progress})"
         reason = "Rewriting"
-        progressing = condition("Progressing", True, reason, message, generation)
+        progressing = condition(PROGRESSING, True, reason, message, generation)
         if not status:
             outcome.events.append(("Normal", "RewriteStarted", message))
-    outcome.conditions = [c for c in outcome.conditions if c["type"] not in ("Ready", "Progressing")]
-    outcome.conditions += [condition("Ready", False, reason, message, generation), progressing]
+    outcome.conditions = [c for c in outcome.conditions if c["type"] not in (READY, PROGRESSING)]
+    outcome.conditions += [condition(READY, False, reason, message, generation), progressing]
     # woken when a run of the catalog ends (runs.handlers), else looks again within the heartbeat
     outcome.failure = Failure(reason, message, True, cap=30.0, waits=True)
     return outcome

@@ -10,11 +10,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ...api.v1alpha1.catalog import CatalogSpec
+from ...api.v1alpha1.names import BLOCKED, DRIFTED, IN_SYNC, PROGRESSING, READY, UP_TO_DATE
+from ...api.v1alpha1.schema import SchemaSpec
+from ...api.v1alpha1.table import TableSpec
 from ...catalog import Catalog
 from ...errors import CatalogNotFound, DuckLakeError
 from ...evolution.drift import drift_lines
 from ...model.changes import DropSchema, DropTable
-from ...model.spec import CatalogSpec, SchemaSpec, TableSpec
 from ...model.state import CatalogState
 from ...use_cases import apply_plan, plan_for
 from ..boundary import Failure, classify
@@ -62,17 +65,17 @@ def _apply(
     if plan.is_refused:
         why = "; ".join([b.describe() for b in plan.blocked] + list(plan.unsupported))
         conditions = [
-            condition("Ready", False, "Blocked", f"plan {plan.hash} refused, nothing applied: {why}", generation),
-            condition("Blocked", True, "DestructiveChange" if plan.blocked else "Unsupported", why, generation),
-            condition("Progressing", False, "Blocked", "", generation),
+            condition(READY, False, BLOCKED, f"plan {plan.hash} refused, nothing applied: {why}", generation),
+            condition(BLOCKED, True, "DestructiveChange" if plan.blocked else "Unsupported", why, generation),
+            condition(PROGRESSING, False, BLOCKED, "", generation),
         ]
-        events.append(("Warning", "Blocked", f"plan {plan.hash} refused: {why}"))
+        events.append(("Warning", BLOCKED, f"plan {plan.hash} refused: {why}"))
     else:
         message = f"applied in snapshot {snapshot}: {plan.summary()}" if snapshot is not None else "up to date"
         conditions = [
-            condition("Ready", True, "Applied" if snapshot is not None else "UpToDate", message, generation),
-            condition("Blocked", False, "NotBlocked", "", generation),
-            condition("Progressing", False, "Reconciled", "", generation),
+            condition(READY, True, "Applied" if snapshot is not None else UP_TO_DATE, message, generation),
+            condition(BLOCKED, False, "NotBlocked", "", generation),
+            condition(PROGRESSING, False, "Reconciled", "", generation),
         ]
         if snapshot is not None:
             events.append(("Normal", "Applied", message))
@@ -101,7 +104,7 @@ def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: Cat
         outcome.status.update(table_fields(table))
         if not result.plan.is_refused:
             outcome.status["drift"] = []
-            outcome.conditions.append(condition("Drifted", False, "InSync", "", spec.ref.generation))
+            outcome.conditions.append(condition(DRIFTED, False, IN_SYNC, "", spec.ref.generation))
     outcome.heavy = result.heavy
     return outcome
 
@@ -125,7 +128,7 @@ def check_table_drift(
     if not lines:
         return Outcome(
             status={"drift": [], **current},
-            conditions=[condition("Drifted", False, "InSync", "", spec.ref.generation)],
+            conditions=[condition(DRIFTED, False, IN_SYNC, "", spec.ref.generation)],
         )
     if spec.evolution.on_drift == "revert":
         outcome = reconcile_table(spec, catalog_spec, pool)
@@ -134,8 +137,8 @@ def check_table_drift(
     message = "; ".join(lines)
     return Outcome(
         status={"drift": lines, **current},
-        conditions=[condition("Drifted", True, "ChangedOutside", message, spec.ref.generation)],
-        events=[("Warning", "Drifted", message)],
+        conditions=[condition(DRIFTED, True, "ChangedOutside", message, spec.ref.generation)],
+        events=[("Warning", DRIFTED, message)],
     )
 
 
@@ -194,7 +197,7 @@ def _drop(
     except DeletionBlocked as exc:
         failure = Failure("DeletionBlocked", str(exc), True, waits=True)
         return Outcome(
-            conditions=[condition("Ready", False, failure.reason, failure.message, spec.ref.generation)],
+            conditions=[condition(READY, False, failure.reason, failure.message, spec.ref.generation)],
             events=[("Warning", failure.reason, failure.message)],
             failure=failure,
         )
