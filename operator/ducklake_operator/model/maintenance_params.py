@@ -375,8 +375,9 @@ HISTORY_LIMIT = Param(
 RETRIES = Param("integer", "retries after a failure that committed nothing", default=0, minimum=0)
 
 # DuckLakeMaintenancePolicy: section -> field -> definition ("spec" for top-level fields;
-# every section also has its cron ``schedule``).
-POLICY_SETTINGS: dict[str, dict[str, Param]] = {
+# every section also has its cron ``schedule``), for the sections written out in the
+# policy's code; ``job_params.POLICY_SETTINGS`` adds those operations declare.
+BASE_POLICY_SETTINGS: dict[str, dict[str, Param]] = {
     "compaction": {
         "targetFileSize": TARGET_FILE_SIZE,
         "minInputFiles": MIN_INPUT_FILES,
