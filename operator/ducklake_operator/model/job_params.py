@@ -1,7 +1,8 @@
 """The maintenance operations, one declaration each (pure): its name, the maintenance policy
 section that schedules it (the one mapping between the policy's names and the operations'),
-its table scope, its parameters (defined in ``maintenance_params``) and the typed arguments
-they parse into. Shared by the manifest loader (a DuckLakeJob's ``params`` are checked at
+its table scope, its parameters (defined in ``maintenance_params``, or here when only it has
+them), the typed arguments they parse into and, when it declares it, its policy section
+(``PolicySection``: read, scheduled and passed through with no code of its own). Shared by the manifest loader (a DuckLakeJob's ``params`` are checked at
 apply time), the policy (``maintenance.policy_params``), ``ducklake run-job`` and the jobs
 (``ducklake_jobs.operation_registry`` pairs each with its job function)."""
 

@@ -1,5 +1,6 @@
 """Every maintenance setting, defined once (pure): its kind (and so its unit or format), default,
-bounds and help text.
+bounds and help text. (A parameter only one operation has may instead be defined beside that
+operation, in ``job_params``; the same rules hold for it.)
 
 A DuckLakeJob's ``params``, a DuckLakeMaintenancePolicy's sections and ``ducklake run-job``
 use the same definitions: the manifest loader checks and defaults with them (with field
