@@ -14,14 +14,13 @@ import pytest
 
 from ducklake_operator.api import load
 from ducklake_operator.api.v1alpha1 import KINDS
-from ducklake_operator.api.v1alpha1.policy import POLICY, SectionSettings, policy_spec
+from ducklake_operator.api.v1alpha1.policy import POLICY, MaintenancePolicySpec, Schedule, SectionSettings, policy_spec
 from ducklake_operator.errors import SpecError
 from ducklake_operator.maintenance import policy_params, policy_runs, selection
 from ducklake_operator.maintenance.policy_params import catalog_params, catalog_schedules, table_params
 from ducklake_operator.maintenance.policy_runs import plan_policy_runs
 from ducklake_operator.model.job_params import OPERATIONS, Operation, PolicySection
 from ducklake_operator.model.maintenance_params import DRY_RUN, Param
-from ducklake_operator.model.spec import MaintenancePolicySpec, Schedule
 from ducklake_operator.model.state import TableState
 
 MAX_TABLES = Param("integer", "list at most this many tables", keyword="max_tables", default=100, minimum=1)
