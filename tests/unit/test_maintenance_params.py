@@ -29,12 +29,11 @@ from ducklake_operator.controller import crds
 from ducklake_operator.errors import SpecError
 from ducklake_operator.maintenance.compaction import CompactionOptions
 from ducklake_operator.maintenance.delete_rewrite import plan_delete_rewrite
-from ducklake_operator.model.job_params import OPERATIONS
+from ducklake_operator.model.job_params import DECLARED_SECTIONS, OPERATIONS, POLICY_SETTINGS
 from ducklake_operator.model.maintenance_params import (
     DELETE_THRESHOLD,
     DRY_RUN,
     JOB_SETTINGS,
-    POLICY_SETTINGS,
     Param,
 )
 from support.manifests import parse_as
@@ -76,6 +75,12 @@ def invalid_values(param: Param) -> list[object]:
 
 POLICY_SETTING_IDS = [(section, key) for section, params in POLICY_SETTINGS.items() for key in params]
 
+
+def declared_value(section: str, key: str) -> Callable[[MaintenancePolicySpec], Any]:
+    """Where the loader puts a setting of a section an operation declares."""
+    return lambda p: p.sections[section].values[key]
+
+
 # Where the loader puts each policy setting (a new setting must be added here to be tested).
 POLICY_VALUES: dict[tuple[str, str], Callable[[MaintenancePolicySpec], Any]] = {
     ("compaction", "targetFileSize"): lambda p: p.compaction.target_file_size,
@@ -94,6 +99,12 @@ POLICY_VALUES: dict[tuple[str, str], Callable[[MaintenancePolicySpec], Any]] = {
     ("spec", "historyLimit"): lambda p: p.history_limit,
     ("spec", "dryRun"): lambda p: p.dry_run,
     ("partitionRewrite", "maxBytesPerCommit"): lambda p: p.partition_rewrite.max_bytes_per_commit,
+    # the sections operations declare: each setting under its own key
+    **{
+        (section, key): declared_value(section, key)
+        for section, declared in DECLARED_SECTIONS.items()
+        for key in declared.settings
+    },
 }
 
 

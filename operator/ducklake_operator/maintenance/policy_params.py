@@ -9,7 +9,9 @@ valid for ``model.job_params`` (the tests check it with ``job_keywords``).
 
 Policy section -> operation: each operation's declaration names its section
 (``model.job_params``, ``Operation.section``); ``fileCleanup`` schedules
-``deleteOrphanFiles`` only with ``orphanFiles: true``.
+``deleteOrphanFiles`` only with ``orphanFiles: true``. A section an operation declares
+with itself (``Operation.policy``) is scheduled and its settings passed through to its runs
+under the same keys, with no code here of its own.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def section_schedules(policy: MaintenancePolicySpec) -> dict[str, Schedule]:
         "partitionRewrite": policy.partition_rewrite.schedule if policy.partition_rewrite else None,
         "snapshotExpiry": policy.snapshot_expiry.schedule if policy.snapshot_expiry else None,
         "fileCleanup": policy.file_cleanup.schedule if policy.file_cleanup else None,
+        **{name: s.schedule for name, s in policy.sections.items()},
     }
     return {name: s for name, s in sections.items() if s is not None}
 
@@ -98,7 +101,7 @@ def table_params(policy: MaintenancePolicySpec, table: MaintainedTable) -> dict[
         out["rewriteDeletes"] = {"deleteThreshold": DELETE_THRESHOLD.resolve(d.delete_ratio_threshold, table.option)}
     if (r := policy.partition_rewrite) is not None and r.max_bytes_per_commit is not None:
         out["repartition"] = {"maxBytesPerCommit": r.max_bytes_per_commit}
-    return _dry_run(policy, out)
+    return _dry_run(policy, {**out, **_declared_params(policy, catalog_wide=False)})
 
 
 def catalog_params(policy: MaintenancePolicySpec) -> dict[str, dict[str, Any]]:
@@ -114,7 +117,18 @@ def catalog_params(policy: MaintenancePolicySpec) -> dict[str, dict[str, Any]]:
         out["cleanupFiles"] = cleanup
         if f.orphan_files:
             out["deleteOrphanFiles"] = dict(cleanup)
-    return _dry_run(policy, out)
+    return _dry_run(policy, {**out, **_declared_params(policy, catalog_wide=True)})
+
+
+def _declared_params(policy: MaintenancePolicySpec, catalog_wide: bool) -> dict[str, dict[str, Any]]:
+    """Operation -> its params, for the sections operations declare: the settings given (or
+    defaulted) under their own keys; an unset one is the job's default."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, op in OPERATIONS.items():
+        given = policy.sections.get(op.section) if op.section is not None else None
+        if given is not None and (op.table == "none") == catalog_wide:
+            out[name] = {key: value for key, value in given.values.items() if value is not None}
+    return out
 
 
 def _dry_run(policy: MaintenancePolicySpec, params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -6,7 +6,8 @@ label selector over the DuckLakeTable's labels (``matchLabels`` and ``matchExpre
 all of them must match; ``NotIn`` and ``DoesNotExist`` match a table without the label). A
 policy with neither selects every table of its catalog, as an empty Kubernetes selector does.
 
-Catalog-wide operations (snapshot expiry, file cleanup, orphan deletion) have one owner per
+Catalog-wide operations (snapshot expiry, file cleanup, orphan deletion, and those of the
+sections operations declare, ``model/job_params``) have one owner per
 catalog: among the catalog's policies that set any of them, the oldest by creation time,
 ties broken by name. Ownership ignores ``suspend`` (suspending the owner pauses them; it
 does not hand them to another policy). The others get ``Conflict=True`` and run none of
@@ -19,8 +20,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from ..api.v1alpha1.policy import MaintenancePolicySpec, SelectorRequirement
+from ..model.job_params import OPERATIONS
 from ..model.names import fold
-from .policy_params import catalog_schedules, sets_catalog_wide
+from .policy_params import catalog_schedules, section_schedules, sets_catalog_wide
 
 
 def matches(requirement: SelectorRequirement, labels: Mapping[str, str]) -> bool:
@@ -64,11 +66,10 @@ def conflict_message(policy: MaintenancePolicySpec, owner: str | None) -> str | 
         return None
     if owner is None:
         raise ValueError(f"{policy.ref} sets catalog-wide operations but no owner was given")
-    sections = [
-        name
-        for name, given in (("snapshotExpiry", policy.snapshot_expiry), ("fileCleanup", policy.file_cleanup))
-        if given is not None
-    ]
+    given = section_schedules(policy)
+    sections = list(
+        dict.fromkeys(op.section for op in OPERATIONS.values() if op.table == "none" and op.section in given)
+    )
     operations = ", ".join(catalog_schedules(policy))
     return (
         f"{' and '.join(sections)} of catalog {policy.catalog} are run by DuckLakeMaintenancePolicy {owner} "

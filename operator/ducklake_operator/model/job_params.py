@@ -1,20 +1,22 @@
 """The maintenance operations, one declaration each (pure): its name, the maintenance policy
 section that schedules it (the one mapping between the policy's names and the operations'),
-its table scope, its parameters (defined in ``maintenance_params``) and the typed arguments
-they parse into. Shared by the manifest loader (a DuckLakeJob's ``params`` are checked at
+its table scope, its parameters (defined in ``maintenance_params``, or here when only it has
+them), the typed arguments they parse into and, when it declares it, its policy section
+(``PolicySection``: read, scheduled and passed through with no code of its own). Shared by the manifest loader (a DuckLakeJob's ``params`` are checked at
 apply time), the policy (``maintenance.policy_params``), ``ducklake run-job`` and the jobs
 (``ducklake_jobs.operation_registry`` pairs each with its job function)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Any, Generic, Literal, TypeVar
 
 from ..errors import SpecError
 from .maintenance_params import (
     APPLY_DELETES,
+    BASE_POLICY_SETTINGS,
     CLEANUP_OLDER_THAN,
     COLUMN,
     COLUMNS,
@@ -122,9 +124,23 @@ A = TypeVar("A")
 
 
 @dataclass(frozen=True)
+class PolicySection:
+    """A maintenance policy section an operation declares with itself: the policy reads it
+    (``api/v1alpha1/policy.py``), schedules it and passes its settings to the operation's
+    runs under the same keys (``maintenance/policy_params.py``), with no code of its own.
+    Each setting is one of the operation's parameters. (The sections written out in
+    ``maintenance_params.BASE_POLICY_SETTINGS`` resolve table options or map settings onto
+    other parameters.)"""
+
+    description: str  # the CRD's
+    settings: Mapping[str, Param] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Operation(Generic[A]):
     """One maintenance operation as the API knows it. ``section``: the maintenance policy's
     section that schedules it (the policy's name for it; None: only a DuckLakeJob runs it);
+    ``policy``: that section's declaration, when the operation declares it (``PolicySection``);
     ``args``: the typed arguments its parameters parse into (``parse``)."""
 
     name: str
@@ -133,6 +149,16 @@ class Operation(Generic[A]):
     args: type[A]
     section: str | None = None
     available: bool = True
+    policy: PolicySection | None = None
+
+    def __post_init__(self) -> None:
+        if self.policy is None:
+            return
+        if self.section is None or self.section in BASE_POLICY_SETTINGS:
+            raise TypeError(f"{self.name} declares a policy section but names no new section ({self.section!r})")
+        foreign = [k for k, p in self.policy.settings.items() if self.params.get(k) is not p]
+        if foreign:
+            raise TypeError(f"{self.name}'s section {self.section} sets {', '.join(foreign)}, not its parameters")
 
     def parse(self, params: Mapping[str, object], where: str = "params") -> A:
         """The typed arguments of ``params``; every problem reported at once (``SpecError``)."""
@@ -234,6 +260,27 @@ OPERATIONS: dict[str, Operation[Any]] = {
         INGEST,
     )
 }
+
+# Sections operations declare (``Operation.policy``), by name.
+DECLARED_SECTIONS: dict[str, PolicySection] = {
+    op.section: op.policy for op in OPERATIONS.values() if op.section is not None and op.policy is not None
+}
+
+
+def _policy_settings() -> dict[str, Mapping[str, Param]]:
+    """Every section's settings: the declared sections follow ``fileCleanup``, the last
+    section written out, so the CRD keeps its order."""
+    out: dict[str, Mapping[str, Param]] = {}
+    for name, params in BASE_POLICY_SETTINGS.items():
+        out[name] = params
+        if name == "fileCleanup":
+            out.update((section, declared.settings) for section, declared in DECLARED_SECTIONS.items())
+    return out
+
+
+# DuckLakeMaintenancePolicy: section -> field -> definition ("spec" for top-level fields;
+# every section also has its cron ``schedule``).
+POLICY_SETTINGS: dict[str, Mapping[str, Param]] = _policy_settings()
 
 
 def parse_args(operation: str, params: Mapping[str, object], where: str = "params") -> object:

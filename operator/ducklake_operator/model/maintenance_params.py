@@ -1,5 +1,6 @@
 """Every maintenance setting, defined once (pure): its kind (and so its unit or format), default,
-bounds and help text.
+bounds and help text. (A parameter only one operation has may instead be defined beside that
+operation, in ``job_params``; the same rules hold for it.)
 
 A DuckLakeJob's ``params``, a DuckLakeMaintenancePolicy's sections and ``ducklake run-job``
 use the same definitions: the manifest loader checks and defaults with them (with field
@@ -377,8 +378,9 @@ HISTORY_LIMIT = Param(
 RETRIES = Param("integer", "retries after a failure that committed nothing", default=0, minimum=0)
 
 # DuckLakeMaintenancePolicy: section -> field -> definition ("spec" for top-level fields;
-# every section also has its cron ``schedule``).
-POLICY_SETTINGS: dict[str, dict[str, Param]] = {
+# every section also has its cron ``schedule``), for the sections written out in the
+# policy's code; ``job_params.POLICY_SETTINGS`` adds those operations declare.
+BASE_POLICY_SETTINGS: dict[str, dict[str, Param]] = {
     "compaction": {
         "targetFileSize": TARGET_FILE_SIZE,
         "minInputFiles": MIN_INPUT_FILES,

@@ -1,24 +1,26 @@
 """DuckLakeMaintenancePolicy: scheduled maintenance of tables and of their catalog. Each
 operation's section holds its cron ``schedule`` and its settings, declared once in
-``model/maintenance_params.POLICY_SETTINGS``."""
+``model/job_params.POLICY_SETTINGS``. The sections an operation declares with itself
+(``model/job_params.PolicySection``) are read here without code of their own, into
+``MaintenancePolicySpec.sections``."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from ...model.job_params import DECLARED_SECTIONS, POLICY_SETTINGS, PolicySection
 from ...model.maintenance_params import (
     CLEANUP_GRACE,
     DRY_RUN,
     HISTORY_LIMIT,
     MIN_INPUT_FILES,
     ORPHAN_FILES,
-    POLICY_SETTINGS,
     SORT,
     SUSPEND,
 )
@@ -78,6 +80,15 @@ class CleanupSettings:
 
 
 @dataclass(frozen=True)
+class SectionSettings:
+    """A section an operation declares (``model/job_params.PolicySection``): its schedule and
+    its settings by field name (None: not set, the job's default)."""
+
+    schedule: Schedule
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Window:
     start: str  # HH:MM
     end: str
@@ -112,6 +123,7 @@ class MaintenancePolicySpec:
     spark: SparkSettings | None = None
     history_limit: int = HISTORY_LIMIT.default  # as a CronJob's successfulJobsHistoryLimit
     dry_run: bool = False  # every run it starts is a dry run
+    sections: Mapping[str, SectionSettings] = field(default_factory=dict)  # the sections operations declare, if set
 
 
 def _cron(p: Problems, o: Any, key: str, path: str) -> str:
@@ -131,6 +143,25 @@ def section(name: str, desc: str, build: Callable[[Schedule, dict[str, Any]], An
         return build(Schedule(schedule, values.pop("whenSmallFilesAbove", None)), values)
 
     return obj(desc, {"schedule": SCHEDULE, **settings(POLICY_SETTINGS[name])}, to=to, absent="none", **more)
+
+
+def declared_section(name: str, declared: PolicySection) -> Obj:
+    """A section an operation declares, read into ``MaintenancePolicySpec.sections[name]``
+    (when set) by its ``after`` hook: the spec has no field per such section."""
+
+    def into_sections(value: SectionSettings | None, before: Mapping[str, Any], path: str, p: Problems) -> None:
+        if value is not None:
+            assert isinstance(before, dict)  # the values being read (``Obj.values``)
+            before["sections"] = {**before.get("sections", {}), name: value}
+
+    return obj(
+        declared.description,
+        {"schedule": SCHEDULE, **settings(declared.settings)},
+        to=lambda schedule, **values: SectionSettings(Schedule(schedule), values),
+        absent="none",
+        attr=None,
+        after=into_sections,
+    )
 
 
 def _retention_given(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
@@ -224,103 +255,113 @@ def _selection(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Pro
     values["table_selector"], values["table_selector_expressions"] = values["table_selector"]
 
 
-SPEC = obj(
-    "Maintenance of the selected tables and of the catalog.",
-    {
-        "catalogRef": CATALOG_REF,
-        "tableSelector": Anything(desc="Label selector over DuckLakeTables.", mapping=True, reader=_selector),
-        "tables": Arr(desc="Tables by name (schema.table).", items=Str(desc="schema.table"), reader=_tables),
-        "compaction": section(
-            "compaction",
-            "Merge small files.",
-            lambda s, c: CompactionSettings(
-                s, c["targetFileSize"], c["minInputFiles"], c["smallFileThreshold"], c["sort"]
+def policy_spec(declared: Mapping[str, PolicySection]) -> Obj:
+    """The spec's declaration with the sections operations declare (``declared``) after
+    ``fileCleanup``: without any, the CRD the sections written out here make."""
+    sections = {name: declared_section(name, d) for name, d in declared.items()}
+    return obj(
+        "Maintenance of the selected tables and of the catalog.",
+        {
+            "catalogRef": CATALOG_REF,
+            "tableSelector": Anything(desc="Label selector over DuckLakeTables.", mapping=True, reader=_selector),
+            "tables": Arr(desc="Tables by name (schema.table).", items=Str(desc="schema.table"), reader=_tables),
+            "compaction": section(
+                "compaction",
+                "Merge small files.",
+                lambda s, c: CompactionSettings(
+                    s, c["targetFileSize"], c["minInputFiles"], c["smallFileThreshold"], c["sort"]
+                ),
             ),
-        ),
-        "deleteRewrite": section(
+            "deleteRewrite": section(
+                "deleteRewrite",
+                "Rewrite files whose rows are mostly deleted.",
+                lambda s, d: DeleteRewriteSettings(s, d["deleteRatioThreshold"]),
+            ),
+            "inlinedDataFlush": section("inlinedDataFlush", "Move inlined rows into Parquet.", lambda s, _: s),
+            "partitionRewrite": section(
+                "partitionRewrite",
+                "Rewrite files written under older partition specs.",
+                lambda s, r: RepartitionSettings(s, r["maxBytesPerCommit"]),
+            ),
+            "snapshotExpiry": section(
+                "snapshotExpiry",
+                "Catalog-wide: expire old snapshots (give olderThan and/or retainLast).",
+                lambda s, e: ExpirySettings(s, e["olderThan"], e["retainLast"]),
+                rules=(("has(self.olderThan) || has(self.retainLast)", "needs olderThan and/or retainLast"),),
+                check=_retention_given,
+            ),
+            "fileCleanup": section(
+                "fileCleanup",
+                "Catalog-wide: delete files no longer referenced.",
+                lambda s, f: CleanupSettings(s, f["olderThan"], f["orphanFiles"], f["dryRun"]),
+            ),
+            **sections,
+            "window": obj(
+                "No run starts outside this window.",
+                {
+                    "start": Str(desc="HH:MM.", pattern=WINDOW_TIME_PATTERN, reader=_time),
+                    "end": Str(desc="HH:MM.", pattern=WINDOW_TIME_PATTERN, reader=_time),
+                    "timezone": Str(desc="IANA time zone.", default=DEFAULT_TIMEZONE, reader=_timezone),
+                },
+                order=("timezone", "start", "end"),
+                check=_window_has_length,
+                to=Window,
+                absent="none",
+            ),
+            **{key: setting(param) for key, param in POLICY_SETTINGS["spec"].items()},
+            "concurrency": obj(
+                "Limits.",
+                settings(POLICY_SETTINGS["concurrency"]),
+                reader=_concurrency,
+                attr="max_jobs_per_catalog",
+            ),
+            "spark": spark("How this policy's runs run (a job's own spark block overrides it)."),
+        },
+        required=("catalogRef",),
+        rules=(("!(has(self.tableSelector) && has(self.tables))", "give tableSelector or tables, not both"),),
+        allowed=(
+            "catalogRef",
+            "tableSelector",
+            "tables",
+            "compaction",
             "deleteRewrite",
-            "Rewrite files whose rows are mostly deleted.",
-            lambda s, d: DeleteRewriteSettings(s, d["deleteRatioThreshold"]),
-        ),
-        "inlinedDataFlush": section("inlinedDataFlush", "Move inlined rows into Parquet.", lambda s, _: s),
-        "partitionRewrite": section(
+            "inlinedDataFlush",
             "partitionRewrite",
-            "Rewrite files written under older partition specs.",
-            lambda s, r: RepartitionSettings(s, r["maxBytesPerCommit"]),
-        ),
-        "snapshotExpiry": section(
             "snapshotExpiry",
-            "Catalog-wide: expire old snapshots (give olderThan and/or retainLast).",
-            lambda s, e: ExpirySettings(s, e["olderThan"], e["retainLast"]),
-            rules=(("has(self.olderThan) || has(self.retainLast)", "needs olderThan and/or retainLast"),),
-            check=_retention_given,
-        ),
-        "fileCleanup": section(
             "fileCleanup",
-            "Catalog-wide: delete files no longer referenced.",
-            lambda s, f: CleanupSettings(s, f["olderThan"], f["orphanFiles"], f["dryRun"]),
-        ),
-        "window": obj(
-            "No run starts outside this window.",
-            {
-                "start": Str(desc="HH:MM.", pattern=WINDOW_TIME_PATTERN, reader=_time),
-                "end": Str(desc="HH:MM.", pattern=WINDOW_TIME_PATTERN, reader=_time),
-                "timezone": Str(desc="IANA time zone.", default=DEFAULT_TIMEZONE, reader=_timezone),
-            },
-            order=("timezone", "start", "end"),
-            check=_window_has_length,
-            to=Window,
-            absent="none",
-        ),
-        **{key: setting(param) for key, param in POLICY_SETTINGS["spec"].items()},
-        "concurrency": obj(
-            "Limits.",
-            settings(POLICY_SETTINGS["concurrency"]),
-            reader=_concurrency,
-            attr="max_jobs_per_catalog",
-        ),
-        "spark": spark("How this policy's runs run (a job's own spark block overrides it)."),
-    },
-    required=("catalogRef",),
-    rules=(("!(has(self.tableSelector) && has(self.tables))", "give tableSelector or tables, not both"),),
-    allowed=(
-        "catalogRef",
-        "tableSelector",
-        "tables",
-        "compaction",
-        "deleteRewrite",
-        "inlinedDataFlush",
-        "partitionRewrite",
-        "snapshotExpiry",
-        "fileCleanup",
-        "window",
-        "suspend",
-        "concurrency",
-        "spark",
-        "historyLimit",
-        "dryRun",
-    ),  # fmt: skip
-    order=(
-        "tables",
-        "tableSelector",
-        "compaction",
-        "deleteRewrite",
-        "inlinedDataFlush",
-        "partitionRewrite",
-        "snapshotExpiry",
-        "fileCleanup",
-        "window",
-        "concurrency",
-        "suspend",
-        "historyLimit",
-        "dryRun",
-        "spark",
-        "catalogRef",
-        _limit,
-    ),  # fmt: skip
-    check=_selection,
-    to=MaintenancePolicySpec,
-)
+            *sections,
+            "window",
+            "suspend",
+            "concurrency",
+            "spark",
+            "historyLimit",
+            "dryRun",
+        ),  # fmt: skip
+        order=(
+            "tables",
+            "tableSelector",
+            "compaction",
+            "deleteRewrite",
+            "inlinedDataFlush",
+            "partitionRewrite",
+            "snapshotExpiry",
+            "fileCleanup",
+            *sections,
+            "window",
+            "concurrency",
+            "suspend",
+            "historyLimit",
+            "dryRun",
+            "spark",
+            "catalogRef",
+            _limit,
+        ),  # fmt: skip
+        check=_selection,
+        to=MaintenancePolicySpec,
+    )
+
+
+SPEC = policy_spec(DECLARED_SECTIONS)
 STATUS = status({"operations": Anything(desc="Last and next run per operation and table.", mapping=True)})
 POLICY = Kind(
     POLICY_KIND,
