@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ducklake_operator.api.load import parse_args
 from ducklake_operator.catalog import Catalog
 from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.connect import safe_to_rerun
 from ducklake_operator.errors import CommitConflict, SpecError
-from ducklake_operator.model.job_params import parse_args
 
 from .operation_plugin import JobContext, OperationPlugin
 from .operation_registry import plugin

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ducklake_operator import storage
+from ducklake_operator.api.load import parse_args
 from ducklake_operator.api.v1alpha1.catalog import CatalogSpec
 from ducklake_operator.api.v1alpha1.job import FAILED, SUCCEEDED
 from ducklake_operator.catalog import Catalog, CatalogLocation
@@ -44,7 +45,6 @@ from ducklake_operator.model.job_marker import (
     job_commit_report,
     session_name,
 )
-from ducklake_operator.model.job_params import parse_args
 from ducklake_operator.model.out_of_memory import OutOfMemory, describe, from_spark_error
 from ducklake_operator.model.state import SnapshotRecord
 

@@ -31,7 +31,7 @@ from typing import TypeVar
 
 import yaml
 
-from .api.load import load_paths
+from .api.load import load_paths, parse_args
 from .api.v1alpha1.catalog import CatalogSpec
 from .api.v1alpha1.schema import SchemaSpec
 from .api.v1alpha1.table import TableSpec
@@ -40,7 +40,7 @@ from .catalog.scrub import describe_failure, scrub
 from .errors import CatalogNotFound, DuckLakeError, SpecError
 from .evolution.heavy import HeavyJob
 from .evolution.manifest_plans import counts_files
-from .model.job_params import OPERATIONS, params_help, parse_args
+from .model.job_params import OPERATIONS, params_help
 from .model.maintenance_params import DRY_RUN
 from .model.state import ColumnState
 from .use_cases import (

@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from ducklake_jobs.job_template import run_operation
+from ducklake_operator.api.load import job_keywords
 from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError, SpecError
 from ducklake_operator.evolution.heavy import HeavyJob, heavy_jobs
-from ducklake_operator.model.job_params import job_keywords
 from ducklake_operator.model.types import parse_type
 from ducklake_operator.use_cases import apply_plan, plan_for, read_for_plan
 from support import duck, manifests

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.load import job_keywords, parse_manifest
 from ducklake_operator.api.v1alpha1.table import TableSpec
 from ducklake_operator.controller.outcome import Outcome
 from ducklake_operator.controller.status import condition
 from ducklake_operator.controller.tables.heavy_runs import heavy_outcome, job_manifest, job_name
 from ducklake_operator.evolution.heavy import HeavyJob
-from ducklake_operator.model.job_params import job_keywords
 
 JOB = HeavyJob("rewriteColumnType", "main.orders", {"column": "code", "type": "int64", "onCastError": "fail"})
 

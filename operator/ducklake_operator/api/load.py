@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError
-from ..model.maintenance_params import FORMATS, read_table_manifests_with
+from ..model import job_params
+from ..model.maintenance_params import FORMATS
 from ..model.names import fold
 from .problems import Problems
 from .v1alpha1 import KINDS, Manifest
@@ -24,7 +25,7 @@ from .v1alpha1.common import ObjectRef
 from .v1alpha1.names import API_VERSION, TABLE_KIND
 from .v1alpha1.table import TableSpec
 
-__all__ = ["COLUMN_TAGS_REFUSED", "load_paths", "parse_manifest"]
+__all__ = ["COLUMN_TAGS_REFUSED", "job_keywords", "load_paths", "parse_args", "parse_manifest"]
 
 
 def parse_manifest(doc: Mapping[str, Any], source: str | None = None, base_dir: str | None = None) -> Manifest:
@@ -119,7 +120,7 @@ def _check_unique(manifests: list[Manifest]) -> None:
 
 def read_table_manifest(value: object) -> TableSpec:
     """A DuckLakeTable document as its ``TableSpec`` (one already parsed is taken as it is): how
-    a job's "manifest" parameter is read (``model.maintenance_params``)."""
+    a job's "manifest" parameter is read (``job_keywords``, ``parse_args``)."""
     if isinstance(value, TableSpec):
         return value
     if not isinstance(value, dict) or value.get("kind") != TABLE_KIND:
@@ -132,4 +133,12 @@ def read_table_manifest(value: object) -> TableSpec:
     return spec
 
 
-read_table_manifests_with(read_table_manifest)
+def job_keywords(operation: str, params: Mapping[str, object], where: str = "params") -> dict[str, Any]:
+    """``model.job_params.job_keywords`` with a "manifest" parameter read as its TableSpec."""
+    return job_params.job_keywords(operation, params, where, read_table_manifest)
+
+
+def parse_args(operation: str, params: Mapping[str, object], where: str = "params") -> object:
+    """``model.job_params.parse_args`` with a "manifest" parameter read as its TableSpec: the
+    typed arguments of a job, parsed once per process."""
+    return job_params.parse_args(operation, params, where, read_table_manifest)

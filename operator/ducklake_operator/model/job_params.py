@@ -8,7 +8,7 @@ apply time), the policy (``maintenance.policy_params``), ``ducklake run-job`` an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Any, Generic, Literal, TypeVar
@@ -43,6 +43,10 @@ from .maintenance_params import (
     Param,
 )
 from .types import DuckLakeType
+
+# how a "manifest" parameter's DuckLakeTable becomes its TableSpec: the API's loader, a layer
+# above this one, passes it (api.load.job_keywords, api.load.parse_args)
+ManifestReader = Callable[[object], Any] | None
 
 Scope = Literal["required", "optional", "none"]  # an operation's table: needed, optional, or catalog-wide only
 
@@ -160,9 +164,9 @@ class Operation(Generic[A]):
         if foreign:
             raise TypeError(f"{self.name}'s section {self.section} sets {', '.join(foreign)}, not its parameters")
 
-    def parse(self, params: Mapping[str, object], where: str = "params") -> A:
+    def parse(self, params: Mapping[str, object], where: str = "params", read_manifest: ManifestReader = None) -> A:
         """The typed arguments of ``params``; every problem reported at once (``SpecError``)."""
-        return self.args(**job_keywords(self.name, params, where))
+        return self.args(**job_keywords(self.name, params, where, read_manifest))
 
 
 COMPACT: Operation[CompactArgs] = Operation(
@@ -283,13 +287,15 @@ def _policy_settings() -> dict[str, Mapping[str, Param]]:
 POLICY_SETTINGS: dict[str, Mapping[str, Param]] = _policy_settings()
 
 
-def parse_args(operation: str, params: Mapping[str, object], where: str = "params") -> object:
+def parse_args(
+    operation: str, params: Mapping[str, object], where: str = "params", read_manifest: ManifestReader = None
+) -> object:
     """The typed arguments (an ``Operation.args``) of ``operation``'s job for ``params``:
     parsed once per process, every problem at once (``SpecError``)."""
     op = OPERATIONS.get(operation)
     if op is None:
         raise SpecError(f"unknown operation {operation!r}; one of {', '.join(OPERATIONS)}")
-    return op.parse(params, where)
+    return op.parse(params, where, read_manifest)
 
 
 def operations_of(section: str) -> tuple[str, ...]:
@@ -305,9 +311,12 @@ def params_help() -> list[tuple[str, list[tuple[str, str]]]]:
     ]
 
 
-def job_keywords(operation: str, params: Mapping[str, object], where: str = "params") -> dict[str, Any]:
+def job_keywords(
+    operation: str, params: Mapping[str, object], where: str = "params", read_manifest: ManifestReader = None
+) -> dict[str, Any]:
     """Check a job's parameters and return the job function's keyword arguments; every
-    problem is reported with its field path."""
+    problem is reported with its field path. ``read_manifest`` reads a "manifest" value (a
+    DuckLakeTable): the API's loader gives it (``api.load.job_keywords``)."""
     op = OPERATIONS.get(operation)
     if op is None:
         raise SpecError(f"unknown operation {operation!r}; one of {', '.join(OPERATIONS)}")
@@ -325,7 +334,7 @@ def job_keywords(operation: str, params: Mapping[str, object], where: str = "par
             continue
         assert param.keyword is not None, f"{operation}.{key} has no keyword"  # every operation's parameter has one
         try:
-            out[param.keyword] = param.parse(value)
+            out[param.keyword] = param.parse(value, read_manifest)
         except ValueError as exc:
             problems.append(f"{where}.{key}: {exc}")
     problems += [f"{where}.{key}: is required" for key, p in op.params.items() if p.required and key not in params]

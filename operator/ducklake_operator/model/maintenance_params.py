@@ -66,8 +66,10 @@ class Param:
     choices: tuple[str, ...] = ()  # the words a "choice" takes
     required: bool = False
 
-    def parse(self, value: object) -> Any:
-        """The value as the jobs take it; ``ValueError`` with a sentence when it is not one."""
+    def parse(self, value: object, read_manifest: Callable[[object], Any] | None = None) -> Any:
+        """The value as the jobs take it; ``ValueError`` with a sentence when it is not one.
+        ``read_manifest``: how a "manifest" value (a DuckLakeTable) becomes its TableSpec, the
+        API's loader, a layer above this one (``api.load.job_keywords`` and ``parse_args`` pass it)."""
         if self.kind == "choice":
             if value is None and "null" in self.choices:  # YAML reads an unquoted null as no value
                 value = "null"
@@ -81,7 +83,9 @@ class Param:
                 raise ValueError(f"{value!r} is not {FORMATS['column_types']}")
             return tuple((parse_column_path(k), self._type(v)) for k, v in value.items())
         if self.kind == "manifest":
-            return parse_table_manifest(value)
+            if read_manifest is None:
+                raise ValueError("a DuckLakeTable is read by the API's loader (ducklake_operator.api.load)")
+            return read_manifest(value)
         if self.kind == "text":
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{value!r} is not {FORMATS['text']}")
@@ -187,24 +191,6 @@ def parse_column_path(value: object) -> tuple[str, ...]:
     if quoted or not all(names):
         raise ValueError(f"{value!r} is not {FORMATS['column_path']}")
     return tuple(names)
-
-
-# How a "manifest" value (a DuckLakeTable) is read into its TableSpec: the API's loader, a layer
-# above this one (it reads these definitions itself), hands its reader down (``api/load.py``).
-_table_manifest_reader: list[Callable[[object], Any]] = []
-
-
-def read_table_manifests_with(reader: Callable[[object], Any]) -> None:
-    """Take ``reader`` for "manifest" values: a DuckLakeTable document (or its TableSpec) to its
-    TableSpec, ``ValueError`` with a sentence when it is not one."""
-    _table_manifest_reader[:] = [reader]
-
-
-def parse_table_manifest(value: object) -> Any:
-    """A DuckLakeTable document as its ``TableSpec``, read by the API's loader."""
-    if not _table_manifest_reader:
-        raise RuntimeError("no reader of DuckLakeTable manifests: import ducklake_operator.api.load first")
-    return _table_manifest_reader[0](value)
 
 
 def render_column_path(path: tuple[str, ...]) -> str:

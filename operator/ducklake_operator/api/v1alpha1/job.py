@@ -91,7 +91,7 @@ def _fits_operation(params: dict[str, Any], before: Mapping[str, Any], path: str
     if op.table == "none" and table:
         p.add(f"{path}.table", f"{operation} works on the whole catalog; remove the table")
     try:
-        job_keywords(operation, params, f"{path}.params")
+        job_keywords(operation, params, f"{path}.params", _read_table_manifest)
     except SpecError as exc:
         p.items.extend(exc.problems)
 
@@ -186,3 +186,11 @@ JOB = Kind(
         {"name": "Message", "type": "string", "jsonPath": ".status.message"},
     ),
 )
+
+
+def _read_table_manifest(value: object) -> Any:
+    """A "manifest" parameter's DuckLakeTable read by the loader this declaration is read by
+    (imported here, when it runs: the loader imports the declarations)."""
+    from ..load import read_table_manifest
+
+    return read_table_manifest(value)
