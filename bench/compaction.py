@@ -1,11 +1,12 @@
 """Compaction throughput: our compact job vs DuckDB's ducklake_merge_adjacent_files.
 
 Builds one table of about --mb MB in --files small Parquet files (SQLite catalog, local
-data path), copies it three times, and compacts: DuckDB's merge, ours in-process, ours on
-Spark local[2] (with and without session start-up). Prints MB/s of input for each and the
+data path) and compacts fresh copies of it --runs times, alternating: DuckDB's merge, ours
+in-process, ours on Spark local[2] (with and without session start-up). Prints min/median/
+max seconds, MB/s of input at the median and the ratio of the medians for each, and the
 disk's sequential write+read rate on the same machine as the physical limit.
 
-    python bench/compaction.py [--mb 1000 --files 2000 --partitions 1]
+    python bench/compaction.py [--mb 1000 --files 2000 --partitions 1 --runs 3]
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
@@ -23,6 +26,8 @@ from ducklake_jobs.compact import compact  # noqa: E402
 from ducklake_jobs.task_runners import run_in_process, run_on_spark  # noqa: E402
 from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from support import duck  # noqa: E402
+
+T = TypeVar("T")
 
 
 def disk_rate(directory: str, mb: int = 1024) -> float:
@@ -41,6 +46,22 @@ def disk_rate(directory: str, mb: int = 1024) -> float:
     elapsed = time.perf_counter() - t0
     os.remove(path)
     return 2 * mb / elapsed
+
+
+def timed(on: T, fn: Callable[[T], object]) -> float:
+    """Seconds of ``fn(on)``."""
+    t0 = time.perf_counter()
+    fn(on)
+    return time.perf_counter() - t0
+
+
+def median(seconds: list[float]) -> float:
+    return sorted(seconds)[len(seconds) // 2]
+
+
+def spread(seconds: list[float], mb: float) -> str:
+    """min/median/max of some runs' seconds, and the MB/s of input at the median."""
+    return f"{min(seconds):.2f}/{median(seconds):.2f}/{max(seconds):.2f} s (min/median/max)  {mb / median(seconds):8.1f} MB/s"
 
 
 def build(root: str, mb: int, files: int, partitions: int = 1) -> tuple[CatalogLocation, int]:
@@ -85,6 +106,7 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=1000)
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--partitions", type=int, default=1, help="file groups, hence Spark tasks")
+    parser.add_argument("--runs", type=int, default=1, help="runs of each contender, alternating")
     args = parser.parse_args()
     os.environ["DUCKLAKE_SPARK_MASTER"] = "local[2]"
     work = tempfile.mkdtemp(prefix="bench-compaction-")
@@ -98,36 +120,26 @@ def main() -> None:
         f"(built in {time.perf_counter() - t0:.0f} s)"
     )
 
-    theirs = copy(base, "duckdb")
-    con = duck.attach(theirs)
-    t0 = time.perf_counter()
-    con.execute("CALL ducklake_merge_adjacent_files('lk')")
-    duck_s = time.perf_counter() - t0
-    con.close()
-    print(f"DuckDB merge_adjacent_files:        {duck_s:7.2f} s  {mb / duck_s:8.1f} MB/s")
-
-    ours = copy(base, "ours")
-    t0 = time.perf_counter()
-    compact(Catalog.open(ours), "main", "t", runner=run_in_process)
-    own_s = time.perf_counter() - t0
-    print(
-        f"compact, in-process:               {own_s:7.2f} s  {mb / own_s:8.1f} MB/s  ratio to DuckDB {duck_s / own_s:.2f}"
-    )
-
-    spark = copy(base, "spark")
-    t0 = time.perf_counter()
     from ducklake_jobs.session import spark_session
 
+    t0 = time.perf_counter()
     spark_session()
     start_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    compact(Catalog.open(spark), "main", "t", runner=run_on_spark)
-    run_s = time.perf_counter() - t1
-    print(
-        f"compact, Spark local[2] incl. start: {start_s + run_s:7.2f} s  {mb / (start_s + run_s):8.1f} MB/s  "
-        f"ratio {duck_s / (start_s + run_s):.2f}"
-    )
-    print(f"compact, Spark local[2] excl. start: {run_s:7.2f} s  {mb / run_s:8.1f} MB/s  ratio {duck_s / run_s:.2f}")
+    theirs, own, spark = [], [], []
+    for _ in range(args.runs):  # alternating, each on a fresh copy
+        con = duck.attach(copy(base, "duckdb"))
+        theirs.append(timed(con, lambda con: con.execute("CALL ducklake_merge_adjacent_files('lk')")))
+        con.close()
+        own.append(timed(Catalog.open(copy(base, "ours")), lambda c: compact(c, "main", "t", runner=run_in_process)))
+        spark.append(timed(Catalog.open(copy(base, "spark")), lambda c: compact(c, "main", "t", runner=run_on_spark)))
+        for name in ("duckdb", "ours", "spark"):
+            shutil.rmtree(os.path.join(work, name))
+    duck_s = median(theirs)
+    print(f"DuckDB merge_adjacent_files:          {spread(theirs, mb)}")
+    print(f"compact, in-process:                  {spread(own, mb)}  ratio {duck_s / median(own):.2f}")
+    with_start = [start_s + s for s in spark]
+    print(f"compact, Spark local[2] incl. start:  {spread(with_start, mb)}  ratio {duck_s / median(with_start):.2f}")
+    print(f"compact, Spark local[2] excl. start:  {spread(spark, mb)}  ratio {duck_s / median(spark):.2f}")
     print(f"disk sequential write+read:         {disk_rate(work):8.1f} MB/s (physical limit)")
     shutil.rmtree(work, ignore_errors=True)
 

@@ -6,10 +6,13 @@ process as the chart's service account against a PostgreSQL catalog with its cre
 a Secret, and prints for each N: seconds from the apply to all Ready (seen on a watch), how
 long after ``kubectl apply`` returned the last table was Ready, tables/s, the operator's peak
 RSS, catalog statements per table (the operator's Prometheus counter) and the CPU seconds of
-the operator, etcd and the API server during the storm;
+the operator, etcd, the API server and ``kubectl apply`` during the storm;
 then restarts the operator ``--restarts`` times (3) and prints each resync (every table
 resumed, nothing to apply): seconds from the process start to the last table reconciled,
-and to the first (what the start itself costs: imports, peering, listing, indexing).
+and to the first (what the start itself costs: imports, peering, listing, indexing);
+then restarts it with the catalog's drift timer at ``--drift-interval`` s (30) and prints the
+time of its first two drift passes over the whole catalog (the operator's
+``ducklake_drift_pass_seconds``) and the catalog statements of the second.
 
     python bench/reconcile.py [--sizes 1,100,1000] [--restarts 3] [--profile DIR]
 
@@ -26,6 +29,7 @@ import argparse
 import base64
 import json
 import os
+import resource
 import signal
 import sys
 import tempfile
@@ -55,25 +59,43 @@ class ReadyWatch:
     operator it measures."""
 
     def __init__(self, cluster: KubeCluster, namespace: str) -> None:
-        path = f"/apis/{API}/namespaces/{namespace}/ducklaketables"
-        version = cluster.request("GET", path)["metadata"]["resourceVersion"]
-        request = urllib.request.Request(f"{cluster.url}{path}?watch=1&resourceVersion={version}")
-        self._stream = urllib.request.urlopen(request, context=cluster.ssl_context(), timeout=900)
+        self._cluster, self._path = cluster, f"/apis/{API}/namespaces/{namespace}/ducklaketables"
         self._ready: set[str] = set()
         self._changed = threading.Condition()
+        version = cluster.request("GET", self._path)["metadata"]["resourceVersion"]
         # a daemon: closing the stream under a blocked read would wait for it; it ends with the cluster
-        threading.Thread(target=self._follow, daemon=True).start()
+        threading.Thread(target=self._follow, args=(version,), daemon=True).start()
 
-    def _follow(self) -> None:
-        for line in self._stream:
-            event = json.loads(line)
-            obj = event["object"]
+    def _follow(self, version: str) -> None:
+        """Follow the watch; when it ends or fails (a long storm outlives a watch: an ERROR
+        event, a closed stream), list once and watch again from there."""
+        while True:
+            try:
+                request = urllib.request.Request(f"{self._cluster.url}{self._path}?watch=1&resourceVersion={version}")
+                stream = urllib.request.urlopen(request, context=self._cluster.ssl_context(), timeout=900)
+                for line in stream:
+                    event = json.loads(line)
+                    if event["type"] in ("ERROR", "BOOKMARK"):
+                        break
+                    self._see(event["object"], event["type"] != "DELETED")
+            except (OSError, ValueError, KeyError):
+                pass
+            try:
+                listed = self._cluster.request("GET", self._path)
+            except OSError:  # the cluster stopped
+                return
             with self._changed:
-                if event["type"] != "DELETED" and is_ready(obj):
-                    self._ready.add(obj["metadata"]["name"])
-                else:
-                    self._ready.discard(obj["metadata"]["name"])
+                self._ready = {o["metadata"]["name"] for o in listed["items"] if is_ready(o)}
                 self._changed.notify_all()
+            version = listed["metadata"]["resourceVersion"]
+
+    def _see(self, obj: dict[str, Any], present: bool) -> None:
+        with self._changed:
+            if present and is_ready(obj):
+                self._ready.add(obj["metadata"]["name"])
+            else:
+                self._ready.discard(obj["metadata"]["name"])
+            self._changed.notify_all()
 
     def wait(self, n: int, timeout: float) -> int:
         """Until ``n`` tables are Ready (or ``timeout``); how many are."""
@@ -87,6 +109,12 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU of this process's children that ended (and were waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def cpu_by_process(cluster: KubeCluster, op: Operator) -> dict[str, float]:
@@ -103,6 +131,7 @@ def run(
     profile: str | None,
     memory: bool,
     restarts: int,
+    drift_interval: float,
 ) -> None:
     namespace, db = f"bench-{n}", f"reconcile_{n}_{int(time.time())}"
     server.create_database(db)
@@ -141,9 +170,11 @@ def run(
         spy = op.profile(profile, f"storm-{n}")
         watch = ReadyWatch(cluster, namespace)
         cpu0 = cpu_by_process(cluster, op)
+        kubectl0 = children_cpu_seconds()
         t0 = time.time()
-        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=600)
+        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=3600)
         applied = time.time() - t0
+        kubectl = children_cpu_seconds() - kubectl0  # the one child that ended meanwhile
         if (count := watch.wait(n, timeout=900)) < n:
             raise SystemExit(f"only {count}/{n} Ready after 900 s; see {op.log_path}")
         elapsed = time.time() - t0
@@ -154,7 +185,8 @@ def run(
               f"tables/s)  peak RSS {op.peak_rss_mb():6.1f} MB  catalog statements/table {queries / n:5.1f}",
               flush=True)  # fmt: skip
         print(f"N={n:>5}  last table Ready {elapsed - applied:5.2f} s after kubectl apply returned; CPU seconds in "
-              "the storm: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()), flush=True)  # fmt: skip
+              "the storm: " + ", ".join(f"{k} {v:.1f}" for k, v in {**cpu, "kubectl apply": kubectl}.items()),
+              flush=True)  # fmt: skip
         if memory and op.proc is not None:
             op.proc.send_signal(signal.SIGUSR2)
             time.sleep(3)
@@ -175,12 +207,39 @@ def run(
                 op.proc.send_signal(signal.SIGUSR2)
                 time.sleep(3)
                 print(op.log()[op.log().rfind("largest allocations") :][:6000])
+            assert op.proc is not None
             print(f"N={n:>5}  restart resync      {resync:7.2f} s  (first reconcile after {first or 0:4.2f} s)  "
                   "nothing applied; catalog statements/table "
-                  f"{op.metric('ducklake_catalog_queries_total') / n:5.1f}  peak RSS {op.peak_rss_mb():6.1f} MB",
-                  flush=True)  # fmt: skip
+                  f"{op.metric('ducklake_catalog_queries_total') / n:5.1f}  peak RSS {op.peak_rss_mb():6.1f} MB  "
+                  f"operator CPU {cpu_seconds(op.proc.pid):5.1f} s", flush=True)  # fmt: skip
+        if drift_interval:
+            drift(op, args, n, drift_interval, profile)
     finally:
         op.stop()
+
+
+def drift(op: Operator, args: list[str], n: int, interval: float, profile: str | None) -> None:
+    """Two drift passes of the whole catalog on its timer (nothing drifted: the steady state),
+    after a restart with the timer at ``interval`` s: each pass's time from the operator's
+    histogram; the second pass's catalog statements and the operator's CPU seconds until it
+    ended from the end of the first (nothing else runs between the two)."""
+    op.stop()
+    op.env["DUCKLAKE_DRIFT_INTERVAL"] = str(interval)
+    op.start(*args)
+    spy = op.profile(profile, f"drift-{n}")
+    seen: list[tuple[float, float, float]] = []  # (histogram sum, statements, operator CPU) after each pass
+    deadline = time.time() + 3 * interval + 600
+    while len(seen) < 2 and time.time() < deadline:
+        if op.metric_or_zero("ducklake_drift_pass_seconds_count") > len(seen):
+            seen.append((op.metric("ducklake_drift_pass_seconds_sum"), op.metric("ducklake_catalog_queries_total"),
+                         cpu_seconds(op.proc.pid) if op.proc is not None else 0.0))  # fmt: skip
+        time.sleep(0.05)
+    spy.stop()
+    if len(seen) < 2:
+        raise SystemExit(f"{len(seen)} drift passes seen; see {op.log_path}")
+    print(f"N={n:>5}  drift pass of the whole catalog: first after the restart {seen[0][0]:6.2f} s (manifests "
+          f"parsed), next {seen[1][0] - seen[0][0]:6.2f} s with {seen[1][1] - seen[0][1]:.0f} catalog statements "
+          f"(operator CPU from the end of the first to the end of the next {seen[1][2] - seen[0][2]:5.2f} s); peak RSS {op.peak_rss_mb():6.1f} MB", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -189,6 +248,12 @@ def main() -> None:
     parser.add_argument("--profile", help="directory for py-spy profiles of the operator")
     parser.add_argument("--memory", action="store_true", help="trace allocations; print the largest sites at the end")
     parser.add_argument("--restarts", type=int, default=3, help="restarts measured after each creation storm")
+    parser.add_argument(
+        "--drift-interval",
+        type=float,
+        default=30,
+        help="the catalog's drift timer in the drift measurement (a restart, then two passes); 0: none",
+    )
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-reconcile-")
     server = PgServer.start()
@@ -199,7 +264,7 @@ def main() -> None:
         print(f"kube-apiserver {cluster.version()['gitVersion']}, PostgreSQL catalog, operator as the chart's "
               "service account", flush=True)  # fmt: skip
         for n in (int(x) for x in args.sizes.split(",")):
-            run(n, cluster, server, kubeconfig, tmp, args.profile, args.memory, args.restarts)
+            run(n, cluster, server, kubeconfig, tmp, args.profile, args.memory, args.restarts, args.drift_interval)
     finally:
         cluster.stop()
         server.stop()

@@ -7,12 +7,12 @@ sequential write+read rate as the physical limit:
 
 * repartition from none to month(ts): DuckDB inserting the table into a table partitioned by
   month(ts) (what a DuckDB user does today), ours in-process, ours on Spark local[2] (with and
-  without session start-up);
+  without session start-up), in --runs paired rounds (ratios: median, min, max);
 * the varchar -> int64 column type rewrite of ``v``: DuckDB's CREATE TABLE AS SELECT ... CAST
   vs the ``rewriteColumnType`` job, the same three ways; both sides write files of --target
   (``target_file_size``: the job's file groups, one Spark task each).
 
-    python bench/rewrite.py [--mb 1000 --files 100 --target 256MB]
+    python bench/rewrite.py [--mb 1000 --files 100 --target 256MB] [--runs 3] [--only repartition|retype]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -28,7 +29,7 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.compaction import copy, disk_rate  # noqa: E402
+from bench.compaction import copy, disk_rate, median, spread  # noqa: E402
 
 from ducklake_jobs.job_template import run_operation  # noqa: E402
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
@@ -70,19 +71,19 @@ def line(what: str, seconds: float, mb: float, duckdb_s: float | None = None) ->
     print(f"{what:<52} {seconds:7.2f} s  {mb / seconds:8.1f} MB/s{ratio}", flush=True)
 
 
-def repartition(base: str, mb: float, spark_start_s: float) -> None:
-    """none -> month(ts)."""
-    theirs = copy(base, "duckdb-repartition")
-    con = duck.attach(theirs)
+def repartition(base: str, mb: float, spark_start_s: float, runs: int) -> None:
+    """none -> month(ts), ``runs`` rounds, each DuckDB then ours in-process then ours on Spark
+    on fresh copies (paired: the shared machine's load hits each alike); medians of the
+    rounds' times and of their ratios, with min and max of the ratios."""
 
-    def duckdb_ctas() -> None:
+    def duckdb_insert(name: str) -> float:
+        con = duck.attach(copy(base, name))
         con.execute(f"CREATE TABLE lk.t2({COLUMNS})")
         con.execute("ALTER TABLE lk.t2 SET PARTITIONED BY (month(ts))")
-        con.execute("INSERT INTO lk.t2 SELECT * FROM lk.t")
-
-    duck_s = timed(duckdb_ctas)
-    con.close()
-    line("repartition, DuckDB INSERT INTO month(ts) table", duck_s, mb)
+        seconds = timed(lambda: con.execute("INSERT INTO lk.t2 SELECT * FROM lk.t"))
+        con.close()
+        shutil.rmtree(os.path.dirname(con_path(name, base)), ignore_errors=True)
+        return seconds
 
     def ours(name: str, runner: Runner) -> float:
         location = copy(base, name)
@@ -90,43 +91,102 @@ def repartition(base: str, mb: float, spark_start_s: float) -> None:
         catalog = Catalog.open(location)
         seconds = timed(lambda: run_operation(catalog, "repartition", "main.t", {}, runner=runner))
         catalog.close()
+        shutil.rmtree(os.path.dirname(con_path(name, base)), ignore_errors=True)
         return seconds
 
-    line("repartition, ours in-process", ours("ours-repartition", run_in_process), mb, duck_s)
-    spark_s = ours("spark-repartition", run_on_spark)
-    line("repartition, ours Spark local[2] incl. start", spark_start_s + spark_s, mb, duck_s)
-    line("repartition, ours Spark local[2] excl. start", spark_s, mb, duck_s)
+    rounds = []
+    for r in range(runs):
+        rounds.append(
+            (
+                duckdb_insert(f"duckdb-repartition-{r}"),
+                ours(f"ours-repartition-{r}", run_in_process),
+                ours(f"spark-repartition-{r}", run_on_spark),
+            )
+        )
+    duck_s = statistics.median(d for d, _, _ in rounds)
+    line("repartition, DuckDB INSERT INTO month(ts) table", duck_s, mb)
+    for what, ratios, seconds in (
+        ("ours in-process", [d / o for d, o, _ in rounds], [o for _, o, _ in rounds]),
+        (
+            "ours Spark local[2] incl. start",
+            [d / (s + spark_start_s) for d, _, s in rounds],
+            [s + spark_start_s for *_, s in rounds],
+        ),
+        ("ours Spark local[2] excl. start", [d / s for d, _, s in rounds], [s for *_, s in rounds]),
+    ):
+        median = statistics.median(seconds)
+        print(
+            f"{'repartition, ' + what:<52} {median:7.2f} s  {mb / median:8.1f} MB/s  ratio to DuckDB "
+            f"median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})",
+            flush=True,
+        )
 
 
-def column_type_rewrite(base: str, mb: float, spark_start_s: float, target: str) -> None:
-    """varchar -> int64 of ``v``, into files of ``target``."""
+def con_path(name: str, base: str) -> str:
+    """The catalog file of the copy ``name`` of ``base`` (``bench.compaction.copy``)."""
+    return os.path.join(os.path.dirname(base), name, "c.sqlite")
+
+
+def column_type_rewrite(base: str, mb: float, spark_start_s: float, target: str, runs: int = 1) -> None:
+    """varchar -> int64 of ``v``, into files of ``target``; ``runs`` times each, alternating
+    DuckDB, ours in-process and ours on Spark on fresh copies (min/median/max). CPU seconds
+    of this process beside DuckDB's and the in-process figures: a fairer pairing than the
+    wall clock when the machine is shared."""
 
     def with_target(name: str) -> CatalogLocation:
+        shutil.rmtree(os.path.join(os.path.dirname(base), name), ignore_errors=True)
         location = copy(base, name)
         duck.run_workload(location, [f"CALL lk.set_option('target_file_size', '{target}')"])
         return location
 
-    con = duck.attach(with_target("duckdb-retype"))
-    duck_s = timed(
-        lambda: con.execute("CREATE TABLE lk.t2 AS SELECT id, ts, CAST(v AS BIGINT) AS v, payload, f FROM lk.t")
-    )
-    con.close()
-    line("varchar -> int64, DuckDB CREATE TABLE AS SELECT CAST", duck_s, mb)
+    def duckdb_ctas() -> tuple[float, float]:
+        con = duck.attach(with_target("duckdb-retype"))
+        seconds = cpu_timed(
+            lambda: con.execute("CREATE TABLE lk.t2 AS SELECT id, ts, CAST(v AS BIGINT) AS v, payload, f FROM lk.t")
+        )
+        con.close()
+        return seconds
 
-    def ours(name: str, runner: Runner) -> float:
+    def ours(name: str, runner: Runner) -> tuple[float, float]:
         catalog = Catalog.open(with_target(name))
         params = {"column": "v", "type": "int64"}
-        t0 = time.perf_counter()
-        report = run_operation(catalog, "rewriteColumnType", "main.t", params, runner=runner)
-        seconds = time.perf_counter() - t0
+        report: dict[str, object] = {}
+        seconds = cpu_timed(
+            lambda: report.update(run_operation(catalog, "rewriteColumnType", "main.t", params, runner=runner))
+        )
         assert report["committedSnapshot"] is not None and report["valuesNulled"] == 0, report
         catalog.close()
         return seconds
 
-    line("varchar -> int64, ours in-process", ours("ours-retype", run_in_process), mb, duck_s)
-    spark_s = ours("spark-retype", run_on_spark)
-    line("varchar -> int64, ours Spark local[2] incl. start", spark_start_s + spark_s, mb, duck_s)
-    line("varchar -> int64, ours Spark local[2] excl. start", spark_s, mb, duck_s)
+    theirs, own, spark = [], [], []
+    for _ in range(runs):
+        theirs.append(duckdb_ctas())
+        own.append(ours("ours-retype", run_in_process))
+        spark.append(ours("spark-retype", run_on_spark)[0])
+    duck_s = median([w for w, _ in theirs])
+    spread_line("varchar -> int64, DuckDB CREATE TABLE AS SELECT CAST", theirs, mb)
+    spread_line("varchar -> int64, ours in-process", own, mb, duck_s)
+    spread_line("varchar -> int64, ours Spark local[2] incl. start", [spark_start_s + s for s in spark], mb, duck_s)
+    spread_line("varchar -> int64, ours Spark local[2] excl. start", spark, mb, duck_s)
+
+
+def cpu_timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU seconds (every thread of this process) of ``fn``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def spread_line(
+    what: str, runs: list[tuple[float, float]] | list[float], mb: float, duckdb_s: float | None = None
+) -> None:
+    """min/median/max wall seconds, MB/s at the median, its ratio to DuckDB's median, and the
+    median CPU seconds when measured."""
+    walls = [r[0] if isinstance(r, tuple) else r for r in runs]
+    cpus = [r[1] for r in runs if isinstance(r, tuple)]
+    ratio = f"  ratio to DuckDB {duckdb_s / median(walls):.2f}" if duckdb_s else ""
+    cpu = f"  CPU {median(cpus):.2f} s" if cpus else ""
+    print(f"{what:<52} {spread(walls, mb)}{ratio}{cpu}", flush=True)
 
 
 def main() -> None:
@@ -134,6 +194,8 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=1000)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--target", default="256MB", help="target_file_size of the type rewrite (both sides)")
+    parser.add_argument("--runs", type=int, default=3, help="paired rounds of each rewrite, contenders alternating")
+    parser.add_argument("--only", choices=("repartition", "retype"), help="one of the two rewrites")
     args = parser.parse_args()
     os.environ["DUCKLAKE_SPARK_MASTER"] = "local[2]"
     work = tempfile.mkdtemp(prefix="bench-rewrite-")
@@ -146,8 +208,10 @@ def main() -> None:
     from ducklake_jobs.session import spark_session
 
     spark_start_s = timed(spark_session)  # once per process: both jobs' "incl. start" figures add it
-    repartition(base, mb, spark_start_s)
-    column_type_rewrite(base, mb, spark_start_s, args.target)
+    if args.only != "retype":
+        repartition(base, mb, spark_start_s, args.runs)
+    if args.only != "repartition":
+        column_type_rewrite(base, mb, spark_start_s, args.target, args.runs)
     print(f"{'disk sequential write+read':<52} {disk_rate(work):18.1f} MB/s (physical limit)")
     shutil.rmtree(work, ignore_errors=True)
 

@@ -16,7 +16,14 @@ per second, the most runs ever Running at once in the catalog and on one table (
 from the API server every 0.2 s, and from the runs' own start and completion times), and
 the operator's peak RSS.
 
+``--single N``: instead, N DuckLakeJobs one after the other, each a compaction of a table
+under ``inProcessBelow`` (Local launcher): the seconds from the job's creation on the API
+server to its Succeeded there (watched every 20 ms), split into the operator's hops (to the
+run's start, from the program's end), the job program's process (its imports before the
+job), and the job's own phases (its report's timings); the median and the extremes.
+
     python bench/scheduling.py [--tables 200] [--real 20] [--in-process] [--profile DIR]
+    python bench/scheduling.py --single 10 [--tables 10] [--code DIR]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import argparse
 import base64
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -116,14 +124,57 @@ def phase(
           f"operator peak RSS {op.peak_rss_mb():.0f} MB", flush=True)  # fmt: skip
 
 
+def single_jobs(cluster: KubeCluster, op: Operator, tables: int, count: int) -> None:
+    """``count`` DuckLakeJobs, one at a time, each compacting the next table in this process."""
+    rows = []
+    for k in range(count):
+        name = f"single-{k:03}"
+        job = {"apiVersion": API, "kind": "DuckLakeJob", "metadata": {"name": name, "namespace": NAMESPACE},
+               "spec": {"catalogRef": {"name": "lake"}, "table": f"main.t{k % tables:04}", "operation": "compact",
+                        "spark": {"launcher": "Local", "inProcessBelow": "1GB"}}}  # fmt: skip
+        t0 = time.time()
+        cluster.request("POST", f"/apis/{API}/namespaces/{NAMESPACE}/ducklakejobs", job)
+        while True:
+            status = (
+                cluster.request("GET", f"/apis/{API}/namespaces/{NAMESPACE}/ducklakejobs/{name}").get("status") or {}
+            )
+            if status.get("state") in ENDED:
+                break
+            if time.time() - t0 > 120:
+                raise SystemExit(f"{name}: not ended after 120 s; see {op.log_path}")
+            time.sleep(0.02)
+        elapsed = time.time() - t0
+        report = (status.get("jobReport") or {}).get("report") or {}
+        timings = report.get("timings", {})
+        # the launch wrote the run document, the program's last line is its result (files' times)
+        detail = (status.get("launched") or {}).get("detail") or {}
+        launched, result = os.stat(detail["runFile"]).st_mtime, os.stat(detail["log"]).st_mtime
+        hops = {"toLaunch": launched - t0, "program": result - launched, "afterResult": t0 + elapsed - result}
+        rows.append({"state": status["state"], "seconds": elapsed, "job": report.get("seconds"), **hops, **timings})
+        print(f"{name}: {status['state']} {elapsed:5.2f} s after its creation (creation to launch "
+              f"{hops['toLaunch']:.2f} s, program to its result {hops['program']:.2f} s, of which the job "
+              f"{report.get('seconds')} s {timings}; result to Succeeded {hops['afterResult']:.2f} s)",
+              flush=True)  # fmt: skip
+    took = [r["seconds"] for r in rows]
+    print(f"single jobs: {count} compactions under inProcessBelow, creation to Succeeded: median "
+          f"{statistics.median(took):.2f} s (min {min(took):.2f}, max {max(took):.2f}); the job itself: median "
+          f"{statistics.median(r['job'] or 0 for r in rows):.2f} s; medians: creation to launch "
+          f"{statistics.median(r['toLaunch'] for r in rows):.2f} s, program {statistics.median(r['program'] for r in rows):.2f}"
+          f" s, result to Succeeded {statistics.median(r['afterResult'] for r in rows):.2f} s", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tables", type=int, default=200)
     parser.add_argument("--real", type=int, default=20, help="tables compacted for real after the dry runs")
     parser.add_argument("--in-process", action="store_true", help="the real runs skip Spark (inProcessBelow)")
+    parser.add_argument("--code", help="run the operator and its job programs on the tree DIR (operator/, jobs/)")
+    parser.add_argument("--single", type=int, default=0, help="N single DuckLakeJobs, creation to Succeeded")
     parser.add_argument("--profile", help="directory for py-spy profiles of the operator (bench/speedscope_summary.py)")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-scheduling-")
+    tree = os.path.abspath(args.code) if args.code else None
+    code = {"PYTHONPATH": f"{tree}/operator:{tree}/jobs"} if tree else {}
     server = PgServer.start()
     cluster = KubeCluster.start()
     op: Operator | None = None
@@ -147,7 +198,7 @@ def main() -> None:
                   for i in range(args.tables)]  # fmt: skip
         op = Operator(kubeconfig, os.path.join(tmp, "operator.log"), DUCKLAKE_DRIFT_INTERVAL="3600",
                       DUCKLAKE_POLICY_INTERVAL="1", DUCKLAKE_LOCAL_MAX_RUNS=str(SLOTS),  # the catalog's limit decides
-                      DUCKLAKE_STATE_DIR=os.path.join(tmp, "runs")).start(
+                      DUCKLAKE_STATE_DIR=os.path.join(tmp, "runs"), **code).start(
                           "--log-level=WARNING")  # fmt: skip
         cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=yaml.safe_dump_all([secret, catalog, *tables]))
         while True:
@@ -161,6 +212,9 @@ def main() -> None:
                                      f"{k * 100 + 100})" for i in range(args.tables) for k in range(3)])  # fmt: skip
         print(f"kube-apiserver {cluster.version()['gitVersion']}, PostgreSQL catalog, {args.tables} tables of 3 "
               f"small files, operator as the chart's service account, Local launcher", flush=True)  # fmt: skip
+        if args.single:
+            single_jobs(cluster, op, args.tables, args.single)
+            return
         trigger = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 1}
         phase(cluster, op, "dry-runs", {"dryRun": True, "spark": {"launcher": "Local"}, "compaction": trigger},
               args.tables, args.profile)  # fmt: skip

@@ -14,7 +14,7 @@ import fnmatch
 import gzip
 import json
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
@@ -26,9 +26,10 @@ from ducklake_operator.errors import DuckLakeError, SpecError
 from ducklake_operator.evolution.observed import TypedField, typed_field
 from ducklake_operator.model.ingested_files import SourceFile
 from ducklake_operator.model.names import fold
-from ducklake_operator.model.types import parse_type
+from ducklake_operator.model.types import DuckLakeType, parse_type
 from ducklake_operator.model.value_kinds import LONG, UnreadableType
 
+from .ingest_json import plain_bytes
 from .parquet_writer import literal, quote, scratch_connection
 
 _JSON = json.JSONDecoder(parse_float=decimal.Decimal)  # a number with a fraction or exponent: its exact text
@@ -124,16 +125,18 @@ class SourceReader:
     type), else the columns' types by folded name (for ``routing``) and in order (to observe)."""
 
     def __init__(self, source: Source, local: str, on_bad_record: str, skipped: Skipped | None) -> None:
-        """``skipped``: where skipped records are counted (None: they were counted already)."""
+        """``skipped``: where skipped records are counted (None: they were counted already, by
+        a reader of the same file that read its rows and ranges too: this one does not)."""
         self.source, self.local, self.on_bad_record, self.skipped = source, local, on_bad_record, skipped
         self.columns: tuple[TypedField, ...] = ()
+        self.types: tuple[DuckLakeType, ...] = ()  # of ``columns``, as DuckDB reads them
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
         self._rows = 0  # of a CSV or Parquet file (those that parse)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._rejected: set[int] = set()
         if source.format != "json":
             self._con = scratch_connection()
-            self._describe()
+            self._describe(counting=skipped is not None)
 
     @property
     def typed(self) -> dict[str, TypedField] | None:
@@ -149,7 +152,7 @@ class SourceReader:
         if self.skipped is not None:
             self.skipped.add(where, why)
 
-    def records(self) -> Iterator[Record]:
+    def records(self) -> Generator[Record, None, None]:
         return self._json() if self.source.format == "json" else self._typed()
 
     # ------------------------------------------------------------------ JSON lines
@@ -170,7 +173,14 @@ class SourceReader:
         except (OSError, EOFError) as exc:  # gzip's "Not a gzipped file", a truncated one
             raise DuckLakeError(f"ingest: cannot read {self.source.file.path}: {exc}") from None
 
-    def _json(self) -> Iterator[Record]:
+    def plain_json(self) -> bool:
+        """Whether the JSON-lines file holds no byte Python's line reading takes for blank space
+        and DuckDB's JSON reader skips around a record as well (``ingest_json``); fails as
+        ``records`` would on a file that is not JSON lines."""
+        with self._open() as fh:
+            return plain_bytes(fh)
+
+    def _json(self) -> Generator[Record, None, None]:
         path = self.source.file.path
         with self._open() as fh:
             for number, raw in enumerate(fh, start=1):
@@ -189,6 +199,17 @@ class SourceReader:
 
     # ------------------------------------------------------------------ CSV, Parquet
 
+    def scan(self) -> str:
+        """The table function reading a CSV or Parquet file: the rows ``records`` gives."""
+        return self._scan()
+
+    def query(self, sql: str) -> tuple[Any, ...]:
+        """The one row ``sql`` (over ``scan``) gives, from this reader's DuckDB."""
+        assert self._con is not None
+        row = self._con.execute(sql).fetchone()
+        assert row is not None
+        return tuple(row)
+
     def _scan(self) -> str:
         path = literal(self.local)
         if self.source.format == "parquet":
@@ -197,7 +218,7 @@ class SourceReader:
         # rejected rather than making the sniffer give up on the dialect
         return f"read_csv({path}, sample_size = -1, ignore_errors = true, store_rejects = true)"
 
-    def _describe(self) -> None:
+    def _describe(self, counting: bool) -> None:
         assert self._con is not None
         path = self.source.file.path
         try:
@@ -206,16 +227,18 @@ class SourceReader:
             raise DuckLakeError(
                 f"ingest: {path} is not a {self.source.format.upper()} file DuckDB can read ({_first_line(str(exc))})"
             ) from None
-        columns = []
+        columns: list[TypedField] = []
+        types: list[DuckLakeType] = []
         for name, type_text, *_ in described:
             try:
-                columns.append(typed_field(name, parse_type(type_text)))
+                types.append(parse_type(type_text))
+                columns.append(typed_field(name, types[-1]))
             except (UnreadableType, SpecError):
                 raise DuckLakeError(
                     f"ingest: column {name} of {path} is {type_text}, which ingest does not read; "
                     "convert it (to text, or a supported type) first"
                 ) from None
-        self.columns = tuple(columns)
+        self.columns, self.types = tuple(columns), tuple(types)
         names: dict[str, str] = {}
         for c in columns:
             other = names.setdefault(fold(c.name), c.name)
@@ -223,6 +246,8 @@ class SourceReader:
                 raise DuckLakeError(
                     f"ingest: columns {other} and {c.name} of {path} name the same column (names are case-insensitive)"
                 )
+        if not counting:
+            return
         longs = [c.name for c in columns if c.shape.dims == 0 and c.shape.kind == LONG]
         # one scan of the whole file: a CSV file's rejects are stored by its end
         items = "".join(f", min({quote(n)}), max({quote(n)})" for n in longs)
@@ -248,7 +273,7 @@ class SourceReader:
         """The rows of a CSV or Parquet file (those that parse)."""
         return int(self._rows)
 
-    def _typed(self) -> Iterator[Record]:
+    def _typed(self) -> Generator[Record, None, None]:
         assert self._con is not None
         path = self.source.file.path
         try:

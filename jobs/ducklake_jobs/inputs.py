@@ -28,12 +28,13 @@ def read_inputs(catalog: Catalog, schema: str, table: str) -> TableInputs:
 def planned_inputs(table: TableState, sources: list[int], inlined: dict[int, list[tuple[int, int]]]) -> PlannedInputs:
     """Source files as planned at the base snapshot: with their live delete files and inlined
     deletions, none of which may change before the commit."""
+    planned = set(sources)  # many files: a set, not the list, to look them up
     return PlannedInputs(
         tuple(sources),
         tuple(
             (d.data_file_id, d.delete_file_id)
             for d in table.delete_files
-            if d.end_snapshot is None and d.data_file_id in sources
+            if d.end_snapshot is None and d.data_file_id in planned
         ),
         tuple((k, len(inlined[k])) for k in sources if k in inlined),
     )

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ducklake_operator.api.v1alpha1.names import GROUP, JOBS, VERSION
@@ -26,6 +27,7 @@ MIN_INTERVAL_SECONDS = 0.5
 
 Patch = Callable[[dict[str, Any]], None]  # merge-patches the DuckLakeJob's status with {"status": {...}}
 Later = Callable[[float, Callable[[], None]], Any]  # runs a function after a delay; returns what .cancel()s it
+Sender = Callable[[Callable[[], None]], "Future[None]"]  # runs a send elsewhere, in the order given
 
 
 class JobStatus:
@@ -35,9 +37,13 @@ class JobStatus:
         clock: Callable[[], float] = time.monotonic,
         min_interval: float = MIN_INTERVAL_SECONDS,
         later: Later | None = None,
+        sender: Sender | None = None,
     ) -> None:
+        """``sender``: where the patches are sent (progress without waiting, the result waited
+        for); None: in the caller's thread."""
         self._patch, self._clock, self._min_interval = patch, clock, min_interval
         self._later = later or _timer
+        self._sender = sender
         self._lock = threading.Lock()
         self._last_sent: float | None = None
         self._pending: str | None = None  # held back by the interval, sent when it has passed
@@ -59,7 +65,7 @@ class JobStatus:
                     self._scheduled = self._later(wait, self._send_pending)
                 return
             self._last_sent, self._pending = now, None
-        self._send({"progress": text})
+        self._send_progress(text)
 
     def result(self, result: Mapping[str, Any]) -> None:
         """The final report; progress held back is dropped, and none is sent after it."""
@@ -67,7 +73,11 @@ class JobStatus:
             self._done, self._pending = True, None
             if self._scheduled is not None:
                 self._scheduled.cancel()
-        self._send({"jobReport": without_nulls(result)})
+        report = without_nulls(result)
+        if self._sender is None:
+            self._send({"jobReport": report})
+        else:
+            self._sender(lambda: self._send({"jobReport": report})).result()
 
     def _send_pending(self) -> None:
         with self._lock:
@@ -75,7 +85,13 @@ class JobStatus:
             if text is None or self._done:
                 return
             self._last_sent = self._clock()
-        self._send({"progress": text})
+        self._send_progress(text)
+
+    def _send_progress(self, text: str) -> None:
+        if self._sender is None:
+            self._send({"progress": text})
+        else:
+            self._sender(lambda: self._send({"progress": text}))
 
     def _send(self, fields: dict[str, Any]) -> None:
         try:
@@ -107,15 +123,19 @@ def api_job_status(job: JobIdentity, env: Mapping[str, str]) -> JobStatus | None
     """The job's status on the API server, or None (not asked for, or not reachable)."""
     if env.get(REPORT_TO_API) != "1":
         return None
-    client = kubernetes_client(f"{REPORT_TO_API}=1", "reporting on stdout only")
-    if client is None:
-        return None
-    api = client.CustomObjectsApi()
+    # one thread makes the client (importing it takes a fraction of a second to a second), then
+    # sends the patches in order, while the job starts and runs
+    sending = ThreadPoolExecutor(1, thread_name_prefix="ducklake-status")
+    made = sending.submit(kubernetes_client, f"{REPORT_TO_API}=1", "reporting on stdout only")
 
     def patch(body: dict[str, Any]) -> None:
-        api.patch_namespaced_custom_object_status(GROUP, VERSION, job.namespace or "default", JOBS, job.name, body)
+        client = made.result()
+        if client is not None:  # else kubernetes_client said why, once
+            client.CustomObjectsApi().patch_namespaced_custom_object_status(
+                GROUP, VERSION, job.namespace or "default", JOBS, job.name, body
+            )
 
-    return JobStatus(patch)
+    return JobStatus(patch, sender=lambda send: sending.submit(send))
 
 
 def kubernetes_client(asked: str, otherwise: str) -> Any | None:

@@ -14,6 +14,7 @@ from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import NOTHING_COMMITTED, DuckLakeError, JobFailed
 from ducklake_operator.model.jvm_errors import innermost_jvm_error
 
+from . import job_timings
 from .fault_points import fault_point
 from .run_context import JobRun
 from .task_runners import Runner, ran_on, run_in_process
@@ -42,6 +43,7 @@ def produce_and_commit(
         if committing is not None:
             committing()
         committed = commit(produced)
+        job_timings.enter(job_timings.PLANNING)  # what follows a commit: the report, or planning the next batch
         fault_point("after_commit")
     except BaseException as exc:
         if not isinstance(exc, DuckLakeError) or exc.cleanable:

@@ -14,6 +14,7 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.connect import safe_to_rerun
 from ducklake_operator.errors import CommitConflict, SpecError
 
+from .job_timings import PhaseClock, running
 from .operation_plugin import JobContext, OperationPlugin
 from .operation_registry import plugin
 from .run_context import PLAIN_RUN, REPLANS, JobRun
@@ -39,6 +40,7 @@ def run_operation(
     author: str = DEFAULT_AUTHOR,
     replans: int = REPLANS,
     run: JobRun = PLAIN_RUN,
+    clock: PhaseClock | None = None,
 ) -> dict[str, Any]:
     """Run one operation. ``params``: its parameters as the API has them, or the typed
     arguments ``model.job_params.parse_args`` made of them
@@ -46,7 +48,25 @@ def run_operation(
     writer changed its inputs (its files already removed) plans again from the new snapshot,
     up to ``replans`` times; the report counts the re-plans. ``run``: the launched run's
     identity, progress and in-process threshold (``run_context``). The report says where the
-    work ran (``ranOn``: catalog-wide operations run in this process)."""
+    work ran (``ranOn``: catalog-wide operations run in this process), and where its time
+    went (``timings``, seconds per phase, from ``clock``'s start: a launched run's includes
+    opening its catalog; ``seconds``: the whole run, from the same start)."""
+    clock = clock or PhaseClock()
+    with running(clock):
+        result = _attempts(catalog, operation, table, params, runner, author, replans, run)
+    return {**result, "timings": clock.timings(), "seconds": clock.seconds()}
+
+
+def _attempts(
+    catalog: Catalog,
+    operation: str,
+    table: str | None,
+    params: Mapping[str, object] | object,
+    runner: Runner,
+    author: str,
+    replans: int,
+    run: JobRun,
+) -> dict[str, Any]:
     args = parse_args(operation, params) if isinstance(params, Mapping) else params
     found = plugin(operation)
     schema, name = _scope(found, table)

@@ -52,6 +52,7 @@ from .executor_pods import follow_executors
 from .job_status import JobStatus, api_job_status
 from .job_steps import reason
 from .job_template import run_operation
+from .job_timings import PhaseClock
 from .run_context import JobRun
 from .run_document_reader import RunDocument, read_run_document
 from .task_runners import OnDone, run_on_spark
@@ -132,6 +133,7 @@ def run_job(run_file: str, write: Callable[[str], None], env: Mapping[str, str])
 def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
     what = f"{doc.operation} {doc.table}" if doc.table else doc.operation
     started = {"operation": doc.operation, **({"table": doc.table} if doc.table else {})}
+    clock = PhaseClock()  # the report's timings: opening the catalog is part of its planning
     try:
         args = parse_args(doc.operation, doc.params)  # once; every parameter problem before touching the catalog
         location = dataclasses.replace(catalog_location(doc.catalog, env), application_name=session_name(doc.job.uid))
@@ -157,6 +159,7 @@ def _run(doc: RunDocument, env: Mapping[str, str], events: Events) -> Outcome:
                 args,
                 runner=functools.partial(_on_spark, master=doc.spark_master, conf=doc.spark_conf),
                 run=JobRun(doc.job, doc.in_process_below, events.progress),
+                clock=clock,
             )
         except Exception as exc:
             killed = executors.out_of_memory() if executors is not None else []

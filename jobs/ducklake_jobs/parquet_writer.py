@@ -138,12 +138,17 @@ def scratch_connection(*, extensions: bool = False, spill: str | None = None) ->
     """An in-memory DuckDB for a job's work, within the task's resources; ``extensions``: may
     load the extension wheels; ``spill``: where it spills beyond its memory limit."""
     resources = task_resources.current()
-    return open_session(
+    con = open_session(
         unsigned_extensions=extensions,
         threads=resources.threads,
         memory_limit_mb=resources.memory_limit_mb,
         spill=spill,
     )
+    # a task reads each input once: DuckDB's cache of the files' blocks (on by default) would
+    # keep tens of kilobytes of every small file read, up to its memory limit (80% of RAM
+    # without one)
+    con.execute("SET enable_external_file_cache = false")
+    return con
 
 
 @contextmanager
@@ -188,14 +193,24 @@ def write_parquet(
     """Run ``select_sql`` into one Parquet file at the local path ``out_local``; ``fields``
     gives the field ids of every column the query returns (hidden ones included)."""
     os.makedirs(os.path.dirname(out_local) or ".", exist_ok=True)
-    opts = "".join(f", {k} {literal(v) if not v.isdigit() else v}" for k, v in options)
     row = con.execute(
         f"COPY ({select_sql}) TO {literal(out_local)} "
-        f"(FORMAT parquet, FIELD_IDS {field_ids_sql(fields)}, RETURN_STATS true{opts})",
+        f"(FORMAT parquet, FIELD_IDS {field_ids_sql(fields)}, RETURN_STATS true{_options_sql(options)})",
         params or [],
     ).fetchone()
     assert row is not None
     _, count, file_size, footer, column_stats = row[:5]
+    return WrittenFile(out_local, int(count), int(file_size), int(footer), _file_stats(column_stats, fields))
+
+
+def _options_sql(options: tuple[tuple[str, str], ...]) -> str:
+    return "".join(f", {k} {literal(v) if not v.isdigit() else v}" for k, v in options)
+
+
+def _file_stats(
+    column_stats: Mapping[str, Mapping[str, str]] | None, fields: tuple[FieldIds, ...]
+) -> tuple[FileColumnStats, ...]:
+    """RETURN_STATS' per-column statistics as the catalog stores them (hidden columns left out)."""
     keys = _leaf_keys(fields)
     stats = []
     for key, s in sorted((column_stats or {}).items()):
@@ -217,9 +232,49 @@ def write_parquet(
                 contains_nan=(s["has_nan"] == "true") if "has_nan" in s and leaf.bounds else None,
             )
         )
-    return WrittenFile(
-        out_local, int(count), int(file_size), int(footer), tuple(sorted(stats, key=lambda s: s.column_id))
-    )
+    return tuple(sorted(stats, key=lambda s: s.column_id))
+
+
+@dataclass(frozen=True)
+class PartitionFile:
+    """One file of a ``write_partitioned``: its partition's values and its rows' begin snapshots."""
+
+    written: WrittenFile  # at a local path
+    values: tuple[str | None, ...]  # of the partition columns, in order (None: NULL)
+    snapshots: tuple[int, int] | None  # the oldest and newest of its SNAPSHOT_ID column, if written
+
+
+def write_partitioned(
+    con: duckdb.DuckDBPyConnection,
+    select_sql: str,
+    fields: tuple[FieldIds, ...],
+    partition_by: tuple[str, ...],
+    out_dir: str,
+    options: tuple[tuple[str, str], ...] = (),
+    params: list[Any] | dict[str, Any] | None = None,
+) -> list[PartitionFile]:
+    """Run ``select_sql`` once into one local Parquet file per value of its ``partition_by``
+    columns (VARCHAR; not written), under ``out_dir``; ``fields``: the field ids of every
+    other column. The statistics are those DuckDB's writer kept (``RETURN_STATS``): no file
+    is read back. DuckDB splits no partition into several files, and keeps no row order."""
+    found = con.execute(
+        f"COPY ({select_sql}) TO {literal(out_dir)} (FORMAT parquet, PARTITION_BY ({', '.join(partition_by)}), "
+        f"FIELD_IDS {field_ids_sql(fields)}, RETURN_STATS true, FILENAME_PATTERN 'part-{{uuidv7}}'"
+        f"{_options_sql(options)})",
+        params or [],
+    ).fetchall()
+    snapshot_key = quote(SNAPSHOT_ID)
+    files = []
+    for path, count, file_size, footer, column_stats, keys in found:
+        lineage = (column_stats or {}).get(snapshot_key)
+        files.append(
+            PartitionFile(
+                WrittenFile(path, int(count), int(file_size), int(footer), _file_stats(column_stats, fields)),
+                tuple(keys[p] for p in partition_by),
+                (int(lineage["min"]), int(lineage["max"])) if lineage and "min" in lineage else None,
+            )
+        )
+    return files
 
 
 # Positional delete files as DuckDB 1.5.5 writes them (docs/ducklake-format.md §4.7): the data file's full path,

@@ -2,18 +2,24 @@
 current one (DuckLake, like Iceberg, partitions new data only: docs/ducklake-format.md §6.3).
 
 plan (pure, ``maintenance.repartition``: the live files whose spec's keys are not the
-current spec's, in batches of up to ``maxBytesPerCommit``) -> per batch, a ``shuffle``:
+current spec's, in batches of up to ``maxBytesPerCommit``) -> per batch, tasks that each read
+a run of source files of one schema version (up to ``targetFileSize`` of input) once and
+write their rows straight into the current spec's partitions:
 
-* map tasks read runs of source files of one schema version with their deletions (rows
-  deleted at or before the oldest snapshot dropped), compute each row's partition values
-  with DuckDB's own expressions (``model.partitioning``, on the column as the current
-  layout reads it) and write one chunk per partition;
-* the driver routes each partition's chunks into output files of up to ``targetFileSize``,
-  named in the partition's hive directory (unless ``hive_file_pattern`` is false);
-* reduce tasks write each output file in the schema version's layout, in the table's sort
-  order (else as read: the row ids are embedded, their order buys nothing), with both
-  lineage columns (row ids and each row's begin snapshot kept) and DuckDB's exact
-  statistics, and a delete file for the rows deleted later, with their snapshots;
+* the rows, with their deletions (rows deleted at or before the oldest snapshot dropped) and
+  both lineage columns (row ids and each row's begin snapshot kept), get their partition
+  values from DuckDB's own expressions (``model.partitioning``, on the key column as the
+  current layout reads it), and one ``COPY ... PARTITION_BY`` writes one file per partition
+  in the schema version's layout, its statistics from DuckDB's writer (``RETURN_STATS``);
+  a table with a sort order has its rows held by DuckDB (which spills) and written partition
+  by partition in that order, since a partitioned COPY keeps no row order;
+* each file is stored in its partition's hive directory (unless ``hive_file_pattern`` is
+  false), with a delete file for the rows deleted later, with their snapshots.
+
+No row crosses between tasks, so there is no shuffle: each input byte is read once and each
+output byte written once, and on Spark a task is the same function as in-process. The price:
+a partition gets a file from each task that has rows of it (``targetFileSize`` of input per
+task keeps each under the target).
 
 -> one snapshot per batch (``RepartitionFiles``): the outputs replace the sources as DuckDB's
 merge does (token ``merge_adjacent``), so every snapshot still readable reads the same rows,
@@ -29,8 +35,6 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -52,196 +56,236 @@ from ducklake_operator.model.partitioning import (
     needs_ducklake_functions,
     transform_sql,
 )
-from ducklake_operator.model.state import ColumnState, DataFile, TableState
+from ducklake_operator.model.state import ColumnState, DataFile, DeleteFile, TableState
 
 from .fault_points import fault_point
-from .file_rewrite import OrderedOutput, SourceFile, scan_sources, source_file, write_ordered
+from .file_rewrite import OrderedOutput, SourceFile, SourceScan, scan_sources, source_file, write_ordered
 from .inputs import planned_inputs, read_inputs
 from .job_steps import Report, produce_and_commit
 from .lake_paths import TablePaths, new_file_name, option, option_on, options_in_force, sort_sql, table_paths
 from .layout_projection import projection
 from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
+    HIDDEN_FIELD_IDS,
+    ROW_ID,
     SNAPSHOT_ID,
+    FieldIds,
+    PartitionFile,
     WrittenFile,
     copy_options,
-    literal,
+    field_ids_from_columns,
     quote,
     scratch_session,
     write_delete_file,
+    write_partitioned,
 )
 from .run_context import PLAIN_RUN, REPLANS, JobRun  # a batch refused by a concurrent writer plans again as often
-from .shuffle import Chunk, ChunkAccount, Routes, shuffle
 from .task_runners import Runner, run_in_process
 from .written_files import data_file_row, kept_deletes_row, written_counts
 
-# Source bytes per map task (a run of files of one schema version). On Spark map tasks are
-# the unit of parallelism; in-process they run one after another, each DuckDB using every
-# core, so fewer and larger ones split faster (bench/rewrite.py's 953 MB: 64 MB per task
-# 12.3-13.3 s for the whole job, 512 MB 9.2-9.3 s; 1 GB no better).
-MAP_INPUT_BYTES = 64 * 1024 * 1024
-IN_PROCESS_MAP_INPUT_BYTES = 512 * 1024 * 1024
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where and how every task of a batch writes."""
+
+    paths: TablePaths
+    names: tuple[str, ...]  # the partition key names of hive-style directories; empty: none
+    marker: str
+    order_by: str
+    options: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
-class SplitTask:
-    """A map task: read ``sources`` (of one schema version) in its layout ``columns`` and
-    split their rows by their values of the current spec's ``keys``."""
+class PartitionTask:
+    """Read ``sources`` (of one schema version) in its layout ``columns`` and write their rows
+    into one file per value of the current spec's ``keys``."""
 
     sources: tuple[SourceFile, ...]
     columns: tuple[ColumnState, ...]
     schema_version: int
     keys: tuple[tuple[ColumnState, str], ...]  # (key column as the current layout has it, transform)
     drop_deleted_until: int  # the oldest snapshot: rows deleted at or before it are dropped
-    input_bytes: int  # of the sources, for estimates
-    input_rows: int
+    outputs: Outputs
     s3: storage.S3Config | None = None
-    chunk_compression: str = "uncompressed"  # cheapest to write and read on local disk; lz4 to ship
 
 
 @dataclass(frozen=True)
-class MergeTask:
-    """A reduce task: the chunks of one partition (and schema version) into one data file."""
+class Output:
+    """One data file a task wrote and stored."""
 
-    columns: tuple[ColumnState, ...]
-    schema_version: int
+    task: PartitionTask
+    path: str  # full path or URI
     values: tuple[str | None, ...]  # the partition values, in key order
-    output: str  # full path or URI chosen by the driver
-    output_deletes: str
-    order_by: str
-    options: tuple[tuple[str, str], ...]
-    drop_deleted_until: int
-    s3: storage.S3Config | None = None
-
-
-@dataclass(frozen=True)
-class Merged:
-    task: MergeTask
     written: WrittenFile
     sorted: bool  # False if the sort key does not bind to this layout's columns
-    deletes: tuple[tuple[int, int], ...]  # (position in the output, snapshot) of rows deleted later
-    delete_file: WrittenFile | None
     snapshots: tuple[int, int]  # the oldest and newest begin snapshot of its rows
+    deletes: tuple[tuple[int, int], ...]  # (position in the output, snapshot) of rows deleted later
+    delete_path: str
+    delete_file: WrittenFile | None
+
+
+@dataclass(frozen=True)
+class _Local:
+    """A file written in the task's scratch, before it is stored."""
+
+    written: WrittenFile
+    values: tuple[str | None, ...]
+    sorted: bool
+    snapshots: tuple[int, int]
+    deletes: list[tuple[int, int]]
 
 
 def _parts(n: int) -> tuple[str, ...]:
     return tuple(f"__p{i}" for i in range(n))
 
 
-@contextmanager
-def _keyed_rows(task: SplitTask) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, dict[str, Any], tuple[str, ...]]]:
-    """A connection and a query of the task's rows (deleted ones too unless dropped) with
-    their lineage, ``__deleted_at``, partition values ``__p<i>`` (DuckDB's own expressions on
-    the key columns as the current layout reads them) and ``__key``, a hash of the values."""
+def _keyed_rows(
+    con: duckdb.DuckDBPyConnection, task: PartitionTask, scratch: str
+) -> tuple[str, SourceScan, tuple[str, ...]]:
+    """A query of the task's rows (deleted ones too unless dropped) with their lineage,
+    ``__deleted_at`` and partition values ``__p<i>`` (DuckDB's own expressions on the key
+    columns as the current layout reads them; a constant one when the spec has no key)."""
+    keyed = [replace(column, name=f"__k{i}") for i, (column, _) in enumerate(task.keys)]
+    scan = scan_sources(con, task.sources, task.columns, scratch, extra=lambda found: projection(found, keyed))
+    parts = _parts(max(1, len(task.keys)))
+    values = "".join(
+        f", {transform_sql(transform, f'__k{i}')} AS {p}"
+        for i, ((_, transform), p) in enumerate(zip(task.keys, parts, strict=False))
+    )
+    if not task.keys:
+        values = f", ''::VARCHAR AS {parts[0]}"
+    internal = ", ".join(["__file", "__row", *(f"__k{i}" for i in range(len(keyed)))])
+    query = (
+        f"SELECT * EXCLUDE ({internal}){values} FROM ({scan.sql}) "
+        f"WHERE __deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)}"
+    )
+    return query, scan, parts
+
+
+def write_partition_task(task: PartitionTask) -> list[Output]:
+    """The task: its sources read once, each partition's rows written once and stored."""
     bucketed = needs_ducklake_functions(t for _, t in task.keys)
-    with scratch_session(task.s3, "ducklake-split-", ducklake_functions=bucketed) as (con, scratch):
-        keyed = [replace(column, name=f"__k{i}") for i, (column, _) in enumerate(task.keys)]
-        scan = scan_sources(con, task.sources, task.columns, scratch, extra=lambda found: projection(found, keyed))
-        parts = _parts(len(task.keys))
-        values = "".join(
-            f", {transform_sql(transform, f'__k{i}')} AS {p}"
-            for i, ((_, transform), p) in enumerate(zip(task.keys, parts, strict=True))
-        )
-        key = f"hash({', '.join(parts)})" if parts else "0"  # checked: one partition per key
-        internal = ", ".join(["__file", "__row", *(f"__k{i}" for i in range(len(keyed)))])
-        yield (
-            con,
-            f"SELECT * EXCLUDE ({internal}), {key}::VARCHAR AS __key FROM (SELECT *{values} FROM ({scan.sql}) "
-            f"WHERE __deleted_at IS NULL OR __deleted_at > {int(task.drop_deleted_until)})",
-            scan.params,
-            parts,
-        )
+    with scratch_session(task.s3, "ducklake-repartition-", ducklake_functions=bucketed) as (con, scratch):
+        query, scan, parts = _keyed_rows(con, task, scratch)
+        write = _write_sorted if task.outputs.order_by else _write_unsorted
+        local = [f for f in write(con, task, query, scan, parts, scratch) if f.written.record_count]
+        return _store(con, task, local, scratch)
 
 
-def _partitions(found: list[tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
-    """Rows of (key, partition values..., count) -> each key's (values..., count)."""
-    by_key: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-    for key, *rest in found:
-        by_key[key].append(tuple(rest))
-    for rows in by_key.values():
-        if len(rows) != 1:  # two partitions' values with one 64-bit hash: never seen, never mixed either
-            raise DuckLakeError(f"partition values {sorted(r[:-1] for r in rows)} share a hash")
-    return {key: rows[0] for key, rows in by_key.items()}
-
-
-def account_files(task: SplitTask, index: int) -> list[ChunkAccount]:
-    """The chunks ``split_files`` will write, from the key columns alone (bytes estimated
-    from the sources' bytes per row)."""
-    with _keyed_rows(task) as (con, query, params, parts):
+def _write_unsorted(
+    con: duckdb.DuckDBPyConnection,
+    task: PartitionTask,
+    query: str,
+    scan: SourceScan,
+    parts: tuple[str, ...],
+    scratch: str,
+) -> list[_Local]:
+    """One partitioned COPY; the positions of rows deleted later are found after, from the
+    outputs' row id column, only when there are such rows."""
+    fields = field_ids_from_columns(task.columns) + tuple(FieldIds(n, i) for n, i in HIDDEN_FIELD_IDS.items())
+    out_dir = os.path.join(scratch, "out")
+    files = write_partitioned(
+        con,
+        f"SELECT * EXCLUDE (__deleted_at) FROM ({query})",
+        fields,
+        parts,
+        out_dir,
+        task.outputs.options,
+        scan.params,
+    )
+    deletes: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    if files and scan.with_deletes and _keeps_deleted_rows(con, task):
+        row_id = quote(ROW_ID)
         found = con.execute(
-            f"SELECT __key, {''.join(p + ', ' for p in parts)}count(*) FROM ({query}) GROUP BY ALL", params
+            f"SELECT o.filename, o.file_row_number, d.__deleted_at FROM read_parquet($outputs, filename = true, "
+            f"file_row_number = true, hive_partitioning = false) o JOIN (SELECT {row_id}, __deleted_at FROM "
+            f"({query}) WHERE __deleted_at IS NOT NULL) d USING ({row_id}) ORDER BY ALL",
+            {**scan.params, "outputs": [f.written.local_path for f in files]},
         ).fetchall()
-    per_row = task.input_bytes / max(1, task.input_rows)
-    accounts = []
-    for key, (*values, count) in sorted(_partitions(found).items()):
-        accounts.append(ChunkAccount(index, key, count, int(count * per_row), (task.schema_version, tuple(values))))
-    return accounts
+        for path, position, snapshot in found:
+            deletes[path].append((int(position), int(snapshot)))
+    return [_unsorted(f, task, deletes[f.written.local_path]) for f in files]
 
 
-def split_files(task: SplitTask, index: int, out_dir: str) -> list[Chunk]:
-    """Write the task's rows into ``out_dir/__key=<key>/``, one chunk per partition."""
-    with _keyed_rows(task) as (con, query, params, parts):
-        con.execute(
-            f"COPY ({query}) TO {literal(out_dir)} "
-            f"(FORMAT parquet, PARTITION_BY (__key), COMPRESSION {task.chunk_compression})",
-            params,
-        )
-        files: dict[str, tuple[str, ...]] = {}  # key -> its chunk's files
-        for entry in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:  # none: every row dropped
-            directory = os.path.join(out_dir, entry)
-            files[entry.split("=", 1)[1]] = tuple(sorted(os.path.join(directory, f) for f in os.listdir(directory)))
-        if not files:
-            return []
-        found = _partitions(  # every chunk at once, its key from its directory
-            con.execute(
-                f"SELECT __key, {''.join(p + ', ' for p in parts)}count(*) "
-                "FROM read_parquet(?, hive_partitioning = true, hive_types_autocast = false) GROUP BY ALL",
-                [[f for chunk in files.values() for f in chunk]],
-            ).fetchall()
-        )
-        chunks = []
-        for key, chunk in files.items():
-            *values, count = found[key]
-            account = ChunkAccount(
-                index, key, count, sum(os.path.getsize(f) for f in chunk), (task.schema_version, tuple(values))
-            )
-            chunks.append(Chunk(account, chunk))
-        return chunks
+def _keeps_deleted_rows(con: duckdb.DuckDBPyConnection, task: PartitionTask) -> bool:
+    """Whether some row deleted after the oldest snapshot is kept (``scan_sources``' deletions)."""
+    row = con.execute("SELECT count(*) FROM deleted WHERE snapshot > ?", [int(task.drop_deleted_until)]).fetchone()
+    return row is not None and row[0] > 0
 
 
-def merge_chunks(task: MergeTask, files: list[str]) -> Merged:
-    with scratch_session(task.s3) as (con, scratch):
-        params = {"chunks": files}
-        source = "read_parquet($chunks, hive_partitioning = false, union_by_name = true)"
-        row = con.execute(
-            f"SELECT count(__deleted_at), min({quote(SNAPSHOT_ID)}), max({quote(SNAPSHOT_ID)}) FROM {source}",
-            params,
-        ).fetchone()
-        assert row is not None
-        deleted, oldest, newest = row
+def _unsorted(f: PartitionFile, task: PartitionTask, deletes: list[tuple[int, int]]) -> _Local:
+    assert f.snapshots is not None or not f.written.record_count  # the snapshot column is always written
+    values = f.values if task.keys else ()
+    return _Local(f.written, values, False, f.snapshots or (0, 0), deletes)
+
+
+def _write_sorted(
+    con: duckdb.DuckDBPyConnection,
+    task: PartitionTask,
+    query: str,
+    scan: SourceScan,
+    parts: tuple[str, ...],
+    scratch: str,
+) -> list[_Local]:
+    """The rows held in DuckDB (spilling past its memory limit), then each partition's
+    written in the sort order."""
+    con.execute(f"CREATE TEMP TABLE __rows AS {query}", scan.params)
+    snapshot = quote(SNAPSHOT_ID)
+    groups = con.execute(
+        f"SELECT {', '.join(parts)}, min({snapshot}), max({snapshot}) FROM __rows GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    local = []
+    for n, (*values, oldest, newest) in enumerate(groups):
+        match = " AND ".join(f"{p} IS NOT DISTINCT FROM $v{i}" for i, p in enumerate(parts))
         out = write_ordered(
             con,
-            f"SELECT * FROM {source}",
-            params,
+            f"SELECT * FROM __rows WHERE {match}",
+            {f"v{i}": v for i, v in enumerate(values)},
             OrderedOutput(
                 columns=task.columns,
                 embed_row_ids=True,  # rows of many files: never contiguous
                 keep_snapshot_ids=True,
-                order_by=task.order_by,
-                tiebreak="",  # rows of many files: row-id order is no better than chunk order
+                order_by=task.outputs.order_by,
+                tiebreak="",  # rows of many files: row-id order is no better than scan order
                 drop_deleted_until=task.drop_deleted_until,
-                with_deletes=deleted > 0,
-                options=task.options,
-                internal=_parts(len(task.values)),
+                with_deletes=scan.with_deletes,
+                options=task.outputs.options,
+                internal=parts,
             ),
-            scratch,
+            os.path.join(scratch, "sorted", str(n)),
         )
-        delete_file = None
-        if out.deletes:
-            delete_file = write_delete_file(con, task.output, out.deletes, os.path.join(scratch, "out-delete.parquet"))
-            storage.store(delete_file.local_path, task.output_deletes)
-        storage.store(out.written.local_path, task.output)
-        return Merged(task, out.written, out.sorted, tuple(out.deletes), delete_file, (oldest, newest))
+        local.append(_Local(out.written, tuple(values) if task.keys else (), out.sorted, (oldest, newest), out.deletes))
+    return local
+
+
+def _store(con: duckdb.DuckDBPyConnection, task: PartitionTask, local: list[_Local], scratch: str) -> list[Output]:
+    """Each file (and its delete file) stored in its partition's directory; on a failure, the
+    ones already stored are deleted."""
+    o = task.outputs
+    stored: list[str] = []
+    outputs = []
+    try:
+        for n, f in enumerate(local):
+            relative = new_file_name(hive_directory(list(o.names), f.values) if o.names else "", marker=o.marker)
+            path = o.paths.full(relative, True)
+            delete_path = path[: -len(".parquet")] + "-delete.parquet"
+            delete_file = None
+            if f.deletes:
+                delete_file = write_delete_file(con, path, f.deletes, os.path.join(scratch, f"delete-{n}.parquet"))
+                stored.append(delete_path)
+                storage.store(delete_file.local_path, delete_path)
+            stored.append(path)
+            storage.store(f.written.local_path, path)
+            outputs.append(
+                Output(
+                    task, path, f.values, f.written, f.sorted, f.snapshots, tuple(f.deletes), delete_path, delete_file
+                )
+            )
+    except BaseException:
+        for path in stored:
+            storage.delete(path)
+        raise
+    return outputs
 
 
 def repartition(
@@ -344,28 +388,26 @@ def _run_batch(
     paths = table_paths(state, t)
     target = TARGET_FILE_SIZE.resolve(target_file_size, lambda key: option(state, t, key))
     layouts = read_layouts(catalog, inputs, (g.schema_version for g in batch.groups))
-    fields = key_fields(t.partition)
-    keys = tuple((_column(t, f.column_id), f.transform) for f in fields)
-    s3 = storage.s3_config(paths.directory)
-    in_process = runner is run_in_process
-    splits = _split_tasks(inputs, batch, paths, layouts, keys, in_process)
-    planned: list[str] = []  # every output path, known once the chunks are routed
+    keys = tuple((_column(t, f.column_id), f.transform) for f in key_fields(t.partition))
     names = key_names(t.partition, t.columns) if option_on(state, t, "hive_file_pattern") else []
-    parquet, order_by = copy_options(options_in_force(state, t)), sort_sql(t)
+    outputs = Outputs(paths, tuple(names), run.file_marker, sort_sql(t), copy_options(options_in_force(state, t)))
+    tasks = _tasks(inputs, batch, layouts, keys, outputs, target)
+    # by path: in-process, each task's outputs as it ends (a later task may fail), then all
+    stored: dict[str, Output] = {}
 
-    merge = _MergeSetting(target, names, paths, run.file_marker, layouts, order_by, parquet, inputs.oldest_snapshot, s3)
+    def write(task: PartitionTask) -> list[Output]:
+        written = write_partition_task(task)
+        stored.update((o.path, o) for o in written)
+        return written
 
-    outputs, commit = produce_and_commit(
-        lambda: planned,
-        lambda: shuffle(
-            runner,
-            account_files,
-            split_files,
-            splits,
-            lambda chunks: _route(chunks, merge, planned),
-            merge_chunks,
-            lambda done, total: run.phase("writing", done, total),
-        )[1],
+    def produce() -> list[Output]:
+        done = [o for found in run.run_file_groups(runner, write, tasks) for o in found]
+        stored.update((o.path, o) for o in done)
+        return done
+
+    written, commit = produce_and_commit(
+        lambda: [p for o in stored.values() for p in (o.path, o.delete_path)],
+        produce,
         lambda outs: catalog.commit(
             [_change(t, plan, batch, outs, paths, inputs)],
             author=author,
@@ -377,111 +419,64 @@ def _run_batch(
             ),  # fmt: skip
             before_commit=lambda: fault_point("in_commit"),
         ),
-        committing=lambda: run.committing(len(planned) // 2),
+        committing=lambda: run.committing(len(stored)),
     )
     assert commit.snapshot_id is not None
-    return _written(batch, outputs), commit.snapshot_id
+    return _written(batch, written), commit.snapshot_id
 
 
-@dataclass(frozen=True)
-class _MergeSetting:
-    """What every output of a batch shares."""
-
-    target: int  # bytes per output file
-    names: list[str]  # the partition key names of hive-style directories; empty: none
-    paths: TablePaths
-    marker: str
-    layouts: dict[int, tuple[ColumnState, ...]]
-    order_by: str
-    parquet: tuple[tuple[str, str], ...]
-    oldest_snapshot: int
-    s3: storage.S3Config | None
-
-
-def _route(chunks: list[ChunkAccount], merge: _MergeSetting, planned: list[str]) -> Routes[MergeTask]:
-    """The reduce side of a batch: each partition's chunks into outputs of about the target
-    size; every output path (and its delete file's) added to ``planned``."""
-    by_partition: dict[Any, list[ChunkAccount]] = defaultdict(list)
-    for c in chunks:
-        by_partition[c.info].append(c)
-    tasks: list[MergeTask] = []
-    of_chunk: dict[tuple[int, str], int] = {}
-    for version, values in sorted(by_partition, key=repr):
-        outputs: list[list[ChunkAccount]] = []
-        size = 0
-        for c in sorted(by_partition[(version, values)], key=lambda c: c.map_index):
-            if not outputs or size + c.bytes > merge.target:
-                outputs.append([])
-                size = 0
-            outputs[-1].append(c)
-            size += c.bytes
-        for members in outputs:
-            relative = new_file_name(hive_directory(merge.names, values) if merge.names else "", marker=merge.marker)
-            output = merge.paths.full(relative, True)
-            deletes = output[: -len(".parquet")] + "-delete.parquet"
-            planned.extend((output, deletes))
-            tasks.append(
-                MergeTask(
-                    merge.layouts[version],
-                    version,
-                    values,
-                    output,
-                    deletes,
-                    merge.order_by,
-                    merge.parquet,
-                    merge.oldest_snapshot,
-                    merge.s3,
-                )
-            )
-            of_chunk.update({(c.map_index, c.key): len(tasks) - 1 for c in members})
-    return Routes(tasks, of_chunk)
-
-
-def _split_tasks(
+def _tasks(
     inputs: TableInputs,
     batch: Batch,
-    paths: TablePaths,
     layouts: dict[int, Any],
     keys: tuple[tuple[ColumnState, str], ...],
-    in_process: bool,
-) -> list[SplitTask]:
-    """The map side of a batch: its groups' files in runs of about a map task's input."""
+    outputs: Outputs,
+    target: int,
+) -> list[PartitionTask]:
+    """The batch's groups' files in runs of about ``target`` bytes: each partition's file of a
+    task holds part of the task's input, so it stays under the target."""
     t = inputs.table
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
-    s3 = storage.s3_config(paths.directory)
-    map_bytes = IN_PROCESS_MAP_INPUT_BYTES if in_process else MAP_INPUT_BYTES
-    splits = []
+    s3 = storage.s3_config(outputs.paths.directory)
+    tasks = []
     for g in batch.groups:
         run_of: list[DataFile] = []
         run_bytes = 0
         for i in g.files:
-            run_of.append(files[i])
-            run_bytes += files[i].file_size_bytes
-            if run_bytes >= map_bytes or i == g.files[-1]:
-                splits.append(
-                    SplitTask(
-                        tuple(
-                            source_file(
-                                paths,
-                                f,
-                                delete_files.get(f.data_file_id),
-                                tuple(inputs.inlined_deletions.get(f.data_file_id, ())),
-                            )
-                            for f in run_of
-                        ),
-                        layouts[g.schema_version],
-                        g.schema_version,
-                        keys,
-                        inputs.oldest_snapshot,
-                        run_bytes,
-                        sum(f.record_count for f in run_of),
-                        s3,
-                        "uncompressed" if in_process else "lz4_raw",  # Spark ships the chunks
-                    )
+            if run_of and run_bytes + files[i].file_size_bytes > target:
+                tasks.append(
+                    _task(inputs, run_of, delete_files, layouts[g.schema_version], g.schema_version, keys, outputs, s3)
                 )
                 run_of, run_bytes = [], 0
-    return splits
+            run_of.append(files[i])
+            run_bytes += files[i].file_size_bytes
+        tasks.append(
+            _task(inputs, run_of, delete_files, layouts[g.schema_version], g.schema_version, keys, outputs, s3)
+        )
+    return tasks
+
+
+def _task(
+    inputs: TableInputs,
+    run_of: list[DataFile],
+    delete_files: dict[int, DeleteFile],
+    columns: tuple[ColumnState, ...],
+    version: int,
+    keys: tuple[tuple[ColumnState, str], ...],
+    outputs: Outputs,
+    s3: storage.S3Config | None,
+) -> PartitionTask:
+    sources = tuple(
+        source_file(
+            outputs.paths,
+            f,
+            delete_files.get(f.data_file_id),
+            tuple(inputs.inlined_deletions.get(f.data_file_id, ())),
+        )
+        for f in run_of
+    )
+    return PartitionTask(sources, columns, version, keys, inputs.oldest_snapshot, outputs, s3)
 
 
 def _column(t: TableState, column_id: int) -> ColumnState:
@@ -495,7 +490,7 @@ def _plus(totals: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
     return {k: totals.get(k, 0) + v for k, v in batch.items()}
 
 
-def _written(batch: Batch, outputs: list[Merged]) -> dict[str, Any]:
+def _written(batch: Batch, outputs: list[Output]) -> dict[str, Any]:
     """The report's account of one batch."""
     return {
         "filesRead": len(batch.files),
@@ -504,25 +499,25 @@ def _written(batch: Batch, outputs: list[Merged]) -> dict[str, Any]:
         **written_counts(o.written for o in outputs),
         "deletedRowsDropped": batch.input_rows - sum(o.written.record_count for o in outputs),
         "deleteFilesWritten": sum(1 for o in outputs if o.delete_file),
-        "unsortedFiles": sum(1 for o in outputs if o.task.order_by and not o.sorted),
+        "unsortedFiles": sum(1 for o in outputs if o.task.outputs.order_by and not o.sorted),
     }
 
 
 def _change(
-    t: TableState, plan: RepartitionPlan, batch: Batch, outputs: list[Merged], paths: TablePaths, inputs: TableInputs
+    t: TableState, plan: RepartitionPlan, batch: Batch, outputs: list[Output], paths: TablePaths, inputs: TableInputs
 ) -> RepartitionFiles:
     fields = key_fields(t.partition)
     new_files = []
     for out in outputs:
         new_files.append(
             data_file_row(
-                paths.relative(out.task.output),
+                paths.relative(out.path),
                 out.written,
                 begin_snapshot=out.snapshots[0],
                 partial_max=out.snapshots[1],
                 partition_id=plan.spec_id if fields else None,
-                partition_values=tuple((f.key_index, v) for f, v in zip(fields, out.task.values, strict=True)),
-                delete_file=kept_deletes_row(paths, out.task.output_deletes, out.delete_file, out.deletes),
+                partition_values=tuple((f.key_index, v) for f, v in zip(fields, out.values, strict=True)),
+                delete_file=kept_deletes_row(paths, out.delete_path, out.delete_file, out.deletes),
             )
         )
     return RepartitionFiles(

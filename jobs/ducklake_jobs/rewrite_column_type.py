@@ -10,7 +10,9 @@ new types and swaps every file and inlined row for the outputs.
 
 Each task reads its files in the table's current layout (deleted rows dropped: the outputs
 begin at the commit, when they are deleted anyway), converts the columns with
-``conversion_sql`` and writes the new layout with DuckDB's writer, row ids embedded. The
+``conversion_sql`` and writes the new layout with DuckDB's writer, row ids embedded (unless the
+group's ids run on from file to file with none deleted: its output then takes them by position,
+as a merge of adjacent files does, and need not write them). The
 inputs end at the commit instead of going, so every earlier snapshot still reads the old
 types and values. A value that does not convert fails the job, naming the first ones and
 their row ids, before anything is committed (its files deleted); ``onCastError: null``
@@ -60,7 +62,7 @@ from ducklake_operator.model.conversions import conversion_sql, values_limit
 from ducklake_operator.model.file_changes import ColumnRetype, PlannedInputs, RetypeColumns
 from ducklake_operator.model.job_params import REWRITE_COLUMN_TYPE, RewriteColumnTypeArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, ON_CAST_ERROR, TARGET_FILE_SIZE
-from ducklake_operator.model.state import ColumnState, TableState
+from ducklake_operator.model.state import ColumnState, DataFile, TableState
 from ducklake_operator.model.types import DuckLakeType, to_duckdb_sql
 
 from .fault_points import fault_point
@@ -113,6 +115,10 @@ class RetypeTask:
     on_cast_error: str
     options: tuple[tuple[str, str], ...] = ()
     s3: storage.S3Config | None = None
+    # the sources' first row id when their ids are contiguous and none is deleted: the output
+    # then takes them by position (DuckDB's rule for a file without the row id column) and
+    # need not carry them; None: embedded
+    row_id_start: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,7 @@ class RetypeOutput:
     rows: int  # live rows converted
     failed: tuple[int, ...]  # per retyped column: non-NULL values that did not convert
     first_failed: tuple[tuple[tuple[int, str], ...], ...]  # per column: (row id, value) of the first (fail)
+    row_id_start: int | None = None  # the output's row ids are row_id_start + position; None: embedded
 
 
 def _chain(columns: tuple[ColumnState, ...], ids: tuple[int, ...]) -> list[ColumnState]:
@@ -179,12 +186,15 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     leaves = {r.chain[-1]: leaf(r) for r in task.retyped}
     tops = [c for c in task.columns if any(r.chain[0] == c.column_id for r in task.retyped)]
     replaced = ", ".join(f"{_converted(c, quote(c.name), leaves)} AS {quote(c.name)}" for c in tops)
+    # a source carrying its row ids (a flush, an UPDATE's output) may not be positional
+    row_id_start = task.row_id_start if ROW_ID not in scan.hidden and not scan.with_deletes else None
     how = OrderedOutput(
         columns=task.new_columns,
-        embed_row_ids=True,
+        embed_row_ids=row_id_start is None,
         keep_snapshot_ids=False,
         # the scan's order is the files' unless deletes are joined or layouts unioned
         tiebreak="__file, __row" if scan.with_deletes or scan.layouts > 1 else "",
+        options=task.options,
     )
     try:
         out = write_ordered(
@@ -200,7 +210,7 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
         out = None
     none: tuple[tuple[tuple[int, str], ...], ...] = tuple(() for _ in task.retyped)
     if out is not None and task.on_cast_error == "fail":
-        return _stored(task, out.written, tuple(0 for _ in task.retyped), none)
+        return _stored(task, out.written, tuple(0 for _ in task.retyped), none, row_id_start)
     fails = [f"{v} IS NOT NULL AND {convert(r, v)} IS NULL" for r, v in zip(task.retyped, values, strict=True)]
     counts = con.execute(
         "SELECT "
@@ -224,7 +234,7 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
             else ()
             for v, f, n in zip(values, fails, failed, strict=True)
         )
-    return _stored(task, out.written if out else None, failed, first)
+    return _stored(task, out.written if out else None, failed, first, row_id_start)
 
 
 def _stored(
@@ -232,12 +242,13 @@ def _stored(
     written: WrittenFile | None,
     failed: tuple[int, ...],
     first: tuple[tuple[tuple[int, str], ...], ...],
+    row_id_start: int | None,
 ) -> RetypeOutput:
     """The task's result, its file stored at the output path unless empty (or not written)."""
     if written is None or written.record_count == 0:
         return RetypeOutput(task, None, 0, failed, first)
     storage.store(written.local_path, task.output)
-    return RetypeOutput(task, written, written.record_count, failed, first)
+    return RetypeOutput(task, written, written.record_count, failed, first, row_id_start)
 
 
 @dataclass
@@ -280,20 +291,29 @@ def _tasks(work: Work, groups: tuple[RetypeGroup, ...], paths: TablePaths, parqu
             if g.partition_id is not None
             else new_file_name(marker=work.marker)  # no hive directory: no partition values
         )
-        out.append(
-            _task(
-                work,
-                tuple(
-                    source_file(paths, files[i], deletes.get(i), tuple(inlined_deletions.get(i, ()))) for i in g.files
-                ),
-                paths.full(name, True),
-                parquet,
-            )
+        sources = tuple(
+            source_file(paths, files[i], deletes.get(i), tuple(inlined_deletions.get(i, ()))) for i in g.files
         )
+        out.append(_task(work, sources, paths.full(name, True), parquet, _positional_start(sources, files, g.files)))
     return out
 
 
-def _task(work: Work, sources: tuple[SourceFile, ...], output: str, parquet: Any) -> RetypeTask:
+def _positional_start(sources: tuple[SourceFile, ...], files: dict[int, DataFile], ids: tuple[int, ...]) -> int | None:
+    """The first row id of sources whose ids follow on from one file to the next with no row
+    deleted, so the rows written in order keep them by position; else None."""
+    if any(s.delete_file or s.deletions for s in sources):
+        return None
+    first = expected = files[ids[0]].row_id_start
+    for i in ids:
+        if expected is None or files[i].row_id_start != expected:
+            return None
+        expected += files[i].record_count
+    return first
+
+
+def _task(
+    work: Work, sources: tuple[SourceFile, ...], output: str, parquet: Any, row_id_start: int | None = None
+) -> RetypeTask:
     work.planned.append(output)
     columns = work.table.columns
     return RetypeTask(
@@ -307,6 +327,7 @@ def _task(work: Work, sources: tuple[SourceFile, ...], output: str, parquet: Any
         on_cast_error=work.on_cast_error,
         options=parquet,
         s3=storage.s3_config(output),
+        row_id_start=row_id_start,
     )
 
 
@@ -577,6 +598,7 @@ def _change(work: Work, defaults: dict[int, tuple[str | None, str]], paths: Tabl
             o.written,
             partition_id=g.partition_id if g is not None else None,
             partition_values=g.partition_values if g is not None else (),
+            row_id_start=o.row_id_start,
         )
         for g, o in work.outputs
         if o.written is not None

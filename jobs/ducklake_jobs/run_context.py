@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from ducklake_operator.model.job_marker import JobIdentity, commit_extra_info
 
+from . import job_timings
 from .task_runners import Runner, run_in_process
 
 W = TypeVar("W")
@@ -31,6 +32,10 @@ class JobRun:
         return self.job.file_marker if self.job else ""
 
     def phase(self, phase: str, done: int = 0, total: int = 0) -> None:
+        """Tell the progress listener, and the run's clock which phase its time goes to now."""
+        timing = job_timings.OF_PROGRESS.get(phase)
+        if timing is not None:
+            job_timings.enter(timing)
         if self.progress is not None:
             self.progress(phase, done, total)
 

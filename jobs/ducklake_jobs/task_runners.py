@@ -11,6 +11,7 @@ import threading
 import types
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from typing import Any, Protocol, TypeVar
 
 from . import task_resources
@@ -29,12 +30,45 @@ class Runner(Protocol):
 
 
 def run_in_process(fn: Callable[[W], R], items: list[W], on_done: OnDone | None = None) -> list[R]:
-    results = []
-    for item in items:
-        results.append(fn(item))
-        if on_done is not None:
-            on_done(len(results))
-    return results
+    """The items' tasks in threads of this process, as many at once as there are cores (fewer
+    when a memory limit would leave each DuckDB too little: ``TaskResources.shared``), each
+    DuckDB given its share of the cores and memory, as Spark's local[N] would run them. One
+    DuckDB with every core left cores idle in each task's serial parts (fetching, planning
+    its scan, statistics): the type rewrite took 7.8 s where local[2] took 6.7. A failed task
+    stops the ones not started, waits for those running (their files are then all
+    written, for the job to delete), then the failure of the first item that failed is
+    raised."""
+    at_once, each = task_resources.current().shared(len(items), os.cpu_count() or 1)
+    if at_once <= 1:
+        results = []
+        for item in items:
+            results.append(fn(item))
+            if on_done is not None:
+                on_done(len(results))
+        return results
+
+    def run(item: W) -> R:
+        with task_resources.using(each):
+            return fn(item)
+
+    done = 0
+    with ThreadPoolExecutor(at_once, thread_name_prefix="ducklake-task") as pool:
+        futures = [pool.submit(run, item) for item in items]
+        try:
+            for future in as_completed(futures):
+                future.result()
+                done += 1
+                if on_done is not None:
+                    on_done(done)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            wait(futures)
+            first = next((f.exception() for f in futures if not f.cancelled() and f.exception() is not None), None)
+            if first is None:
+                raise
+            raise first from None
+    return [f.result() for f in futures]
 
 
 def ran_on(runner: Runner) -> str:

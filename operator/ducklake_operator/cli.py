@@ -2,12 +2,14 @@
 
     ducklake plan   -f PATH...   what would change (exit 2 if a change is blocked)
     ducklake apply  -f PATH...   commit it, one snapshot per table or schema plan (a plan with
-                                 heavy changes: by its rewriteColumnType job, in this process)
+                                 heavy changes: by its rewriteColumnType job, in this process);
+                                 -o json: the plans, snapshots and the heavy jobs' reports
     ducklake status -f PATH...   tables, snapshot, columns with ids, and drift
     ducklake sql -f PATH... SQL  run SQL with DuckDB on the catalog (attached as ``lake``)
     ducklake run-job OP [T] -f P  compact|rewriteDeletes|rewriteColumnType|repartition|ingest schema.table,
                                   flushInlinedData [schema.table], expireSnapshots, cleanupFiles,
-                                  deleteOrphanFiles; -p key=value
+                                  deleteOrphanFiles; -p key=value; --no-spark (the operations with
+                                  Spark tasks: run-job --help)
 
 Exit codes: 0 applied or nothing to do, 1 error, 2 blocked. PostgreSQL credentials come
 from the environment instead of a Secret: ``DUCKLAKE_SECRET_<NAME>_<KEY>`` (name and key
@@ -27,7 +29,7 @@ import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 
@@ -42,6 +44,7 @@ from .evolution.heavy import HeavyJob
 from .evolution.manifest_plans import counts_files
 from .model.job_params import OPERATIONS, params_help
 from .model.maintenance_params import DRY_RUN
+from .model.options import parse_size
 from .model.state import ColumnState
 from .use_cases import (
     apply_plan,
@@ -130,48 +133,70 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    """Apply every manifest's plan; ``--output json``: one document instead of the text, with
+    each plan, its snapshot and the reports of the heavy jobs it ran (as ``run-job`` prints them)."""
     status = EXIT_OK
+    text = args.output == "text"
+    output = []
     for cat_spec, members in _grouped(args.file):
         catalog, created = ensure_catalog(cat_spec, env_credentials)
+        applied = []
         with closing(catalog):
-            print(f"catalog {cat_spec.ref.name} ({catalog.location.describe()}): {'created' if created else 'adopted'}")
+            if text:
+                print(
+                    f"catalog {cat_spec.ref.name} ({catalog.location.describe()}): {'created' if created else 'adopted'}"
+                )
             for m in members:
                 result = apply_plan(catalog, m, author=args.author)
-                print("  " + result.plan.render().replace("\n", "\n  "))
-                if result.commit is not None and result.commit.snapshot_id is not None:
-                    print(f"  → committed snapshot {result.commit.snapshot_id}")
+                committed = result.commit.snapshot_id if result.commit is not None else None
+                if text:
+                    print("  " + result.plan.render().replace("\n", "\n  "))
+                    if committed is not None:
+                        print(f"  → committed snapshot {committed}")
                 if result.plan.is_refused:
                     status = EXIT_BLOCKED
-                if isinstance(m, TableSpec):
-                    _run_heavy_jobs(catalog, cat_spec, m, result.heavy, args.author)
+                heavy = (
+                    _run_heavy_jobs(catalog, cat_spec, m, result.heavy, args.author, text)
+                    if isinstance(m, TableSpec)
+                    else []
+                )
+                applied.append({"plan": result.plan.to_json(), "committedSnapshot": committed, "jobs": heavy})
+        output.append({"catalog": cat_spec.ref.name, "created": created, "applied": applied})
+    if not text:
+        print(json.dumps(output, indent=2, default=str))
     return status
 
 
 def _run_heavy_jobs(
-    catalog: Catalog, cat_spec: CatalogSpec, spec: TableSpec, jobs: Sequence[HeavyJob], author: str
-) -> None:
+    catalog: Catalog, cat_spec: CatalogSpec, spec: TableSpec, jobs: Sequence[HeavyJob], author: str, text: bool
+) -> list[dict[str, Any]]:
     """A plan with heavy changes, done here and now: its job in this process, given the
     manifest when the plan has other changes too, which it commits in the same snapshot (the
-    controller runs it as a DuckLakeJob instead)."""
+    controller runs it as a DuckLakeJob instead). Their reports; said as text too, when ``text``."""
     if not jobs:
-        return
+        return []
     from ducklake_jobs.job_template import run_operation
     from ducklake_jobs.task_runners import run_in_process
 
     from . import storage
 
+    reports = []
     storage.configure(s3_settings(cat_spec))
     try:
         for job in jobs:
-            print(f"  → heavy change: running {job.describe()} in this process")
+            if text:
+                print(f"  → heavy change: running {job.describe()} in this process")
             params = {**job.params, **({"manifest": spec} if job.with_plan else {})}
             report = run_operation(catalog, job.operation, job.table, params, runner=run_in_process, author=author)
-            print(
-                f"  → committed snapshot {report['committedSnapshot']}: {report['filesRead']} files read, "
-                f"{report['filesWritten']} written, {report['rowsWritten']} rows"
-            )
+            reports.append(report)
+            if text:
+                print(
+                    f"  → committed snapshot {report['committedSnapshot']}: {report['filesRead']} files read, "
+                    f"{report['filesWritten']} written, {report['rowsWritten']} rows in {report['seconds']} s"
+                )
     finally:
         storage.configure(None)
+    return reports
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -294,8 +319,20 @@ def run_on_spark_if_installed(
     return run_on_spark(fn, items, on_done)
 
 
+def _megabytes(text: str) -> int:
+    """A size argument (512MB, 2GiB) in DuckDB's megabytes (10^6 bytes)."""
+    try:
+        size = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if size < 1_000_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is under 1MB")
+    return size // 1_000_000
+
+
 def cmd_run_job(args: argparse.Namespace) -> int:
     """Run a maintenance operation locally and print its JSON result."""
+    from ducklake_jobs import task_resources
     from ducklake_jobs.job_template import run_operation
     from ducklake_jobs.task_runners import run_in_process
 
@@ -308,18 +345,37 @@ def cmd_run_job(args: argparse.Namespace) -> int:
         with closing(Catalog.open(location, expected_data_path=cat_spec.data_path)) as catalog:
             storage.configure(s3_settings(cat_spec))  # shipped to Spark tasks with their work
             try:
-                result = run_operation(
-                    catalog,
-                    args.operation,
-                    args.table,
-                    job_args,
-                    runner=run_in_process if args.no_spark else run_on_spark_if_installed,
-                    author=CLI_AUTHOR,
-                )
+                with task_resources.using(task_resources.in_process(args.memory_limit)):
+                    result = run_operation(
+                        catalog,
+                        args.operation,
+                        args.table,
+                        job_args,
+                        runner=run_in_process if args.no_spark else run_on_spark_if_installed,
+                        author=CLI_AUTHOR,
+                    )
             finally:
                 storage.configure(None)
         print(json.dumps({"catalog": cat_spec.ref.name, **result}, indent=2, default=str))
     return EXIT_OK
+
+
+def _table_help() -> str:
+    """Which operations need the table argument, and which take it optionally (their declarations' scope)."""
+    needed = [n for n, op in OPERATIONS.items() if op.available and op.table == "required"]
+    optional = [n for n, op in OPERATIONS.items() if op.available and op.table == "optional"]
+    return f"schema.table ({', '.join(needed)}; optional for {', '.join(optional)})"
+
+
+def _no_spark_help() -> str:
+    """The operations whose file groups run as Spark tasks (their declarations say so): the only ones
+    --no-spark changes."""
+    takers = [n for n, op in OPERATIONS.items() if op.available and op.spark_tasks]
+    return (
+        f"{', '.join(takers)}: run the file groups in this process instead of as Spark tasks "
+        "(local[*], or DUCKLAKE_SPARK_MASTER); quicker for small tables, no JVM. The other operations "
+        "always run in this process"
+    )
 
 
 def _params_epilog() -> str:
@@ -346,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("-f", "--file", action="append", required=True, help="manifest file or directory (repeatable)")
         p.set_defaults(func=fn)
-        if name == "plan":
+        if name in ("plan", "apply"):
             p.add_argument("-o", "--output", choices=("text", "json"), default="text")
         if name == "apply":
             p.add_argument("--author", default=CLI_AUTHOR)
@@ -360,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     job.add_argument("operation", choices=available)
-    job.add_argument("table", nargs="?", help="schema.table (compact, rewriteDeletes; optional for flushInlinedData)")
+    job.add_argument("table", nargs="?", help=_table_help())
     job.add_argument(
         "-p", "--param", action="append", help="operation parameter key=value, e.g. -p targetFileSize=128MB"
     )
@@ -371,8 +427,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     job.add_argument(
         "--no-spark",
         action="store_true",
-        help="compact, rewriteDeletes: run the file groups in this process instead of as Spark tasks "
-        "(local[*], or DUCKLAKE_SPARK_MASTER); quicker for small tables, no JVM",
+        help=_no_spark_help(),
+    )
+    job.add_argument(
+        "--memory-limit",
+        type=_megabytes,
+        metavar="SIZE",
+        help="with --no-spark: the memory the file groups are given, e.g. 2GB (their DuckDB gets 80%% of it "
+        "and spills beyond it to the task's scratch directory under TMPDIR); default: DuckDB's, 80%% of the "
+        "machine's. Spark tasks get theirs from spark.executor.pyspark.memory",
     )
     job.set_defaults(func=cmd_run_job)
     args = parser.parse_args(argv)

@@ -25,6 +25,8 @@ INT = parse_type("int32")
 
 
 def test_adopt_refuses_other_format_versions(catalog: Catalog) -> None:
+    snapshot, version = catalog.health()  # the periodic health check's read
+    assert (snapshot.snapshot_id, version) == (catalog.snapshot().snapshot_id, "1.0")
     with catalog.engine.begin() as conn:
         conn.execute(sa.text("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'"))
     before = dump(catalog.location)
@@ -33,6 +35,8 @@ def test_adopt_refuses_other_format_versions(catalog: Catalog) -> None:
     assert "'0.3'" in str(err.value) and "AUTOMATIC_MIGRATION" in str(err.value)
     with pytest.raises(UnsupportedCatalog):
         catalog.commit([CreateTable("main", "t", (Field("a", INT),))])
+    with pytest.raises(UnsupportedCatalog):  # a catalog migrated under a running operator
+        catalog.health()
     assert dump(catalog.location) == before
 
 

@@ -72,3 +72,28 @@ def test_no_drift_after_an_options_only_apply(location: CatalogLocation, data_pa
         assert pool.state(catalog_spec, catalog) == written
     finally:
         pool.close()
+
+
+def test_a_refreshed_state_finds_tables_by_name_and_id_as_a_full_read_does(
+    catalog: Catalog, location: CatalogLocation
+) -> None:
+    """The indexes a refresh carries over (not built again from every table) follow renames,
+    drops and creations."""
+    con = duck.attach(location)
+    for name in ("a", "b", "c"):
+        con.execute(f"CREATE TABLE lk.{name}(id INTEGER)")
+    cache = StateCache(catalog)
+    before = cache.state()
+    assert before.table("main", "A") is not None and before.table_by_id(before.table("main", "b").table_id)
+    renamed_id = before.table("main", "a").table_id
+    con.execute("ALTER TABLE lk.a RENAME TO Renamed")
+    con.execute("DROP TABLE lk.b")
+    con.execute("CREATE TABLE lk.d(id INTEGER)")
+    after = cache.state()
+    full = catalog.state()
+    assert after == full
+    for schema, name in [("main", "a"), ("main", "B"), ("main", "renamed"), ("main", "RENAMED"), ("main", "D")]:
+        assert after.table(schema, name) == full.table(schema, name), name
+    assert after.table("main", "a") is None and after.table("main", "b") is None
+    assert after.table_by_id(renamed_id) == full.table("main", "Renamed")
+    assert after.table_by_id(before.table("main", "b").table_id) is None

@@ -7,6 +7,7 @@ the new ones, through DuckDB)."""
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 from contextlib import closing
@@ -181,6 +182,34 @@ def test_apply_runs_the_rewrite_with_the_plans_other_changes(tmp_path: Path) -> 
     con.close()
     again = ducklake("apply", "-f", str(path), cwd=str(tmp_path))
     assert again.returncode == 0 and "no changes" in again.stdout and "heavy" not in again.stdout
+
+
+def test_apply_prints_the_heavy_jobs_reports_as_json(tmp_path: Path) -> None:
+    """``ducklake apply -o json``: one document with each plan, its snapshot, and the report of
+    the heavy job it ran (what it read, wrote and committed, and where its time went)."""
+    catalog = {
+        "apiVersion": "ducklake.dev/v1alpha1",
+        "kind": "DuckLakeCatalog",
+        "metadata": {"name": "lake"},
+        "spec": {"metadata": {"sqlite": {"path": str(tmp_path / "c.sqlite")}}, "dataPath": str(tmp_path / "d") + "/"},
+    }
+    path = tmp_path / "lake.yaml"
+    path.write_text(yaml.safe_dump_all([catalog, manifest(COLUMNS)]))
+    created = json.loads(ducklake("apply", "-f", str(path), "-o", "json", cwd=str(tmp_path)).stdout)
+    assert created[0]["catalog"] == "lake" and created[0]["created"] is True
+    assert [a["jobs"] for a in created[0]["applied"]] == [[]]  # nothing heavy
+    location = CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite"))
+    duck.run_workload(location, ["INSERT INTO lk.t SELECT i, (i * 3)::VARCHAR, 0, NULL, NULL FROM range(30) t(i)"])
+    path.write_text(yaml.safe_dump_all([catalog, manifest(retyped("code", "int64"), typeChanges="rewrite")]))
+    applied = ducklake("apply", "-f", str(path), "--output", "json", cwd=str(tmp_path))
+    assert applied.returncode == 0, applied.stderr
+    (table,) = json.loads(applied.stdout)[0]["applied"]
+    (report,) = table["jobs"]
+    assert report["operation"] == "rewriteColumnType" and report["ranOn"] == "in-process"
+    assert report["rowsWritten"] == 30 and report["committedSnapshot"] == snapshot_count(location) - 1
+    assert table["plan"]["table"] == "main.t" and table["plan"]["changes"]
+    timings = report["timings"]
+    assert timings["tasks"] > 0 and timings["commit"] > 0 and sum(timings.values()) <= report["seconds"]
 
 
 def snapshot_count(location: CatalogLocation) -> int:

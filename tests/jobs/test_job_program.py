@@ -70,6 +70,8 @@ def test_compact_on_spark_with_credentials_from_the_environment(role_location, d
     assert result["state"] == "Succeeded" and result["ranOn"] == "spark" == result["report"]["ranOn"]
     assert result["committedSnapshot"] == before + 1 == lake.snapshot()
     assert result["report"]["groups"] == PARTS and result["report"]["filesRead"] == PARTS * INSERTS
+    timings = result["report"]["timings"]  # this program started its Spark session
+    assert min(timings.values()) > 0 and sum(timings.values()) <= result["report"]["seconds"], timings
     phases = run.progress
     assert phases[0] == ("planning", 0, 0) and phases[-1] == ("committing", PARTS, PARTS)
     writing = [done for phase, done, total in phases if phase == "writing" and total == PARTS]
@@ -80,9 +82,9 @@ def test_compact_on_spark_with_credentials_from_the_environment(role_location, d
         commit = find_job_commit(catalog, doc["job"]["uid"])
     assert commit is not None and commit.snapshot_id == result["committedSnapshot"]
     marked = job_commit_report(commit.commit_extra_info, doc["job"]["uid"]) or {}
-    # the snapshot itself; the report's seconds end after the commit, and what the commit cannot
-    # know of itself: its retries and conflicts
-    unstamped = ("committedSnapshot", "seconds", "commitRetries", "commitConflicts")
+    # the snapshot itself; the report's seconds and timings end after the commit, and what the
+    # commit cannot know of itself: its retries and conflicts
+    unstamped = ("committedSnapshot", "seconds", "timings", "commitRetries", "commitConflicts")
     assert (result["report"]["commitRetries"], result["report"]["commitConflicts"]) == (0, 0)
     assert {k: v for k, v in marked.items() if k not in unstamped} == {
         k: v for k, v in result["report"].items() if k not in unstamped
@@ -98,6 +100,7 @@ def test_compact_below_the_threshold_runs_in_process(lake: Lake, tmp_path) -> No
     assert run.exit_code == 0, run.stderr
     assert run.result["ranOn"] == "in-process" and run.result["committedSnapshot"] == before + 1
     assert run.result["report"]["bytesRead"] < 1_000_000_000
+    assert run.result["report"]["timings"]["sparkStart"] == 0 < run.result["report"]["timings"]["tasks"]
     # in-process, each finished file group is counted
     assert run.progress == [("planning", 0, 0)] + [("writing", k, PARTS) for k in range(PARTS + 1)] + [
         ("committing", PARTS, PARTS)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -27,6 +29,31 @@ class FakeTimer:
 
     def cancel(self) -> None:
         self.cancelled = True
+
+
+def test_patches_sent_from_another_thread_keep_their_order_and_the_result_waits() -> None:
+    """Progress is sent without waiting, in order; the result returns once everything is sent
+    (the program ends right after it)."""
+    sent: list[dict[str, Any]] = []
+    gate = threading.Event()
+
+    def patch(body: dict[str, Any]) -> None:
+        gate.wait(5)  # the client is still being made: nothing goes yet
+        sent.append(body)
+
+    sending = ThreadPoolExecutor(1)
+    status = JobStatus(patch, min_interval=0, sender=sending.submit)
+    status.progress("planning")
+    status.progress("writing 0/1 file groups")
+    assert sent == []  # the caller did not wait
+    threading.Timer(0.2, gate.set).start()
+    status.result({"state": "Succeeded"})
+    assert sent == [
+        {"status": {"progress": "planning"}},
+        {"status": {"progress": "writing 0/1 file groups"}},
+        {"status": {"jobReport": {"state": "Succeeded"}}},
+    ]
+    sending.shutdown()
 
 
 def test_progress_is_patched_at_most_once_per_interval() -> None:

@@ -557,6 +557,109 @@ def test_csv_parquet_and_gzipped_json(lake: CatalogLocation, tmp_path: Path) -> 
     ]
 
 
+# a column of each type whose values go unconverted into a column of its kind's own type
+# (CSV's sniffer reads the narrower ones as BIGINT, DOUBLE, TIMESTAMP); NULLs but in id
+TYPED = (
+    "SELECT i AS id, CASE WHEN i % 7 <> 1 THEN i::INTEGER END AS small, (i / 4)::FLOAT AS f4, "
+    "CASE WHEN i % 5 <> 2 THEN i / 3 END AS f8, i % 2 = 0 AS ok, CASE WHEN i % 3 <> 0 THEN 's' || i END AS name, "
+    "DATE '2024-01-01' + i::INTEGER AS day, TIMESTAMP '2024-01-01 10:00:00.25' + INTERVAL (i) HOUR AS at, "
+    "CAST(TIMESTAMP '2024-01-01' + INTERVAL (i) SECOND AS TIMESTAMP_S) AS at_s FROM range(40) r(i)"
+)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_typed_files_read_straight_into_the_rows_as_record_by_record(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CSV or Parquet file each of whose columns goes unconverted into one column of its
+    kind's type is read by DuckDB straight into the rows written: the same table as converting
+    its records one by one. A row without a value for a NOT NULL column is skipped or fails
+    naming it, as record by record."""
+    import ducklake_jobs.ingest as job
+
+    src = tmp_path / "in"
+    src.mkdir()
+    duckdb.execute(f"COPY ({TYPED}) TO '{src / ('a.' + fmt)}' (FORMAT {fmt})")
+    duckdb.execute(f"COPY ({TYPED.replace('range(40)', 'range(40, 60)')}) TO '{src / ('b.' + fmt)}' (FORMAT {fmt})")
+    create = "CREATE TABLE lk.t(id BIGINT NOT NULL, name VARCHAR, f8 DOUBLE)"
+    direct = new_lake(make_location("sqlite"), tmp_path / "direct", create)
+    one_by_one = new_lake(make_location("sqlite"), tmp_path / "one-by-one", create)
+    selected: list[str | None] = []
+    select = job._direct_select
+
+    def noting(*args: Any) -> str | None:
+        selected.append(select(*args))
+        return selected[-1]
+
+    monkeypatch.setattr(job, "_direct_select", noting)
+    assert ingest(direct, src)["rowsWritten"] == 60
+    assert len(selected) == 2 and None not in selected
+    monkeypatch.setattr(job, "_direct_select", lambda *a: None)
+    assert ingest(one_by_one, src)["rowsWritten"] == 60
+    assert columns(direct) == columns(one_by_one)
+    assert read(direct, "SELECT rowid, * FROM lk.t ORDER BY rowid") == read(
+        one_by_one, "SELECT rowid, * FROM lk.t ORDER BY rowid"
+    )
+    monkeypatch.setattr(job, "_direct_select", select)
+    lacking = src / f"c.{fmt}"
+    duckdb.execute(f"COPY (SELECT * REPLACE (CASE WHEN id = 61 THEN NULL ELSE id END AS id) FROM ({TYPED.replace('range(40)', 'range(60, 63)')})) TO '{lacking}' (FORMAT {fmt})")  # fmt: skip
+    report = ingest(direct, lacking, onBadRecord="skip")
+    assert (report["rowsWritten"], report["recordsSkipped"]) == (2, 1)
+    assert report["firstSkipped"] == [f"{lacking}:row 2: no value for id, which is NOT NULL"]
+    with pytest.raises(DuckLakeError, match="no value for id, which is NOT NULL"):
+        ingest(direct, lacking, reingest=True)
+
+
+def test_json_lines_read_in_duckdb_as_record_by_record(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JSON-lines files DuckDB reads as Python does (written by DuckDB's COPY, gzipped, and by
+    Python's json.dumps) are observed and loaded in DuckDB (``ducklake_jobs.ingest_json``): the
+    same columns, rows by rowid and report as reading every record in Python; a file with a
+    key of two kinds is loaded record by record, one with a bad line left to Python, which
+    skips it naming it (tests/jobs/test_ingest_json_duckdb.py compares the two in depth)."""
+    import ducklake_jobs.ingest as job
+    import ducklake_jobs.ingest_json as ingest_json
+
+    src = tmp_path / "in"
+    src.mkdir()
+    duckdb.execute(
+        f"COPY ({TYPED.replace('range(40)', 'range(30)')}) TO '{src / 'a.json.gz'}' (FORMAT JSON)"
+    )  # a NULL for some keys, a timestamp with a fraction, a date, booleans, doubles, longs
+    write_json(src / "b.json", [{"id": 30 + i, "f8": i / 7, "name": f"n{i}", "at": "2024-01-05T10:00:00+02:00"} for i in range(5)])  # fmt: skip
+    write_json(src / "c.jsonl", [{"id": 40, "mixed": 1}, {"id": 41, "mixed": "x"}, {"id": 42, "small": 2.5}])
+    (src / "d.ndjson").write_text('{"id": 50, "name": "ok"}\n{"id": 51,}\n{"id": 52}\n')
+    create = "CREATE TABLE lk.t(id BIGINT NOT NULL, name VARCHAR DEFAULT 'none', f8 DOUBLE)"
+    direct = new_lake(make_location("sqlite"), tmp_path / "direct", create)
+    one_by_one = new_lake(make_location("sqlite"), tmp_path / "one-by-one", create)
+    observe, select = ingest_json.observe_json_lines, ingest_json.json_lines_load
+    claimed: list[bool] = []
+    loaded: list[bool] = []
+
+    def noting_observe(*args: Any) -> Any:
+        found = observe(*args)
+        claimed.extend(f is not None for f in found)
+        return found
+
+    def noting_select(*args: Any) -> Any:
+        loaded.append(select(*args) is not None)
+        return select(*args)
+
+    monkeypatch.setattr(job, "observe_json_lines", noting_observe)
+    monkeypatch.setattr(job, "json_lines_load", noting_select)
+    report = ingest(direct, src, onBadRecord="skip")
+    assert claimed == [True, True, True] and loaded == [True, True, False]  # d: a bad line among its first
+    monkeypatch.setattr(job, "observe_json_lines", lambda con, files: [None] * len(files))
+    python = ingest(one_by_one, src, onBadRecord="skip")
+    same = ("records", "recordsSkipped", "firstSkipped", "columnsAdded", "rowsWritten", "filesWritten")
+    assert {k: report.get(k) for k in same} == {k: python.get(k) for k in same}
+    assert report["recordsSkipped"] == 1 and report["firstSkipped"][0].startswith(f"{src / 'd.ndjson'}:2: not JSON")
+    assert columns(direct) == columns(one_by_one)
+    assert read(direct, "SELECT rowid, * FROM lk.t ORDER BY rowid") == read(
+        one_by_one, "SELECT rowid, * FROM lk.t ORDER BY rowid"
+    )
+
+
 def test_partitioned_and_sorted_like_duckdbs_insert(lake: CatalogLocation, tmp_path: Path) -> None:
     duck.run_workload(
         lake,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ducklake_jobs import parquet_writer
 from ducklake_jobs import repartition as repartition_job
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_jobs.job_template import run_operation
@@ -418,15 +419,16 @@ def test_duckdb_writes_during_the_job(catalog: Catalog, location, monkeypatch, w
     for k in range(3):
         con.execute(f"INSERT INTO lk.t SELECT i, 'b' || (i % 3), i % 2 FROM range({k * 100}, {k * 100 + 100}) t(i)")
     con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
-    original, calls = repartition_job.merge_chunks, []
+    original, calls = repartition_job.write_partition_task, []
 
-    def merge_then_write(task, files):
+    def write_then_duckdb(task):
         calls.append(task)
+        written = original(task)
         if len(calls) == 1:
             con.execute(sql)  # lands while the job writes
-        return original(task, files)
+        return written
 
-    monkeypatch.setattr(repartition_job, "merge_chunks", merge_then_write)
+    monkeypatch.setattr(repartition_job, "write_partition_task", write_then_duckdb)
     expected = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
     result = run_operation(catalog, "repartition", "main.t", {})
     assert result.get("replanned", 0) == replanned and result["filesLeft"] == 0
@@ -449,14 +451,14 @@ def test_a_batch_refused_every_time_commits_nothing(catalog: Catalog, location, 
     con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
     con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(300) t(i)")
     con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
-    original = repartition_job.merge_chunks
+    original = repartition_job.write_partition_task
     deletes = iter(range(300))
 
-    def merge_then_delete(task, files):
+    def write_then_delete(task):
         con.execute(f"DELETE FROM lk.t WHERE id = {next(deletes)}")
-        return original(task, files)
+        return original(task)
 
-    monkeypatch.setattr(repartition_job, "merge_chunks", merge_then_delete)
+    monkeypatch.setattr(repartition_job, "write_partition_task", write_then_delete)
     latest = catalog.snapshot().snapshot_id
     with pytest.raises(
         CommitConflict, match=r"repartition of main\.t: snapshot \d+ \(inlined_delete:1\) changed its input"
@@ -508,3 +510,75 @@ def test_a_concurrent_duckdb_writer_loses_no_row(make_location, tmp_path) -> Non
     assert {pid for _, _, pid in partition_rows(con)} == {spec}
     con.close()
     assert jobs == 6 and committed > 0  # the writer was inserting all along
+
+
+# ------------------------------------------------------------------ one pass
+
+
+def test_each_row_is_read_once_and_written_once(catalog: Catalog, location, monkeypatch) -> None:
+    """The job reads each source file in one task only, runs one partitioned COPY per task,
+    and writes no Parquet file but its outputs: the files in a task's scratch after its COPY
+    are the ones it stores, every row written once, and the report's bytes are the outputs'."""
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
+    for k in range(4):
+        con.execute(f"INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    con.execute("DELETE FROM lk.t WHERE id % 10 = 0")  # kept: no snapshot expired
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
+    rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    sizes = sorted(f.file_size_bytes for f in catalog.state().table("main", "t").data_files)
+    copies: list[tuple[list[str], int]] = []  # per COPY: every Parquet file in its scratch after it, rows written
+    tasks: list[Any] = []
+    write_partitioned, write_task = parquet_writer.write_partitioned, repartition_job.write_partition_task
+
+    def spy_copy(con, select_sql, fields, partition_by, out_dir, *args):
+        files = write_partitioned(con, select_sql, fields, partition_by, out_dir, *args)
+        scratch = os.path.dirname(out_dir)
+        found = [os.path.join(d, f) for d, _, fs in os.walk(scratch) for f in fs if f.endswith(".parquet")]
+        assert sorted(found) == sorted(f.written.local_path for f in files)
+        copies.append((found, sum(f.written.record_count for f in files)))
+        return files
+
+    def spy_task(task):
+        tasks.append(task)
+        return write_task(task)
+
+    monkeypatch.setattr(repartition_job, "write_partitioned", spy_copy)
+    monkeypatch.setattr(repartition_job, "write_partition_task", spy_task)
+    result = run_operation(catalog, "repartition", "main.t", {"targetFileSize": sizes[-1] * 2})
+    assert result["filesRead"] == 4 and len(tasks) == len(copies) == 2  # two source files per task
+    sources = [s.path for task in tasks for s in task.sources]
+    assert len(sources) == len(set(sources)) == 4  # each source in one task
+    assert result["filesWritten"] == sum(len(found) for found, _ in copies) == 6  # 3 partitions per task
+    assert result["rowsWritten"] == sum(n for _, n in copies) == 400  # deleted rows kept, for older snapshots
+    live = catalog.state().table("main", "t").data_files
+    assert result["bytesWritten"] == sum(f.file_size_bytes for f in live)
+    assert result["deleteFilesWritten"] == 6
+    assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
+
+
+def test_a_sorted_table_keeps_its_order(catalog: Catalog, location) -> None:
+    """A partitioned COPY keeps no row order: a table with a sort order gets each partition
+    written in it, with the rows deleted later at their positions there."""
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR, v INTEGER)")
+    for k in range(3):
+        con.execute(
+            f"INSERT INTO lk.t SELECT i, 'b' || (i % 3), (i * 7919) % 1000 FROM range({k * 5000}, {k * 5000 + 5000}) t(i)"
+        )
+    con.execute("DELETE FROM lk.t WHERE id % 10 = 0")
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
+    con.execute("ALTER TABLE lk.t SET SORTED BY (v DESC)")
+    before = con.execute("SELECT snapshot_id FROM ducklake_snapshots('lk') ORDER BY 1").fetchall()[-1][0]
+    rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    result = run_operation(catalog, "repartition", "main.t", {})
+    assert result["filesWritten"] == 3 and result["unsortedFiles"] == 0 and result["deleteFilesWritten"] == 3
+    assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
+    for f in catalog.state().table("main", "t").data_files:
+        path = str(Path(catalog.state().data_path) / "main" / "t" / f.path)
+        values = [
+            v for (v,) in con.execute(f"SELECT v FROM read_parquet('{path}') ORDER BY file_row_number").fetchall()
+        ]
+        assert values == sorted(values, reverse=True) and len(values) == 5000, f.path
+    old = con.execute(f"SELECT count(*) FROM lk.t AT (VERSION => {before - 3})").fetchone()
+    assert old == (15000,)  # the deleted rows, kept at their positions for the snapshots before the delete

@@ -91,6 +91,13 @@ VALUES = [
         [("12", 12), (" -7 ", -7), ("+5", 5), ("1.5", None), ("0x1F", None), ("1_000", None), ("", None)],
     ),
     ("varchar", "int32", [("99999999999", None), ("abc", None)]),
+    # strict: what DuckDB's own cast also reads (underscores, hex, exponents, fractions, tabs) does not convert
+    (
+        "varchar",
+        "int64",
+        [(" 12 ", 12), ("+7", 7), ("-0", 0), ("007", 7), ("-42", -42), ("1_000", None), ("0x10", None)]
+        + [("1e3", None), ("1.5", None), ("\t1", None), ("", None), (" ", None), ("--1", None), (str(2**63), None)],
+    ),
     ("varchar", "float64", [("1.5", 1.5), ("1e3", 1000.0), (".5", 0.5), ("-inf", float("-inf")), ("1,5", None)]),
     ("varchar", "decimal(6,2)", [("12.345", Decimal("12.35")), ("123456", None), ("x", None)]),
     (

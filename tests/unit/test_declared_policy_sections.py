@@ -133,8 +133,20 @@ def test_a_declared_catalog_wide_section_has_one_owner() -> None:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class DryRunArgs:
+    dry_run: bool = False
+
+
 def test_a_section_sets_only_its_operations_parameters() -> None:
     with pytest.raises(TypeError, match="sets maxTables, not its parameters"):
-        dataclasses.replace(ANALYZE, params={"dryRun": DRY_RUN})
+        Operation("analyze", "none", {"dryRun": DRY_RUN}, DryRunArgs, section="analysis", policy=ANALYZE.policy)
     with pytest.raises(TypeError, match="names no new section"):
         dataclasses.replace(ANALYZE, section="compaction")
+
+
+def test_an_operations_arguments_are_its_parameters_keywords() -> None:
+    with pytest.raises(TypeError, match=r"analyze: DryRunArgs's fields are not its parameters' keywords"):
+        Operation("analyze", "none", ANALYZE.params, DryRunArgs)
+    with pytest.raises(TypeError, match=r"sample: AnalyzeArgs's fields are not"):
+        Operation("sample", "required", SAMPLE.params, AnalyzeArgs)

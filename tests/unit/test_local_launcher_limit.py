@@ -1,6 +1,8 @@
 """The Local launcher's programs share the operator's pod: at most ``max_runs`` run at once
 (chart value jobs.local.maxRuns); a launch beyond is refused with LauncherBusy, holding
-nothing, and goes through once a program has ended. Real child processes."""
+nothing, and goes through once a program's run has released its place (its status no longer
+shows it running), or a while after the program exited when no release comes. Real child
+processes."""
 
 from __future__ import annotations
 
@@ -44,10 +46,27 @@ def test_at_most_max_runs_programs_run_at_once(tmp_path: Any) -> None:
     hold.unlink()
     assert ended(launcher, first) != "Running" and ended(launcher, second) != "Running"
     hold.write_text("")
+    with pytest.raises(LauncherBusy):  # exited, but their runs still show them Running
+        launcher.launch(attempt("c", "uid-c"))
+    launcher.release(first)
     third = launcher.launch(attempt("c", "uid-c"))  # a place is free again
     assert launcher.observe(third).state == "Running"
+    with pytest.raises(LauncherBusy):
+        launcher.launch(attempt("d", "uid-d"))
     hold.unlink()
     ended(launcher, third)
+
+
+def test_a_place_no_run_releases_is_free_a_while_after_its_program_exited(tmp_path: Any) -> None:
+    launcher = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", ""),
+                             env={"PATH": os.environ["PATH"]}, max_runs=1, linger_seconds=0.5)  # fmt: skip
+    first = launcher.launch(attempt("a", "uid-a"))
+    assert ended(launcher, first) != "Running"
+    with pytest.raises(LauncherBusy):  # seen exited now: it lingers from here
+        launcher.launch(attempt("b", "uid-b"))
+    time.sleep(0.6)
+    second = launcher.launch(attempt("b", "uid-b"))
+    assert ended(launcher, second) != "Running"
 
 
 def test_programs_an_earlier_operator_started_count_too(tmp_path: Any) -> None:
@@ -65,6 +84,7 @@ def test_programs_an_earlier_operator_started_count_too(tmp_path: Any) -> None:
         after.launch(attempt("b", "uid-b"))
     hold.unlink()
     assert ended(after, running) != "Running"
+    after.release(running)
     second = after.launch(attempt("b", "uid-b"))  # its place is free: started
     assert second.detail["pid"] != running.detail["pid"]
     ended(after, second)

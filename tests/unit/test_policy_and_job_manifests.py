@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ducklake_operator.api.load import parse_manifest
+from ducklake_operator.api.v1alpha1.job import JobSpec
 from ducklake_operator.errors import SpecError
 
 
@@ -97,7 +98,7 @@ def job(**spec: Any) -> dict[str, Any]:
 
 
 def test_job_params_become_keywords() -> None:
-    from ducklake_operator.model.job_params import job_keywords
+    from ducklake_operator.model.job_params import CompactArgs, job_keywords
 
     spec = parse_manifest(
         job(
@@ -112,6 +113,9 @@ def test_job_params_become_keywords() -> None:
         "max_groups": 10,
         "dry_run": True,
     }
+    # parsed once, when the manifest is read: the spec carries the typed arguments
+    assert isinstance(spec, JobSpec)
+    assert spec.args == CompactArgs(target_file_size=128_000_000, min_input_files=3, max_groups=10, dry_run=True)
     assert job_keywords("rewriteDeletes", {"deleteThreshold": 0.25}) == {"delete_threshold": 0.25}
     assert job_keywords("expireSnapshots", {"olderThan": "7d", "retainLast": 2}) == {
         "older_than": "7d",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ducklake_jobs.task_resources import TaskResources, local_cores, memory_limit_mb, threads_per_task
+from ducklake_jobs.task_resources import (
+    TaskResources,
+    in_process,
+    local_cores,
+    memory_limit_mb,
+    threads_per_task,
+)
+from ducklake_operator.cli import main
 
 
 @pytest.mark.parametrize(
@@ -47,3 +54,32 @@ def test_memory_limit_is_a_share_of_the_python_workers_memory() -> None:
 def test_duckdb_config() -> None:
     assert TaskResources().duckdb_config() == {}
     assert TaskResources(threads=2, memory_limit_mb=512).duckdb_config() == {"threads": 2, "memory_limit": "512MB"}
+
+
+def test_an_in_process_run_gives_duckdb_the_same_share_of_its_memory() -> None:
+    assert in_process(2000) == TaskResources(memory_limit_mb=1600)
+    assert in_process(50) == TaskResources(memory_limit_mb=64)
+    assert in_process(None) == TaskResources()
+
+
+@pytest.mark.parametrize(
+    "resources, tasks, at_once, share",
+    [
+        (TaskResources(), 5, 4, TaskResources(threads=1)),  # one per core, DuckDB's default memory
+        (TaskResources(), 1, 1, TaskResources(threads=4)),
+        (TaskResources(memory_limit_mb=1000), 5, 4, TaskResources(threads=1, memory_limit_mb=250)),
+        (TaskResources(memory_limit_mb=150), 5, 2, TaskResources(threads=2, memory_limit_mb=75)),  # >= 64 MB each
+        (TaskResources(memory_limit_mb=80), 5, 1, TaskResources(threads=4, memory_limit_mb=80)),
+    ],
+)
+def test_concurrent_tasks_share_the_cores_and_the_memory(
+    resources: TaskResources, tasks: int, at_once: int, share: TaskResources
+) -> None:
+    assert resources.shared(tasks, cores=4) == (at_once, share)
+
+
+def test_run_job_refuses_a_memory_limit_that_is_not_a_size(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("lots", "512KB"):
+        with pytest.raises(SystemExit):
+            main(["run-job", "compact", "main.t", "-f", "x.yaml", "--no-spark", "--memory-limit", bad])
+        assert "--memory-limit" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from .bootstrap import adopt_catalog, catalog_exists, initialize_catalog, normal
 from .commit import DEFAULT_AUTHOR, Changes, CommitResult, LateChanges, commit_changes
 from .connect import CatalogLocation, create_engine, describe_db_error
 from .drop import drop_catalog
-from .read_metadata import DATA_PATH_OPTION
+from .read_metadata import DATA_PATH_OPTION, check_format_version, load_metadata
 from .read_snapshots import load_snapshot, load_snapshots
 from .read_state import load_catalog_state
 
@@ -125,6 +125,12 @@ class Catalog:
     def snapshot(self, snapshot_id: int | None = None) -> SnapshotInfo:
         with self.reading() as conn:
             return load_snapshot(conn, snapshot_id)
+
+    def health(self) -> tuple[SnapshotInfo, str]:
+        """The latest snapshot and the format version (checked), in one read: what a
+        catalog's periodic health check needs, without reading its tables."""
+        with self.reading() as conn:
+            return load_snapshot(conn, None), check_format_version(load_metadata(conn), "the catalog")
 
     def snapshots(self, after: int | None = None) -> list[SnapshotRecord]:
         with self.reading() as conn:

@@ -44,7 +44,7 @@ from .connect import describe_db_error
 from .read_metadata import check_format_version, load_metadata
 from .read_snapshots import load_snapshot, load_snapshots
 from .tables import CATALOG_TABLES, catalog_now
-from .write_context import CommitContext
+from .write_context import CommitContext, execute_buffered
 from .write_snapshot import finish_commit
 from .writers import write_change
 
@@ -245,8 +245,7 @@ def _attempt(
             if latest.snapshot_id > base[0]:
                 _check_conflicts(conn, ctx.tokens, base[0], same_files_deleted)
             changes_made = render_changes(ctx.tokens)
-            for statement in ctx.statements:
-                conn.execute(statement)
+            execute_buffered(conn, ctx.statements)
             finish_commit(ctx)
             snapshot_time = _record_snapshot(
                 conn, ctx, latest, dialect, reserved, snapshot_time, changes_made, (author, message, info)

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from ..errors import CommitConflict
 from ..model.file_changes import NewDataFile, NewDeleteFile, PlannedInputs
 from .changes_made import parse_changes
+from .id_sets import in_ids
 from .paths import relative_to_data_path, resolve, table_directory
 from .read_snapshots import load_snapshots
 from .tables import CATALOG_TABLES, catalog_now
@@ -70,12 +71,9 @@ def check_partitioning(ctx: CommitContext, table_id: int, job: str, base: int, s
         raise CommitConflict(f"{job}: its partitioning changed after snapshot {base}; nothing was committed")
 
 
-ROWS_PER_INSERT = 500  # SQLite binds at most 32,766 values per statement; a catalog row has up to 16
-
-
 def add_data_files(ctx: CommitContext, table_id: int, files: Sequence[NewDataFile]) -> list[int]:
-    """Insert new data files with their statistics, partition values and delete files, a
-    few rows per statement rather than a statement per file; their ids, in order."""
+    """Insert new data files with their statistics, partition values and delete files, an
+    executemany per catalog table rather than a statement per file; their ids, in order."""
     data_rows, stats_rows, value_rows, delete_rows, ids = [], [], [], [], []
     for f in files:
         file_id = ctx.next_file_id
@@ -102,10 +100,10 @@ def add_data_files(ctx: CommitContext, table_id: int, files: Sequence[NewDataFil
         ]
         if f.delete_file is not None:
             delete_rows.append(_delete_file_row(ctx, table_id, file_id, f.delete_file))
-    _insert(ctx, CATALOG_TABLES["ducklake_data_file"], data_rows)
-    _insert(ctx, CATALOG_TABLES["ducklake_file_column_stats"], stats_rows)
-    _insert(ctx, CATALOG_TABLES["ducklake_file_partition_value"], value_rows)
-    _insert(ctx, CATALOG_TABLES["ducklake_delete_file"], delete_rows)
+    ctx.emit_rows(CATALOG_TABLES["ducklake_data_file"], data_rows)
+    ctx.emit_rows(CATALOG_TABLES["ducklake_file_column_stats"], stats_rows)
+    ctx.emit_rows(CATALOG_TABLES["ducklake_file_partition_value"], value_rows)
+    ctx.emit_rows(CATALOG_TABLES["ducklake_delete_file"], delete_rows)
     return ids
 
 
@@ -123,11 +121,6 @@ def _delete_file_row(ctx: CommitContext, table_id: int, data_file_id: int, f: Ne
         data_file_id=data_file_id, path=f.path, path_is_relative=True, format="parquet", delete_count=f.delete_count,
         file_size_bytes=f.file_size_bytes, footer_size=f.footer_size, encryption_key=None, partial_max=f.partial_max,
     )  # fmt: skip
-
-
-def _insert(ctx: CommitContext, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    for i in range(0, len(rows), ROWS_PER_INSERT):
-        ctx.emit(table.insert().values(rows[i : i + ROWS_PER_INSERT]))
 
 
 def table_directory_now(ctx: CommitContext, table_id: int) -> str:
@@ -149,17 +142,15 @@ def schedule_deletion(ctx: CommitContext, directory: str, table: sa.Table, ids: 
     if not ids:
         return
     id_column = table.c.data_file_id if table.name == "ducklake_data_file" else table.c.delete_file_id
-    rows = ctx.conn.execute(sa.select(id_column, table.c.path, table.c.path_is_relative).where(id_column.in_(ids)))
+    rows = ctx.conn.execute(sa.select(id_column, table.c.path, table.c.path_is_relative).where(in_ids(id_column, ids)))
     paths = {r[0]: resolve(directory, r.path, r.path_is_relative) for r in rows}
+    data_path, scheduled = ctx.data_path, []
     for file_id in ids:
-        path, is_relative = relative_to_data_path(ctx.data_path, paths[file_id])
-        ctx.emit(
-            CATALOG_TABLES["ducklake_files_scheduled_for_deletion"]
-            .insert()
-            .values(
-                data_file_id=file_id, path=path, path_is_relative=is_relative, schedule_start=catalog_now(ctx.dialect)
-            )
-        )
+        path, is_relative = relative_to_data_path(data_path, paths[file_id])
+        scheduled.append(dict(data_file_id=file_id, path=path, path_is_relative=is_relative))
+    ctx.emit_rows(
+        CATALOG_TABLES["ducklake_files_scheduled_for_deletion"], scheduled, schedule_start=catalog_now(ctx.dialect)
+    )
 
 
 def remove_data_files(ctx: CommitContext, data_file_ids: Iterable[int]) -> None:
@@ -173,7 +164,7 @@ def remove_data_files(ctx: CommitContext, data_file_ids: Iterable[int]) -> None:
         "ducklake_delete_file",
     ):
         t = CATALOG_TABLES[name]
-        ctx.emit(t.delete().where(t.c.data_file_id.in_(ids)))
+        ctx.emit(t.delete().where(in_ids(t.c.data_file_id, ids)))
 
 
 def live_inputs(ctx: CommitContext, data_file_ids: Sequence[int]) -> set[int]:
@@ -181,7 +172,7 @@ def live_inputs(ctx: CommitContext, data_file_ids: Sequence[int]) -> set[int]:
     df = CATALOG_TABLES["ducklake_data_file"]
     return set(
         ctx.conn.execute(
-            sa.select(df.c.data_file_id).where(df.c.data_file_id.in_(list(data_file_ids)), df.c.end_snapshot.is_(None))
+            sa.select(df.c.data_file_id).where(in_ids(df.c.data_file_id, data_file_ids), df.c.end_snapshot.is_(None))
         ).scalars()
     )
 
@@ -193,7 +184,7 @@ def live_delete_files(ctx: CommitContext, data_file_ids: Sequence[int]) -> dict[
         r.data_file_id: r.delete_file_id
         for r in ctx.conn.execute(
             sa.select(dl.c.data_file_id, dl.c.delete_file_id).where(
-                dl.c.data_file_id.in_(list(data_file_ids)), dl.c.end_snapshot.is_(None)
+                in_ids(dl.c.data_file_id, data_file_ids), dl.c.end_snapshot.is_(None)
             )
         )
     }
@@ -214,7 +205,7 @@ def inlined_file_deletions(
     t = sa.Table(name, sa.MetaData(), autoload_with=conn, schema=pg_schema)
     query = sa.select(t.c.file_id, t.c.row_id, t.c.begin_snapshot)
     if data_file_ids is not None:
-        query = query.where(t.c.file_id.in_(list(data_file_ids)))
+        query = query.where(in_ids(t.c.file_id, data_file_ids))
     if at_most is not None:
         query = query.where(t.c.begin_snapshot <= at_most)
     out: dict[int, list[tuple[int, int]]] = {}
@@ -235,7 +226,7 @@ def remove_inlined_file_deletions(
         sa.Column("begin_snapshot", sa.BigInteger),
         schema=ctx.pg_schema,
     )
-    ctx.emit(t.delete().where(t.c.file_id.in_(list(data_file_ids)), t.c.begin_snapshot <= at_most))
+    ctx.emit(t.delete().where(in_ids(t.c.file_id, data_file_ids), t.c.begin_snapshot <= at_most))
 
 
 def oldest_snapshot(conn: sa.Connection) -> int:

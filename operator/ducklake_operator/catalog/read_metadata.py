@@ -30,11 +30,14 @@ def load_metadata(conn: sa.Connection) -> Metadata:
     return [tuple(r) for r in conn.execute(sa.select(m.c.key, m.c.value, m.c.scope, m.c.scope_id))]
 
 
-def table_ids_from(conn: sa.Connection, first_id: int) -> set[int]:
+def table_ids_from(conn: sa.Connection, first_id: int, after_snapshot: int) -> set[int]:
     """Ids of the tables given ``first_id`` or a later catalog id (live or not): the tables
-    created since the snapshot whose ``next_catalog_id`` that was."""
+    created since the snapshot whose ``next_catalog_id`` that was; and of those with a row
+    begun after ``after_snapshot`` (DuckDB renames a table as a new row, its id kept, that
+    its snapshot's changes call ``created_table``)."""
     tb = CATALOG_TABLES["ducklake_table"]
-    return set(conn.execute(sa.select(tb.c.table_id).where(tb.c.table_id >= first_id)).scalars())
+    query = sa.select(tb.c.table_id).where(sa.or_(tb.c.table_id >= first_id, tb.c.begin_snapshot > after_snapshot))
+    return set(conn.execute(query).scalars())
 
 
 def load_freshness(conn: sa.Connection) -> tuple[int, Metadata]:

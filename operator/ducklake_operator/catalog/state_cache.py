@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
@@ -64,6 +64,8 @@ class StateCache:
                     state = load_catalog_state(conn)
                 elif cached.state.snapshot.snapshot_id == latest:
                     state = cached.state if cached.metadata == metadata else with_options(cached.state, metadata)
+                elif cached.metadata == metadata:  # the tables read again have the options in force
+                    state = _refresh(conn, cached.state)
                 else:
                     state = with_options(_refresh(conn, cached.state), metadata)
             self._cached = _Cached(state, metadata, checked)
@@ -94,9 +96,6 @@ def _refresh(conn: sa.Connection, cached: CatalogState) -> CatalogState:
             else:
                 return load_catalog_state(conn)  # schemas changed: read everything
     if created:  # a new table takes a catalog id no earlier snapshot gave out (not its name: one may be taken again)
-        ids |= table_ids_from(conn, cached.snapshot.next_catalog_id)
+        ids |= table_ids_from(conn, cached.snapshot.next_catalog_id, cached.snapshot.snapshot_id)
     fresh = load_catalog_state(conn, table_ids=ids)
-    replaced = ids | {t.table_id for t in fresh.tables.values()}
-    tables = {k: t for k, t in cached.tables.items() if t.table_id not in replaced}
-    tables.update(fresh.tables)
-    return replace(fresh, tables=tables)
+    return cached.refreshed(ids | {t.table_id for t in fresh.tables.values()}, fresh)

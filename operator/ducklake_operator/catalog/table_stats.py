@@ -9,6 +9,7 @@ statistics exact (DuckDB answers min/max from them once ``record_count`` is the 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -159,10 +160,11 @@ def _over_files(con: duckdb.DuckDBPyConnection, type_name: str, stats: Sequence[
         t = from_catalog_name(type_name)
         if t is not None:
             key = "unhex(v)" if type_name == "blob" else f"TRY_CAST(v AS {to_duckdb_sql(t)})"
+            # the values go as JSON text: DuckDB converts a Python list parameter value by value
             row = con.execute(
-                f"SELECT (SELECT arg_min(v, {key}) FROM unnest($lo::VARCHAR[]) AS u(v)), "
-                f"(SELECT arg_max(v, {key}) FROM unnest($hi::VARCHAR[]) AS u(v))",
-                {"lo": [s.min_value for s in valued], "hi": [s.max_value for s in valued]},
+                f"SELECT (SELECT arg_min(v, {key}) FROM unnest(from_json($lo, '[\"VARCHAR\"]')) AS u(v)), "
+                f"(SELECT arg_max(v, {key}) FROM unnest(from_json($hi, '[\"VARCHAR\"]')) AS u(v))",
+                {"lo": json.dumps([s.min_value for s in valued]), "hi": json.dumps([s.max_value for s in valued])},
             ).fetchone()
             minimum, maximum = row if row is not None else (None, None)
     return {

@@ -369,6 +369,7 @@ def _build_table(name: str, columns: list[tuple[str, str, str]]) -> sa.Table:
                 primary_key="PRIMARY KEY" in extra,
                 nullable="NOT NULL" not in extra,
                 autoincrement=False,
+                info={"logical": logical},
             )
             for col, logical, extra in columns
         ],

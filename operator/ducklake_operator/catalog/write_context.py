@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from ..errors import CommitConflict, SchemaNotFound, TableNotFound
 from ..model.names import fold
@@ -22,6 +23,53 @@ from ..model.state import SnapshotInfo
 from .changes_made import Change as Token
 from .read_metadata import attached_data_path, with_slash
 from .tables import CATALOG_TABLES, Row
+
+
+@dataclass(frozen=True)
+class RowsInsert:
+    """A buffered INSERT of many rows (``CommitContext.emit_rows``)."""
+
+    table: sa.Table
+    rows: list[dict[str, Any]]  # the same keys each
+    same: dict[str, Any]  # values, or SQL expressions, of every row
+
+    def statement(self, dialect: str) -> tuple[sa.Insert, list[dict[str, Any]] | None]:
+        """PostgreSQL: one ``INSERT ... SELECT FROM unnest(<an array per column>)``, whatever
+        the number of rows. SQLite (in-process, no arrays): one prepared statement run per row."""
+        if dialect != "postgresql":
+            insert = self.table.insert()
+            return (insert.values(**self.same) if self.same else insert), self.rows
+        names = list(self.rows[0])
+        arrays = [
+            sa.bindparam(f"u_{i}", [r[n] for r in self.rows], type_=postgresql.ARRAY(self.table.c[n].type))
+            for i, n in enumerate(names)
+        ]
+        unnested = sa.func.unnest(*arrays).table_valued(*names).render_derived()
+        columns = [_as_stored(unnested.c[n], self.table.c[n]) for n in names]
+        select = sa.select(*columns, *self.same.values())
+        return self.table.insert().from_select(names + list(self.same), select), None
+
+
+def _as_stored(value: sa.ColumnElement[Any], column: sa.Column[Any]) -> sa.ColumnElement[Any]:
+    """Times and UUIDs travel as text: cast to the column's type (no assignment cast from text)."""
+    logical = column.info.get("logical")
+    if logical == "TIMESTAMPTZ":
+        return sa.cast(value, sa.TIMESTAMP(timezone=True))
+    if logical == "UUID":
+        return sa.cast(value, postgresql.UUID(as_uuid=False))
+    return value
+
+
+Buffered = Any  # an executable statement, or RowsInsert
+
+
+def execute_buffered(conn: sa.Connection, statements: list[Buffered]) -> None:
+    """Send the buffered statements, in order."""
+    for statement in statements:
+        if isinstance(statement, RowsInsert):
+            conn.execute(*statement.statement(conn.dialect.name))
+        else:
+            conn.execute(statement)
 
 
 @dataclass
@@ -38,7 +86,7 @@ class CommitContext:
     needs_snapshot: bool = False
     shape_changed: bool = False
     tokens: list[Token] = field(default_factory=list)
-    statements: list[Any] = field(default_factory=list)
+    statements: list[Buffered] = field(default_factory=list)
     versioned_tables: list[int] = field(default_factory=list)
     new_schemas: dict[str, tuple[int, str]] = field(default_factory=dict)  # folded name -> (id, name)
     dropped_schemas: set[int] = field(default_factory=set)
@@ -80,6 +128,12 @@ class CommitContext:
 
     def emit(self, statement: Any) -> None:
         self.statements.append(statement)
+
+    def emit_rows(self, table: sa.Table, rows: list[dict[str, Any]], **same: Any) -> None:
+        """Insert ``rows`` (the same keys each; ``same``: values, or SQL expressions, of every
+        row) in one statement, not a statement per row (``RowsInsert``)."""
+        if rows:
+            self.statements.append(RowsInsert(table, rows, same))
 
     def table_id(self, table_id: int | None, qualified: str) -> int:
         """The id of an existing table, or of one created earlier in this commit."""

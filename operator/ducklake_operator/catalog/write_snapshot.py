@@ -4,7 +4,7 @@ buffered rows of every writer, in the order DuckDB 1.5.5 writes them."""
 from __future__ import annotations
 
 from .tables import CATALOG_TABLES
-from .write_context import CommitContext, live_columns, live_top_level_columns
+from .write_context import CommitContext, execute_buffered, live_columns, live_top_level_columns
 from .write_inlined import create_inlined_table
 
 
@@ -28,5 +28,4 @@ def finish_commit(ctx: CommitContext) -> None:
             continue
         columns, all_types = live_top_level_columns(ctx, table_id)
         create_inlined_table(ctx, table_id, schema_id, columns, all_types)
-    for statement in ctx.statements[statements_before:]:
-        ctx.conn.execute(statement)
+    execute_buffered(ctx.conn, ctx.statements[statements_before:])

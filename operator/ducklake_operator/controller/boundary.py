@@ -26,6 +26,11 @@ from ..errors import (
     UnsupportedCatalog,
 )
 
+# the reasons ``classify`` gives a failure to reach or read the catalog: a drift pass that
+# failed so made its tables not Ready, and a later pass that reads the catalog makes them
+# Ready again (``catalogs.drift_sweep``); nothing else would, their manifests being applied
+OUTAGE_REASONS = frozenset({"CatalogUnreachable", "CredentialsInvalid", "Error", "InternalError"})
+
 
 @dataclass(frozen=True)
 class Failure:

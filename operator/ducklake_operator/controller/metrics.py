@@ -11,12 +11,20 @@ from prometheus_client import Counter, Gauge, Histogram
 from ..api.v1alpha1.job import ENDED_STATES, RUNNING, SUCCEEDED
 
 RECONCILES = Counter(
-    "ducklake_reconciles_total", "Reconciles by kind and result (ok or a condition reason).", ["kind", "result"]
+    "ducklake_reconciles_total",
+    "Reconciles by kind and result (ok, a condition reason, or settled: a resumed table with nothing to plan).",
+    ["kind", "result"],
 )
 RECONCILE_SECONDS = Histogram("ducklake_reconcile_seconds", "Time to reconcile one object.", ["kind"])
 CATALOG_QUERIES = Counter(
     "ducklake_catalog_queries_total", "Statements sent to catalog databases (transaction control excluded)."
 )
+DRIFT_PASS_SECONDS = Histogram(
+    "ducklake_drift_pass_seconds",
+    "Time of one catalog's drift pass: its health check, then the drift of each of its Ready tables.",
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, float("inf")),
+)
+DRIFT_PASS_TABLES = Counter("ducklake_drift_tables_checked_total", "Tables whose drift a catalog's pass checked.")
 RECONCILE = "reconcile"  # the commit metrics' operation for the operator's own commits (a job's: its operation)
 COMMIT_RETRIES = Counter(
     "ducklake_catalog_commit_retries_total",

@@ -20,14 +20,17 @@ import re
 
 from ..model.value_kinds import DATE, TIMESTAMP
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
-_SHORTEST, _LONGEST = 10, 32  # 2024-01-05 .. 2024-01-05T10:11:12.123456+02:00
+# the forms (``ducklake_jobs.ingest_json`` reads them in DuckDB's regular expressions too)
+DATE_PATTERN = r"\d{4}-\d{2}-\d{2}"
+TIMESTAMP_PATTERN = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?"
+_DATE = re.compile(DATE_PATTERN)
+_TIMESTAMP = re.compile(TIMESTAMP_PATTERN)
+SHORTEST, LONGEST = 10, 32  # 2024-01-05 .. 2024-01-05T10:11:12.123456+02:00
 
 
 def text_kind(text: str) -> str | None:
     """``date`` or ``timestamp`` when ``text`` is one in ISO form, else None."""
-    if not _SHORTEST <= len(text) <= _LONGEST or text[4:5] != "-" or not text[:1].isdigit():
+    if not SHORTEST <= len(text) <= LONGEST or text[4:5] != "-" or not text[:1].isdigit():
         return None  # most strings are not dates: leave them before any pattern
     kind = DATE if _DATE.fullmatch(text) else TIMESTAMP if _TIMESTAMP.fullmatch(text) else None
     if kind is None:

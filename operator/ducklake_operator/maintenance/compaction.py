@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -68,11 +68,22 @@ class CompactionPlan:
         return sum(len(g.files) for g in self.groups)
 
 
+def schema_version_lookup(versions: list[tuple[int, int]]) -> Callable[[int], int]:
+    """The table's schema version in force at a snapshot, by bisection (a planner asks once
+    per file); ``versions`` = (begin_snapshot, schema_version) rows of
+    ``ducklake_schema_versions``; -1 before the first."""
+    ordered = sorted(versions)
+    begins = [b for b, _ in ordered]
+
+    def at(snapshot: int) -> int:
+        i = bisect_right(begins, snapshot) - 1
+        return ordered[i][1] if i >= 0 else -1
+
+    return at
+
+
 def schema_version_at(versions: list[tuple[int, int]], snapshot: int) -> int:
-    """The table's schema version in force at ``snapshot``; ``versions`` = sorted
-    (begin_snapshot, schema_version) rows of ``ducklake_schema_versions``."""
-    i = bisect_right([b for b, _ in versions], snapshot) - 1
-    return versions[i][1] if i >= 0 else -1
+    return schema_version_lookup(versions)(snapshot)
 
 
 def _first_row_id(files: list[DataFile]) -> int | None:
@@ -95,7 +106,7 @@ def plan_compaction(
 ) -> CompactionPlan:
     threshold = options.small_file_threshold or options.target_file_size
     deleted = {d.data_file_id for d in table.delete_files} | set(files_with_inlined_deletes)
-    versions = sorted(schema_versions)
+    version_at = schema_version_lookup(schema_versions)
     buckets: dict[tuple[Any, ...], list[DataFile]] = defaultdict(list)
     for f in table.data_files:
         if (
@@ -106,7 +117,7 @@ def plan_compaction(
             or f.encryption_key is not None
         ):  # name-mapped (no field ids) or encrypted
             continue
-        key = (schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)
+        key = (version_at(f.begin_snapshot), f.partition_id, f.partition_values)
         buckets[key].append(f)
     groups: list[FileGroup] = []
     for key in sorted(buckets, key=repr):

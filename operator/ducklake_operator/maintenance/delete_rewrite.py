@@ -16,7 +16,7 @@ from typing import Any
 
 from ..model.maintenance_params import DELETE_THRESHOLD
 from ..model.state import DataFile, TableState
-from .compaction import schema_version_at
+from .compaction import schema_version_lookup
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def plan_delete_rewrite(
     threshold = DELETE_THRESHOLD.parse(threshold)  # ValueError outside its bounds
     inlined = inlined_deletions or {}
     delete_file = {d.data_file_id: d for d in table.delete_files if d.end_snapshot is None}
-    versions = sorted(schema_versions)
+    version_at = schema_version_lookup(schema_versions)
     buckets: dict[tuple[Any, ...], list[tuple[DataFile, int]]] = defaultdict(list)
     for f in table.data_files:
         if (
@@ -73,9 +73,7 @@ def plan_delete_rewrite(
             f.data_file_id, 0
         )
         if deleted > 0 and deleted / f.record_count >= threshold:
-            buckets[(schema_version_at(versions, f.begin_snapshot), f.partition_id, f.partition_values)].append(
-                (f, deleted)
-            )
+            buckets[(version_at(f.begin_snapshot), f.partition_id, f.partition_values)].append((f, deleted))
     groups: list[RewriteGroup] = []
     for key in sorted(buckets, key=repr):
         members = sorted(buckets[key], key=lambda m: m[0].data_file_id)

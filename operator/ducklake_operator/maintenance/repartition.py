@@ -25,7 +25,7 @@ from typing import Any
 
 from ..model.partitioning import key_fields
 from ..model.state import DataFile, PartitionSpec, TableState
-from .compaction import schema_version_at
+from .compaction import schema_version_lookup
 
 Keys = tuple[tuple[int, str], ...]  # (column id, transform) in key order
 
@@ -127,8 +127,9 @@ def plan_repartition(
 
 def _batch(index: int, files: list[DataFile], versions: list[tuple[int, int]]) -> Batch:
     by_version: dict[int, list[DataFile]] = defaultdict(list)
+    version_at = schema_version_lookup(versions)
     for f in files:
-        by_version[schema_version_at(versions, f.begin_snapshot)].append(f)
+        by_version[version_at(f.begin_snapshot)].append(f)
     return Batch(
         index,
         tuple(

@@ -128,6 +128,14 @@ def conversion_sql(old: DuckLakeType, new: DuckLakeType, value: str) -> str:
 def _converted(old: DuckLakeType, new: DuckLakeType, value: str) -> str:
     src, dst = _kind(old), _kind(new)
     target = to_duckdb_sql(new)
+    if src == "varchar" and dst == "integer":
+        # the shape check is most of the conversion's cost: text that the integer prints back
+        # exactly (most) needs none; spaces around are what trim() removes, and TRY_CAST skips
+        cast = f"TRY_CAST({value} AS {target})"
+        return (
+            f"CASE WHEN CAST({cast} AS VARCHAR) = {value} THEN {cast} "
+            f"WHEN regexp_full_match({value}, ' *{_INTEGER_TEXT} *') THEN {cast} END"
+        )
     if src == "varchar":
         text = f"trim({value})"
         if dst == "date":
@@ -136,7 +144,7 @@ def _converted(old: DuckLakeType, new: DuckLakeType, value: str) -> str:
                 for fmt, shape in DATE_FORMATS
             )
             return f"CAST(CASE {cases} END AS DATE)"
-        matches = f"regexp_full_match({text}, '{_INTEGER_TEXT if dst == 'integer' else _NUMBER_TEXT}')"
+        matches = f"regexp_full_match({text}, '{_NUMBER_TEXT}')"
         if dst == "float":
             matches += f" OR regexp_full_match(lower({text}), '{_FLOAT_WORDS}')"
         return f"CASE WHEN {matches} THEN TRY_CAST({text} AS {target}) END"

@@ -9,7 +9,7 @@ apply time), the policy (``maintenance.policy_params``), ``ducklake run-job`` an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from difflib import get_close_matches
 from typing import Any, Generic, Literal, TypeVar
 
@@ -154,8 +154,16 @@ class Operation(Generic[A]):
     section: str | None = None
     available: bool = True
     policy: PolicySection | None = None
+    # its file groups run as Spark tasks, unless the run keeps them in the job's process
+    # (``--no-spark``, ``spark.inProcessBelow``); else the job's process does all its work
+    spark_tasks: bool = False
 
     def __post_init__(self) -> None:
+        # The arguments are written out as a dataclass so the job functions are typed
+        # statically; this check keeps them the parameters' keywords, one for one (at import).
+        keywords = sorted(str(p.keyword) for p in self.params.values())
+        if keywords != sorted(f.name for f in fields(self.args)):  # type: ignore[arg-type]  # A: a dataclass
+            raise TypeError(f"{self.name}: {self.args.__name__}'s fields are not its parameters' keywords {keywords}")
         if self.policy is None:
             return
         if self.section is None or self.section in BASE_POLICY_SETTINGS:
@@ -183,6 +191,7 @@ COMPACT: Operation[CompactArgs] = Operation(
     },
     CompactArgs,
     section="compaction",
+    spark_tasks=True,
 )
 REWRITE_DELETES: Operation[RewriteDeletesArgs] = Operation(
     "rewriteDeletes",
@@ -190,6 +199,7 @@ REWRITE_DELETES: Operation[RewriteDeletesArgs] = Operation(
     {"deleteThreshold": DELETE_THRESHOLD, "dryRun": DRY_RUN},
     RewriteDeletesArgs,
     section="deleteRewrite",
+    spark_tasks=True,
 )
 FLUSH_INLINED_DATA: Operation[FlushArgs] = Operation(
     "flushInlinedData", "optional", {"dryRun": DRY_RUN}, FlushArgs, section="inlinedDataFlush"
@@ -222,6 +232,7 @@ REPARTITION: Operation[RepartitionArgs] = Operation(
     {"maxBytesPerCommit": MAX_BYTES_PER_COMMIT, "targetFileSize": TARGET_FILE_SIZE, "dryRun": DRY_RUN},
     RepartitionArgs,
     section="partitionRewrite",
+    spark_tasks=True,
 )
 REWRITE_COLUMN_TYPE: Operation[RewriteColumnTypeArgs] = Operation(
     "rewriteColumnType",
@@ -235,6 +246,7 @@ REWRITE_COLUMN_TYPE: Operation[RewriteColumnTypeArgs] = Operation(
         "dryRun": DRY_RUN,
     },
     RewriteColumnTypeArgs,
+    spark_tasks=True,
 )
 INGEST: Operation[IngestArgs] = Operation(
     "ingest",
@@ -248,6 +260,7 @@ INGEST: Operation[IngestArgs] = Operation(
         "dryRun": DRY_RUN,
     },
     IngestArgs,
+    spark_tasks=True,
 )
 
 OPERATIONS: dict[str, Operation[Any]] = {

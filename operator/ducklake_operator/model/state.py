@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -249,6 +249,27 @@ class CatalogState:
     @cached_property
     def _by_id(self) -> dict[int, TableState]:
         return {t.table_id: t for t in self.tables.values()}
+
+    def refreshed(self, replaced: Iterable[int], fresh: CatalogState) -> CatalogState:
+        """``fresh`` (the tables read again at a later snapshot) with this state's other
+        tables, those of ``replaced`` ids left out; the name and id indexes are carried over
+        (copied, then changed by the difference) rather than built again: a catalog refreshed
+        after each of many commits, each changing a few tables, would otherwise rebuild them
+        from every table each time."""
+        by_id, tables, folded = dict(self._by_id), dict(self.tables), dict(self._by_folded_name)
+        for table_id in replaced:
+            old = by_id.pop(table_id, None)
+            if old is not None:
+                tables.pop((old.schema_name, old.name), None)
+                if folded.get(key := (fold(old.schema_name), fold(old.name))) is old:
+                    del folded[key]
+        for (schema, name), table in fresh.tables.items():
+            tables[(schema, name)] = table
+            by_id[table.table_id] = table
+            folded.setdefault((fold(schema), fold(name)), table)
+        state = replace(fresh, tables=tables)
+        state.__dict__.update(_by_id=by_id, _by_folded_name=folded)  # as cached_property stores them
+        return state
 
     def schema(self, name: str) -> SchemaState | None:
         """A schema by name, matched as DuckDB matches names."""

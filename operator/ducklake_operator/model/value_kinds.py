@@ -173,11 +173,13 @@ TAKES_FITTING: dict[str, frozenset[str]] = {
     "time": frozenset({STRING}),
 }
 # Strings in these forms are held exactly by the declared type of the same name.
-_TEXT_FORMS = {
-    "uuid": re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
-    "time": re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?"),
+# (``ducklake_jobs.ingest_json`` reads them in DuckDB's regular expressions too)
+TEXT_FORM_PATTERNS = {
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "time": r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?",
 }
-_FORM_LENGTHS = {"uuid": (36, 36), "time": (8, 15)}
+_TEXT_FORMS = {form: re.compile(pattern) for form, pattern in TEXT_FORM_PATTERNS.items()}
+FORM_LENGTHS = {"uuid": (36, 36), "time": (8, 15)}
 
 
 def text_forms(text: str) -> frozenset[str]:
@@ -185,7 +187,7 @@ def text_forms(text: str) -> frozenset[str]:
     return frozenset(
         form
         for form, pattern in _TEXT_FORMS.items()
-        if _FORM_LENGTHS[form][0] <= len(text) <= _FORM_LENGTHS[form][1] and pattern.fullmatch(text)
+        if FORM_LENGTHS[form][0] <= len(text) <= FORM_LENGTHS[form][1] and pattern.fullmatch(text)
     )
 
 

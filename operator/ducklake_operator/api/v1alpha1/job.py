@@ -8,7 +8,7 @@ from typing import Any
 
 from ...errors import SpecError
 from ...model.durations import DURATION_PATTERN, parse_duration
-from ...model.job_params import OPERATIONS, job_keywords, params_help
+from ...model.job_params import OPERATIONS, params_help
 from ...model.maintenance_params import JOB_SETTINGS, RETRIES
 from ..problems import Problems
 from .common import CATALOG_REF, ObjectRef
@@ -35,11 +35,14 @@ class JobSpec:
     catalog: str
     table: str | None  # "schema.table"; None for catalog-wide operations
     operation: str
-    params: dict[str, Any]  # the job function's keyword arguments (job_params.job_keywords)
+    params: dict[str, Any]  # as the manifest has them: what a run's document carries to the job program
     timeout_seconds: int | None = None
     retries: int = RETRIES.default
     spark: SparkSettings | None = None
     cancel: bool = False
+    # the typed arguments ``params`` parse into (the operation's ``args``), parsed once when the
+    # manifest is read; None when they do not parse (the problems are reported)
+    args: Any = None
 
 
 def _params_description() -> str:
@@ -80,9 +83,11 @@ def _seconds(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Probl
             values["timeout_seconds"] = None
 
 
-def _fits_operation(params: dict[str, Any], before: Mapping[str, Any], path: str, p: Problems) -> None:
-    """The table and the params the operation takes (it is reported above when missing or unknown)."""
-    operation, table = before["operation"], before["table"]
+def _args(values: dict[str, Any], raw: Mapping[str, Any], path: str, p: Problems) -> None:
+    """The table and the params the operation takes (it is reported above when missing or
+    unknown), and the typed arguments the params parse into."""
+    operation, table = values["operation"], values["table"]
+    values["args"] = None
     if operation not in OPERATIONS:
         return
     op = OPERATIONS[operation]
@@ -91,7 +96,7 @@ def _fits_operation(params: dict[str, Any], before: Mapping[str, Any], path: str
     if op.table == "none" and table:
         p.add(f"{path}.table", f"{operation} works on the whole catalog; remove the table")
     try:
-        job_keywords(operation, params, f"{path}.params", _read_table_manifest)
+        values["args"] = op.parse(values["params"], f"{path}.params", _read_table_manifest)
     except SpecError as exc:
         p.items.extend(exc.problems)
 
@@ -106,7 +111,6 @@ SPEC = obj(
             desc=_params_description(),
             mapping=True,
             reader=lambda p, o, key, path: dict(p.get(o, key, path, dict, default={})),
-            after=_fits_operation,
         ),
         "timeout": IntOrStr(
             desc="Deadline: seconds, or a duration such as 30m.",
@@ -123,7 +127,7 @@ SPEC = obj(
         (" && ".join(_unchanged(f) for f in FIXED), "a DuckLakeJob is immutable but for spec.cancel"),
         ("!has(oldSelf.cancel) || !oldSelf.cancel || self.cancel", "a cancelled run stays cancelled"),
     ),
-    order=("operation", "table", "params", "timeout", "catalogRef", _seconds, "retries", "spark", "cancel"),
+    order=("operation", "table", "params", _args, "timeout", "catalogRef", _seconds, "retries", "spark", "cancel"),
     to=JobSpec,
 )
 STATUS = status(

@@ -7,6 +7,7 @@ kinds find their catalog without an API call.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, cast
 
 import kopf
@@ -22,7 +23,7 @@ from ..handling import handle, notify_catalog
 from ..kube_clients import custom_objects_api
 from ..manifests import CatalogKey, ManifestIndex, UserIndex, body_manifest
 from ..outcome import Outcome
-from .drift_sweep import SpecCache, StatusWriter, sweep
+from .drift_sweep import QuietTables, SpecCache, StatusWriter, sweep
 from .reconciler import delete_catalog, reconcile_catalog
 
 DRIFT_INTERVAL = float(os.environ.get("DUCKLAKE_DRIFT_INTERVAL", "60"))
@@ -30,9 +31,11 @@ DRIFT_INTERVAL = float(os.environ.get("DUCKLAKE_DRIFT_INTERVAL", "60"))
 
 @kopf.on.startup()
 def drift_sweep_state(memo: kopf.Memo, **_: Any) -> None:
-    """What the drift pass keeps between ticks: parsed table manifests, and the status writer."""
+    """What the drift pass keeps between ticks: parsed table manifests, the tables found
+    quiet, and the status writer."""
     if "table_specs" not in memo:
         memo.table_specs = SpecCache()
+        memo.quiet_tables = QuietTables()
         memo.status_writer = StatusWriter(custom_objects_api)
 
 
@@ -80,13 +83,16 @@ async def catalog_reconcile(
     await _catalog(body, patch, status, memo, retry, timer=False)
 
 
-@kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL)
+# backoff: a pass that raised (the API server unreachable a moment) is made again at the next
+# interval, not after kopf's default 60 s
+@kopf.timer(GROUP, VERSION, CATALOGS, interval=DRIFT_INTERVAL, initial_delay=DRIFT_INTERVAL, backoff=DRIFT_INTERVAL)
 async def catalog_check(
     body: kopf.Body, patch: kopf.Patch, status: Any, memo: kopf.Memo, namespace: str | None, name: str, **kwargs: Any,
 ) -> None:  # fmt: skip
     """The catalog's health, then the drift and health of each of its tables (``drift_sweep``):
     its database may change under it at any time."""
     table_manifests: ManifestIndex = kwargs["table_manifests"]
+    started = time.monotonic()
     await _catalog(body, patch, status, memo, 0, timer=True)
     ctl: Controller = memo.controller
     try:
@@ -96,7 +102,11 @@ async def catalog_check(
     docs = list(table_manifests.get((namespace, name), []))
     if not isinstance(catalog, CatalogSpec) or not docs:
         return
-    updates = await ctl.call(sweep, catalog, docs, ctl.pool, memo.table_specs, memo.status_writer, ctl.scrub)
+    updates = await ctl.call(
+        sweep, catalog, docs, ctl.pool, memo.table_specs, memo.quiet_tables, memo.status_writer, ctl.scrub
+    )
+    metrics.DRIFT_PASS_SECONDS.observe(time.monotonic() - started)
+    metrics.DRIFT_PASS_TABLES.inc(len(docs))
     for update in updates:
         meta = update.body["metadata"]
         metrics.table_seen(

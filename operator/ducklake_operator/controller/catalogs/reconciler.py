@@ -19,8 +19,7 @@ def reconcile_catalog(spec: CatalogSpec, pool: CatalogPool) -> Outcome:
     generation = spec.ref.generation
     try:
         catalog, created = pool.catalog(spec, create=True)
-        snap = catalog.snapshot()
-        state_version = catalog.state(table_names=[]).version
+        snap, state_version = catalog.health()
     except DuckLakeError as exc:
         reachable = classify(exc).reason != "CatalogUnreachable"
         return failed(

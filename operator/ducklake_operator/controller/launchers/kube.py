@@ -154,6 +154,9 @@ class KubeLauncher:
         period ends."""
         return all(pod_stopped(p) for p in self.pods(launched))
 
+    def release(self, launched: Launched) -> None:
+        """Nothing to give back: its pods take the cluster's room, not the operator's."""
+
     def pods(self, launched: Launched) -> list[dict[str, Any]]:
         """The attempt's pods (driver and executors, by its labels) as the API server writes
         them: JSON, not the client's objects, so ``pods.read_pods`` reads Kubernetes' own

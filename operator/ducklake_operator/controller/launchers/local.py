@@ -35,6 +35,9 @@ STATE_DIR_ENV = "DUCKLAKE_STATE_DIR"
 # sized for a pod of its own: more at once than its memory limit allows get it OOM-killed (and
 # every run with it), so only so many run at once; the others wait for one to end
 MAX_RUNS_ENV, MAX_RUNS = "DUCKLAKE_LOCAL_MAX_RUNS", 2
+# a place whose run never says it no longer runs (``release``: e.g. its DuckLakeJob deleted
+# while no operator ran) is given back this long after its program exited
+LINGER_SECONDS = 60.0
 GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL on cancel
 KILL_WAIT_SECONDS = 10.0  # SIGKILL is not refused, but a process in the kernel ends when it returns
 # catalog credentials come from the catalog's Secret only, never from the operator's own env
@@ -55,6 +58,7 @@ class LocalLauncher:
         env: Mapping[str, str] | None = None,
         on_exit: Callable[[str], None] | None = None,
         max_runs: int | None = None,
+        linger_seconds: float = LINGER_SECONDS,
     ) -> None:
         """``on_exit(uid)``: called (from a thread) when the program of the DuckLakeJob with
         that uid exits, so its run looks at once instead of at its next poll."""
@@ -65,8 +69,9 @@ class LocalLauncher:
         self._program = tuple(program or (sys.executable, "-m", "ducklake_jobs"))
         self._grace = grace_seconds
         self._children: dict[int, subprocess.Popen[bytes]] = {}
-        self._adopted: dict[int, Any] = {}  # pid -> start time: programs an earlier operator process started
+        self._places: dict[str, _Place] = {}  # attempt name -> its program's place
         self._max_runs = max_runs or int(self._env.get(MAX_RUNS_ENV) or MAX_RUNS)
+        self._linger = linger_seconds
         self._lock = threading.Lock()
 
     def available(self) -> str | None:
@@ -76,25 +81,27 @@ class LocalLauncher:
         os.makedirs(self._dir, mode=0o700, exist_ok=True)
         record = os.path.join(self._dir, f"{spec.name}.launch.json")
         known = _read_json(record)
-        if known is not None:
+        if known is not None:  # launched before (by an operator that died before writing the run's status?)
+            self._adopt(spec.name, known)
             return Launched(self.kind, spec.name, known)
         env = self._environment(spec)  # a missing Secret or key is CredentialsInvalid: nothing started
         run_file = os.path.join(self._dir, f"{spec.name}.run.json")
         _write(run_file, spec.run_document)
         out_path, err_path = (os.path.join(self._dir, f"{spec.name}.{s}.log") for s in ("out", "err"))
         with self._lock:  # counted and started under one lock: two runs cannot both take the last place
-            if self._running() >= self._max_runs:
+            if self._held() >= self._max_runs:
                 raise LauncherBusy(
                     f"a place among the Local launcher's programs (at most {self._max_runs} at once in the operator's "
                     f"pod: chart value jobs.local.maxRuns)"
                 )
             proc = self._start(env, run_file, out_path, err_path)
             self._children[proc.pid] = proc
+            stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
+            self._places[spec.name] = _Place(proc.pid, stat.start if stat else None)
         if self._on_exit is not None:
             on_exit, uid = self._on_exit, spec.owner.uid
             threading.Thread(target=lambda: (proc.wait(), on_exit(uid)), name=f"wait-{proc.pid}", daemon=True).start()
-        stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
-        detail = {"pid": proc.pid, "startTime": stat.start if stat else None, "log": out_path, "stderr": err_path,
+        detail = {"pid": proc.pid, "startTime": self._places[spec.name].start, "log": out_path, "stderr": err_path,
                   "runFile": run_file}  # fmt: skip
         _write(record, json.dumps(detail))
         return Launched(self.kind, spec.name, detail)
@@ -115,10 +122,33 @@ class LocalLauncher:
             raise LaunchFailed(f"could not start the job program {self._program[0]}: {exc.strerror or exc}") from None
         return proc
 
-    def _running(self) -> int:
-        """Programs running now: this process's children and those it found again (held lock)."""
-        self._adopted = {pid: start for pid, start in self._adopted.items() if _same_process_running(pid, start)}
-        return sum(1 for c in self._children.values() if c.poll() is None) + len(self._adopted)
+    def release(self, launched: Launched) -> None:
+        """The run says the attempt no longer runs: its program's place is free."""
+        with self._lock:
+            self._places.pop(launched.name, None)
+
+    def _held(self) -> int:
+        """Places held now (under the lock): a program's from its launch, or from when this
+        operator process found it again, until its run releases it, or ``linger`` seconds
+        after it exited when no release comes. Held past the exit because the run shows the
+        attempt ``Running`` until it has asked the catalog and written its end: freed at
+        the exit, another run would show ``Running`` first, one more than the places."""
+        now = time.monotonic()
+        for name, place in list(self._places.items()):
+            if place.exited_at is None:
+                child = self._children.get(place.pid)
+                if not (child.poll() is None if child is not None else _same_process_running(place.pid, place.start)):
+                    place.exited_at = now
+            elif now - place.exited_at >= self._linger:
+                del self._places[name]
+        return len(self._places)
+
+    def _adopt(self, name: str, detail: Mapping[str, Any]) -> None:
+        """A program an earlier operator process started, found running: it holds a place."""
+        pid, start = int(detail["pid"]), detail.get("startTime")
+        if _same_process_running(pid, start):
+            with self._lock:
+                self._places.setdefault(name, _Place(pid, start))
 
     def observe(self, launched: Launched) -> Observed:
         pid, start = int(launched.detail["pid"]), launched.detail.get("startTime")
@@ -132,8 +162,7 @@ class LocalLauncher:
                 self._children.pop(pid, None)
             return self._finished(launched.detail, code)
         if _same_process_running(pid, start):  # an operator restarted since it launched this
-            with self._lock:
-                self._adopted[pid] = start  # counted among the programs running
+            self._adopt(launched.name, launched.detail)
             return Observed(RUNNING, f"the job program runs (pid {pid})")
         return self._finished(launched.detail, None)
 
@@ -187,6 +216,15 @@ class LocalLauncher:
         if child is not None:
             child.poll()  # reaps the leader once it has exited
         return _group_has_live_members(pgid)
+
+
+@dataclass
+class _Place:
+    """A program's place among the Local launcher's (``max_runs`` of them)."""
+
+    pid: int
+    start: Any  # its start time (/proc), so a pid taken by another process is not counted
+    exited_at: float | None = None  # monotonic: when the launcher first saw it had exited
 
 
 @dataclass(frozen=True)

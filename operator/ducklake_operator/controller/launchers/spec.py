@@ -124,6 +124,10 @@ class Launcher(Protocol):
     def stopped(self, launched: Launched) -> bool:
         """Whether nothing of the attempt can still run (so it can no longer commit)."""
 
+    def release(self, launched: Launched) -> None:
+        """The run's status no longer shows the attempt running: what the launcher held for
+        it (a Local program's place) is free."""
+
 
 def launch_spec(
     *,

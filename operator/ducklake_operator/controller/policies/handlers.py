@@ -85,7 +85,7 @@ async def policy_runs(namespace: str | None, name: str, body: kopf.Body, **_: An
     }
 
 
-@kopf.timer(GROUP, VERSION, POLICIES, interval=POLICY_TICK)
+@kopf.timer(GROUP, VERSION, POLICIES, interval=POLICY_TICK, backoff=POLICY_TICK)  # a failed tick: again at the next
 async def policy_tick(
     body: kopf.Body, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, namespace: str | None, uid: str,
     **kwargs: Any,

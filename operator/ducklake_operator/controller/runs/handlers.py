@@ -261,6 +261,7 @@ async def tick_once(
         if (status.get("state") or "") != RUNNING and not status.get("waitingFor"):  # e.g. a webhook refused the launch
             tick.status["message"] = f"waiting: a request to the API server failed, trying again in 5 s: {said}"
     written = await ctl.call(write_status, body, status, tick)
+    runs.published(status, written)
     for type_, reason, message in tick.events:
         kopf.event(body, type=type_, reason=reason, message=ctl.scrub(message))
     state = written.get("state") or ""

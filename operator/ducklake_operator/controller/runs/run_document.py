@@ -10,6 +10,7 @@ from typing import Any
 from ...api.v1alpha1.job import JobSpec
 from ...api.v1alpha1.names import CATALOG_LABEL, OPERATION_LABEL
 from ...api.v1alpha1.table import DEFAULT_SCHEMA, EVOLUTION_MODE
+from ...model.job_params import IngestArgs
 from ...model.names import same_name
 from ..launchers.spec import LaunchSpec, launch_spec
 from .run_context import RunContext
@@ -61,7 +62,7 @@ def run_params(spec: JobSpec, ctx: RunContext) -> dict[str, Any]:
     (``evolve: false``, whatever the DuckLakeJob says): columns it added would be drift, and
     ``onDrift: revert`` could drop them with their data."""
     params = dict(spec.params)
-    if spec.operation == "ingest" and ctx.table_evolution not in (None, "auto"):
+    if isinstance(spec.args, IngestArgs) and spec.args.evolve and ctx.table_evolution not in (None, "auto"):
         params["evolve"] = False
     return params
 

@@ -280,6 +280,17 @@ class Runs:
             return self._succeeded(tick, spec, uid, status, ctx, after.landed, now, note=f"{why}, but it had committed")
         return tick.end(state, f"{why}; {after.committed}, {after.files}", now, spec.ref.generation)
 
+    def published(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+        """The run's status went from ``before`` to ``after`` on the API server: an attempt
+        it showed running and no longer does gives back what its launcher held for it (a
+        Local program's place), so no more runs show ``Running`` than there are places."""
+        launched = launched_attempt(before)
+        if launched is None or before.get("state") != RUNNING or after.get("state") == RUNNING:
+            return
+        launcher = self.launchers.get(launched.kind)
+        if launcher is not None:
+            launcher.release(launched)
+
     # ------------------------------------------------------------------ pieces
 
     def _invalid(self, spec: JobSpec, ctx: RunContext) -> str | None:

@@ -110,16 +110,16 @@ def reconcile_table(spec: TableSpec, catalog_spec: CatalogSpec | None, pool: Cat
 
 
 def check_table_drift(
-    spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool, *, max_age: float = 0.0
+    spec: TableSpec, catalog_spec: CatalogSpec | None, pool: CatalogPool, *, state: CatalogState | None = None
 ) -> Outcome:
     """Timer: compare the catalog with the manifest; report, or revert when onDrift: revert.
-    ``max_age``: how old a freshness check of the catalog may be (a pass over many tables
-    reads the catalog once)."""
+    ``state``: the catalog as a pass over many tables read it once (else read now)."""
     if catalog_spec is None:
         return Outcome()
     try:
-        catalog, _ = pool.catalog(catalog_spec)
-        state = pool.state(catalog_spec, catalog, max_age=max_age)
+        if state is None:
+            catalog, _ = pool.catalog(catalog_spec)
+            state = pool.state(catalog_spec, catalog)
         lines = drift_lines(plan_for(spec, state))
     except DuckLakeError as exc:
         return failed(exc, spec.ref.generation)

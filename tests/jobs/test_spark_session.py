@@ -1,0 +1,15 @@
+"""A local Spark session's driver JVM starts with the options that halve its start
+(``session.LOCAL_DRIVER_JAVA_OPTIONS``), and still runs tasks. The session is the test run's
+shared one (local[*]): a session of its own master would be every later test's too."""
+
+from __future__ import annotations
+
+from ducklake_jobs.session import LOCAL_DRIVER_JAVA_OPTIONS, spark_session
+
+
+def test_local_driver_jvm_runs_with_the_quick_start_options() -> None:
+    session = spark_session()
+    jvm = session.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert set(LOCAL_DRIVER_JAVA_OPTIONS.split()) <= set(arguments), arguments
+    assert session.sparkContext.parallelize([1, 2], 2).map(lambda x: x * 10).collect() == [10, 20]
