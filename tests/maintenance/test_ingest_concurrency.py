@@ -83,12 +83,14 @@ def test_a_commit_between_the_plan_and_the_commit(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task, and an output file, per input file
     written = job.write_files
     runs: list[int] = []
+    one_at_a_time = threading.Lock()  # the in-process tasks run in threads
 
     def and_duckdb_commits(task: job.WriteTask) -> job.WriteResult:
         result = written(task)
-        if not runs:  # once: after the first task of the first attempt
-            duck.run_workload(location, CONCURRENT[what])
-        runs.append(1)
+        with one_at_a_time:
+            if not runs:  # once: after the first task of the first attempt
+                duck.run_workload(location, CONCURRENT[what])
+            runs.append(1)
         return result
 
     monkeypatch.setattr(job, "write_files", and_duckdb_commits)
