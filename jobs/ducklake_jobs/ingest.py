@@ -79,7 +79,7 @@ from ducklake_operator.model.value_kinds import DUCKLAKE_TYPE
 
 from .fault_points import fault_point
 from .ingest_json import SAMPLE_RECORDS, JsonLinesFile, JsonLoad, create_macros, json_lines_load, observe_json_lines
-from .ingest_sources import Skipped, Source, SourceReader, list_sources, read_local
+from .ingest_sources import CsvDialect, Skipped, Source, SourceReader, list_sources, read_local
 from .inputs import read_inputs
 from .job_steps import Report, produce_and_commit, reason
 from .lake_paths import TablePaths, new_file_name, option_on, options_in_force, sort_sql, table_paths
@@ -116,6 +116,7 @@ class Observation:
     records: int
     skipped: Skipped
     json_files: tuple[JsonLinesFile | None, ...] = ()  # per source: what DuckDB read of it (None: Python did)
+    dialects: tuple[CsvDialect | None, ...] = ()  # per source: how a CSV file reads (pass 2 sniffs nothing)
 
 
 def observe_files(task: ReadTask) -> Observation:
@@ -127,6 +128,7 @@ def observe_files(task: ReadTask) -> Observation:
     fields: Fields = {}
     records, skipped = 0, Skipped()
     json_files: list[JsonLinesFile | None] = [None] * len(task.sources)
+    dialects: list[CsvDialect | None] = [None] * len(task.sources)
     with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch:
         local: dict[int, str] = {}
         found = _observe_in_duckdb(task, scratch, local)
@@ -137,6 +139,7 @@ def observe_files(task: ReadTask) -> Observation:
                 json_files[k] = found[k][1]
                 continue
             reader = SourceReader(source, local.get(k) or read_local(source, scratch), task.on_bad_record, skipped)
+            dialects[k] = reader.dialect
             try:
                 if reader.typed is not None:
                     rows = reader.count()
@@ -153,7 +156,7 @@ def observe_files(task: ReadTask) -> Observation:
                     records += 1
             finally:
                 reader.close()
-    return Observation(fields, records, skipped, tuple(json_files))
+    return Observation(fields, records, skipped, tuple(json_files), tuple(dialects))
 
 
 def _observe_in_duckdb(task: ReadTask, scratch: str, local: dict[int, str]) -> dict[int, tuple[Fields, JsonLinesFile]]:
@@ -209,6 +212,7 @@ class WriteTask:
     marker: str
     s3: storage.S3Config | None = None
     json_files: tuple[JsonLinesFile | None, ...] = ()  # per source: what pass 1 read of it in DuckDB
+    dialects: tuple[CsvDialect | None, ...] = ()  # per source: how pass 1 read a CSV file
 
 
 @dataclass(frozen=True)
@@ -300,7 +304,8 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
             pending.append(local)
             continue
         load()
-        reader = SourceReader(source, local, task.on_bad_record, None)
+        dialect = task.dialects[k] if k < len(task.dialects) else None
+        reader = SourceReader(source, local, task.on_bad_record, None, dialect)
         try:
             direct = _direct_select(reader, task.level, columns)
             if direct is not None:
@@ -533,7 +538,7 @@ def ingest(
         return report.done(filesWritten=0, rowsWritten=0, committedSnapshot=None)
     paths = table_paths(state, t)
     tasks = [
-        _write_task(state, t, plan, g, on_bad_record, paths, run.file_marker, s3, o.json_files)
+        _write_task(state, t, plan, g, on_bad_record, paths, run.file_marker, s3, o)
         for g, o in zip(groups, observations, strict=True)
     ]
     stored: list[str] = []
@@ -674,7 +679,7 @@ def _write_task(
     paths: TablePaths,
     marker: str,
     s3: storage.S3Config | None,
-    json_files: tuple[JsonLinesFile | None, ...] = (),
+    read: Observation,
 ) -> WriteTask:
     fields = key_fields(t.partition)
     by_id = {c.column_id: c.name for c in plan.layout}
@@ -690,7 +695,8 @@ def _write_task(
         paths=paths,
         marker=marker,
         s3=s3 or storage.s3_config(paths.directory),
-        json_files=json_files,
+        json_files=read.json_files,
+        dialects=read.dialects,
     )
 
 

@@ -1,9 +1,9 @@
 """The files an ingest reads: which they are (a file, a directory, a pattern; local or
 ``s3://``), their format, and their records, one at a time, with the file and line each came
 from. JSON lines are parsed here (each value keeps its own type, a number with a fraction or an
-exponent its exact text as a Decimal); CSV (DuckDB's sniffer over
-the whole file) and Parquet are read by an in-process DuckDB, whose column types are the
-values' types. A record that cannot be read is a ``BadRecord``; a file that is not what its
+exponent its exact text as a Decimal); CSV and Parquet are read by an in-process DuckDB,
+whose column types are the values' types. A CSV file is sniffed once, whole (``CsvDialect``):
+its types hold for every row, and the later scans name them, sniffing nothing. A record that cannot be read is a ``BadRecord``; a file that is not what its
 format says is a ``DuckLakeError`` whatever ``onBadRecord`` says.
 """
 
@@ -115,6 +115,15 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class CsvDialect:
+    """How one CSV file reads: ``read_csv``'s options after the path (the prompt of DuckDB's
+    sniffer over the whole file), so a later scan, or pass 2 of an ingest, reads it with no
+    sniffing: the sniffer reads a file at about a tenth of the parallel reader's rate."""
+
+    options: str
+
+
+@dataclass(frozen=True)
 class Record:
     where: str  # file:line (JSON, CSV) or file:row (Parquet)
     values: dict[str, Any]
@@ -124,10 +133,14 @@ class SourceReader:
     """The records of one local copy of a source: ``typed`` is None for JSON (each value its own
     type), else the columns' types by folded name (for ``routing``) and in order (to observe)."""
 
-    def __init__(self, source: Source, local: str, on_bad_record: str, skipped: Skipped | None) -> None:
+    def __init__(
+        self, source: Source, local: str, on_bad_record: str, skipped: Skipped | None, dialect: CsvDialect | None = None
+    ) -> None:
         """``skipped``: where skipped records are counted (None: they were counted already, by
-        a reader of the same file that read its rows and ranges too: this one does not)."""
+        a reader of the same file that read its rows and ranges too: this one does not);
+        ``dialect``: how a CSV file reads, as that reader found it (None: sniffed here)."""
         self.source, self.local, self.on_bad_record, self.skipped = source, local, on_bad_record, skipped
+        self.dialect = dialect
         self.columns: tuple[TypedField, ...] = ()
         self.types: tuple[DuckLakeType, ...] = ()  # of ``columns``, as DuckDB reads them
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
@@ -210,23 +223,53 @@ class SourceReader:
         assert row is not None
         return tuple(row)
 
-    def _scan(self) -> str:
+    def _scan(self, rejects: bool = True) -> str:
         path = literal(self.local)
         if self.source.format == "parquet":
             return f"read_parquet({path})"
-        # every row sniffed (the types hold for the whole file); rows that do not parse are
-        # rejected rather than making the sniffer give up on the dialect
-        return f"read_csv({path}, sample_size = -1, ignore_errors = true, store_rejects = true)"
+        # rows that do not parse are rejected rather than making the sniffer give up on the
+        # dialect; without a dialect, every row sniffed (the types hold for the whole file)
+        options = self.dialect.options if self.dialect is not None else "sample_size = -1, ignore_errors = true"
+        return f"read_csv({path}, {options}{', store_rejects = true' if rejects else ''})"
+
+    def _sniff(self) -> CsvDialect | None:
+        """The file's dialect and types from DuckDB's sniffer over every row (a sample would
+        not do: a later value of another type is no rejected row, DuckDB's CSV reader rounds
+        ``2.5`` into a BIGINT column); None when its prompt does not name this file as written
+        (the scans then sniff for themselves)."""
+        assert self._con is not None
+        path = self.source.file.path
+        try:
+            row = self._con.execute(
+                f"SELECT Prompt FROM sniff_csv({literal(self.local)}, sample_size = -1, ignore_errors = true)"
+            ).fetchone()
+        except duckdb.Error as exc:
+            raise DuckLakeError(f"ingest: {path} is not a CSV file DuckDB can read ({_first_line(str(exc))})") from None
+        prompt = str(row[0]) if row else ""
+        head, tail = f"FROM read_csv('{self.local}', ", ");"
+        if not (prompt.startswith(head) and prompt.endswith(tail)):
+            return None
+        return CsvDialect(prompt[len(head) : -len(tail)])
+
+    def _read_columns(self) -> list[Any]:
+        assert self._con is not None
+        path = self.source.file.path
+        try:
+            return self._con.execute(f"DESCRIBE SELECT * FROM {self._scan(rejects=False)}").fetchall()
+        except duckdb.Error as exc:
+            if self.dialect is not None:
+                self.dialect = None  # options the prompt spelled as DuckDB cannot read them back
+                return self._read_columns()
+            raise DuckLakeError(
+                f"ingest: {path} is not a {self.source.format.upper()} file DuckDB can read ({_first_line(str(exc))})"
+            ) from None
 
     def _describe(self, counting: bool) -> None:
         assert self._con is not None
         path = self.source.file.path
-        try:
-            described = self._con.execute(f"DESCRIBE SELECT * FROM {self._scan()}").fetchall()
-        except duckdb.Error as exc:
-            raise DuckLakeError(
-                f"ingest: {path} is not a {self.source.format.upper()} file DuckDB can read ({_first_line(str(exc))})"
-            ) from None
+        if self.source.format == "csv" and self.dialect is None:
+            self.dialect = self._sniff()  # pass 2 is handed pass 1's
+        described = self._read_columns()
         columns: list[TypedField] = []
         types: list[DuckLakeType] = []
         for name, type_text, *_ in described:
