@@ -79,7 +79,7 @@ from ducklake_operator.model.value_kinds import DUCKLAKE_TYPE
 
 from .fault_points import fault_point
 from .ingest_json import SAMPLE_RECORDS, JsonLinesFile, JsonLoad, create_macros, json_lines_load, observe_json_lines
-from .ingest_sources import CsvDialect, Skipped, Source, SourceReader, list_sources, read_local
+from .ingest_sources import Skipped, Source, SourceReader, TypedRead, list_sources, read_local
 from .inputs import read_inputs
 from .job_steps import Report, produce_and_commit, reason
 from .lake_paths import TablePaths, new_file_name, option_on, options_in_force, sort_sql, table_paths
@@ -116,7 +116,7 @@ class Observation:
     records: int
     skipped: Skipped
     json_files: tuple[JsonLinesFile | None, ...] = ()  # per source: what DuckDB read of it (None: Python did)
-    dialects: tuple[CsvDialect | None, ...] = ()  # per source: how a CSV file reads (pass 2 sniffs nothing)
+    typed: tuple[TypedRead | None, ...] = ()  # per source: what DuckDB read of a CSV or Parquet file
 
 
 def observe_files(task: ReadTask) -> Observation:
@@ -128,7 +128,7 @@ def observe_files(task: ReadTask) -> Observation:
     fields: Fields = {}
     records, skipped = 0, Skipped()
     json_files: list[JsonLinesFile | None] = [None] * len(task.sources)
-    dialects: list[CsvDialect | None] = [None] * len(task.sources)
+    typed: list[TypedRead | None] = [None] * len(task.sources)
     with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch:
         local: dict[int, str] = {}
         found = _observe_in_duckdb(task, scratch, local)
@@ -139,10 +139,10 @@ def observe_files(task: ReadTask) -> Observation:
                 json_files[k] = found[k][1]
                 continue
             reader = SourceReader(source, local.get(k) or read_local(source, scratch), task.on_bad_record, skipped)
-            dialects[k] = reader.dialect
             try:
                 if reader.typed is not None:
                     rows = reader.count()
+                    typed[k] = TypedRead(rows, reader.dialect)
                     if rows:
                         observe_typed(fields, reader.columns, reader.ranges)
                     records += rows
@@ -156,7 +156,7 @@ def observe_files(task: ReadTask) -> Observation:
                     records += 1
             finally:
                 reader.close()
-    return Observation(fields, records, skipped, tuple(json_files), tuple(dialects))
+    return Observation(fields, records, skipped, tuple(json_files), tuple(typed))
 
 
 def _observe_in_duckdb(task: ReadTask, scratch: str, local: dict[int, str]) -> dict[int, tuple[Fields, JsonLinesFile]]:
@@ -212,7 +212,7 @@ class WriteTask:
     marker: str
     s3: storage.S3Config | None = None
     json_files: tuple[JsonLinesFile | None, ...] = ()  # per source: what pass 1 read of it in DuckDB
-    dialects: tuple[CsvDialect | None, ...] = ()  # per source: how pass 1 read a CSV file
+    typed: tuple[TypedRead | None, ...] = ()  # per source: what pass 1 read of a CSV or Parquet file
 
 
 @dataclass(frozen=True)
@@ -252,6 +252,8 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
     columns = task.layout
     if _json_view(con, task, scratch):
         return sum(f.records for f in task.json_files if f is not None), Skipped()
+    if _typed_view(con, task, scratch):
+        return sum(r.rows for r in task.typed if r is not None), Skipped()
     con.execute(
         "CREATE TEMP TABLE __rows (" + ", ".join(f"{quote(c.name)} {to_duckdb_sql(c.type)}" for c in columns) + ")"
     )
@@ -304,8 +306,7 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
             pending.append(local)
             continue
         load()
-        dialect = task.dialects[k] if k < len(task.dialects) else None
-        reader = SourceReader(source, local, task.on_bad_record, None, dialect)
+        reader = _typed_reader(task, k, local)
         try:
             direct = _direct_select(reader, task.level, columns)
             if direct is not None:
@@ -350,6 +351,37 @@ def _json_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
     files = [read_local(s, scratch) for s, f in zip(task.sources, found, strict=True) if f is not None and f.records]
     create_macros(con)
     con.execute(f"CREATE TEMP VIEW __rows AS {load.sql(files)}")
+    return True
+
+
+def _typed_reader(task: WriteTask, k: int, local: str) -> SourceReader:
+    """A reader of the task's ``k``-th source, in the dialect pass 1 found for it."""
+    read = task.typed[k] if k < len(task.typed) else None
+    return SourceReader(task.sources[k], local, task.on_bad_record, None, read.dialect if read else None)
+
+
+def _typed_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> bool:
+    """``__rows`` as a view reading the task's files, when each is a CSV or Parquet file
+    DuckDB reads straight into the rows (``_direct_select``): the rows are read once, by the
+    write of the Parquet file(s), in the files' order (DuckDB's UNION ALL keeps it)."""
+    if len(task.typed) != len(task.sources) or any(r is None for r in task.typed):
+        return False
+    selects: list[str] = []
+    for k, (source, read) in enumerate(zip(task.sources, task.typed, strict=True)):
+        if read is None or not read.rows:
+            continue
+        reader = _typed_reader(task, k, read_local(source, scratch))
+        try:
+            direct = _direct_select(reader, task.level, task.layout)
+        finally:
+            reader.close()
+        if direct is None:
+            return False
+        selects.append(direct)
+    if not selects:
+        return False
+    names = ", ".join(quote(c.name) for c in task.layout)
+    con.execute(f"CREATE TEMP VIEW __rows ({names}) AS " + " UNION ALL ".join(selects))
     return True
 
 
@@ -696,7 +728,7 @@ def _write_task(
         marker=marker,
         s3=s3 or storage.s3_config(paths.directory),
         json_files=read.json_files,
-        dialects=read.dialects,
+        typed=read.typed,
     )
 
 

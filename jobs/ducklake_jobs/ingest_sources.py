@@ -124,6 +124,15 @@ class CsvDialect:
 
 
 @dataclass(frozen=True)
+class TypedRead:
+    """What pass 1 read of a CSV or Parquet file, for pass 2: its rows (those that parse) and
+    how a CSV file reads."""
+
+    rows: int
+    dialect: CsvDialect | None = None
+
+
+@dataclass(frozen=True)
 class Record:
     where: str  # file:line (JSON, CSV) or file:row (Parquet)
     values: dict[str, Any]
