@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import ducklake_jobs.ingest as job
 from ducklake_jobs.housekeeping import delete_orphan_files
-from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
 from support import duck
+from support.ingest_runs import ingest
 from support.job_program import catalog_manifest, killed_at, run_job_command
 
 ROWS = 50  # per ingested file
@@ -39,14 +38,6 @@ def new_lake(location: CatalogLocation, tmp_path: Path) -> CatalogLocation:
         location, ["CREATE TABLE lk.t(id BIGINT, v VARCHAR)", "INSERT INTO lk.t VALUES (1, 'a'), (2, 'b')"]
     )
     return location
-
-
-def ingest(location: CatalogLocation, path: Path, **params: Any) -> dict[str, Any]:
-    catalog = Catalog.open(location)
-    try:
-        return run_operation(catalog, "ingest", "main.t", {"path": str(path), **params})
-    finally:
-        catalog.close()
 
 
 def ids(location: CatalogLocation) -> list[int]:

@@ -12,9 +12,9 @@ import duckdb
 import pytest
 
 import ducklake_jobs.ingest_sources as sources
-from ducklake_jobs.job_template import run_operation
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from support import duck
+from support.ingest_runs import ingest
 
 ROWS = 30_000  # beyond the sniffer's default sample (its first 20,479 rows)
 LATE = 25_000  # the row from which the file's values differ from the sample's
@@ -41,14 +41,6 @@ def table_of_a(tmp_path: Path) -> CatalogLocation:
     Catalog.create(location, str(tmp_path / "data") + "/").close()
     duck.run_workload(location, ["CREATE TABLE lk.t(a BIGINT)"])
     return location
-
-
-def ingest(location: CatalogLocation, path: Path, **params: Any) -> dict[str, Any]:
-    catalog = Catalog.open(location)
-    try:
-        return run_operation(catalog, "ingest", "main.t", {"path": str(path), **params})
-    finally:
-        catalog.close()
 
 
 def as_duckdb_reads(lake: CatalogLocation) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

@@ -28,6 +28,7 @@ from ducklake_operator.errors import DuckLakeError
 from ducklake_operator.use_cases import apply_plan
 from support import duck, manifests
 from support.dump import dump
+from support.ingest_runs import ingest
 from support.manifests import parse_as
 from support.widest_type_table import DUCKDB, WIDEST_TABLE
 
@@ -42,15 +43,6 @@ def write_json(path: Path, records: Iterable[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
-
-
-def ingest(location: CatalogLocation, path: Path | str, table: str = "main.t", **params: Any) -> dict[str, Any]:
-    catalog = Catalog.open(location)
-    try:
-        runner: Runner = params.pop("runner", run_in_process)
-        return run_operation(catalog, "ingest", table, {"path": str(path), **params}, runner=runner)
-    finally:
-        catalog.close()
 
 
 def read(location: CatalogLocation, sql: str) -> list[tuple[Any, ...]]:
