@@ -268,13 +268,14 @@ def _staged(
 def _rewrite(con: duckdb.DuckDBPyConnection, task: RewriteTask, scratch: str) -> RewriteOutput:
     scan = scan_sources(con, task.sources, task.columns, scratch)
     # a source whose rows carry their ids (an UPDATE's output, a flush) is never positional,
-    # whatever its row_id_start says: its ids must be carried over
-    embed_row_ids = task.embed_row_ids or ROW_ID in scan.hidden
+    # whatever its row_id_start says: its ids must be carried over; nor is a file some of whose
+    # rows are deleted (the survivors' ids are not contiguous, and their order below is free)
+    embed_row_ids = task.embed_row_ids or ROW_ID in scan.hidden or scan.with_deletes
     # scans of several layouts are put back in source order; one layout's scan is in source
     # order already (with deletes too: the scan is the join's streaming probe side). Sorting
     # by row id after the join was a third of rewriteDeletes' time (4.40 s against 2.96 s on
-    # 391 MB), and where rows are deleted their ids are embedded (compact, rewriteDeletes),
-    # so the order is clustering only, never the rows' identity
+    # 391 MB), and where rows are deleted their ids are embedded (above), so the order is
+    # clustering only, never the rows' identity
     tiebreak = "__file, __row" if scan.layouts > 1 else ""
     out = write_ordered(
         con,
