@@ -21,7 +21,7 @@ from support.kube_namespace import Kube
 from support.operator_process import wait_for
 from support.pod_env import PodEnv
 from support.pod_runs import SMALL, explain, many_files_lake, rows, run_to_end, s3_files, s3_url
-from support.runs import job
+from support.runs import ENDED, job
 
 MARKER = "/tmp/ducklake-fault"  # in the pods' writable /tmp
 ONE_EXECUTOR = {"launcher": "Job", "driver": SMALL, "executor": {"instances": 1, **SMALL}}
@@ -118,6 +118,9 @@ def held_driver(kube: Kube, name: str, attempt: int, timeout: float = 300) -> st
         for pod in pods_of(kube, name, "driver", attempt):
             if pod["status"].get("phase") == "Running" and held(kube, pod["metadata"]["name"]):
                 return str(pod["metadata"]["name"])
+        status = (kube.get("dlj", name) or {}).get("status") or {}
+        # a run that ended first (its deadline passed on a loaded machine) will never be held
+        assert status.get("state") not in ENDED, f"{name} ended before attempt {attempt} was held: {status}"
         return None
 
     return str(wait_for(f"attempt {attempt} of {name} held at its fault point", found, timeout=timeout, interval=1))
@@ -288,7 +291,7 @@ def test_a_run_on_a_node_whose_kubelet_stopped_ends_at_its_deadline_and_never_co
     let go, and its commit is refused (past the deadline) or it is stopped first."""
     location = many_files_lake(pods, kube, files=6)
     before, snapshots = rows(pods, location), snapshot_count(pods, location)
-    timeout = 75
+    timeout = 90  # room for a driver and an executor to start on a loaded node
     spark = {**ONE_EXECUTOR, "env": fault_env("before_commit")}
     kube.apply(job("kubelet-gone", spark=spark, retries=1, timeout=timeout))
     driver = held_driver(kube, "kubelet-gone", 1)
