@@ -116,6 +116,16 @@ def s3_bucket(s3_server, monkeypatch) -> str:
     return f"s3://{bucket}/"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Units of work for ``pytest -n`` (``--dist loadgroup``, as ``scripts/test`` runs the
+    suite): a module, so its module-scoped fixtures start once; and ``tests/e2e`` whole, on
+    one worker, since it shares one control plane and operator, stopped after its last test."""
+    e2e = os.path.join(os.path.dirname(__file__), "e2e")
+    for item in items:
+        group = "tests/e2e" if str(item.path).startswith(e2e + os.sep) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The pod tests need the images and the node's binaries, minutes to build on a new
     machine: when any of them is collected, the builds start now, beside the tests that run
