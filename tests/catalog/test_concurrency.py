@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ducklake_operator.catalog import Catalog
+from ducklake_operator.catalog import Catalog, CommitResult
 from ducklake_operator.catalog.changes_made import parse_changes
 from ducklake_operator.errors import CommitConflict
 from ducklake_operator.model.changes import CreateTable, DropTable, PartitionColumn, SetPartitioning
@@ -23,7 +23,8 @@ def test_library_commits_alongside_two_inserting_duckdb_processes(pg_location, d
     con.close()
 
     workers = [duck_inserter.start(pg_location.duckdb_attach_target(), "events", 120, w) for w in (1, 2)]
-    results, failures = [], []
+    results: list[CommitResult] = []
+    failures: list[CommitConflict] = []
 
     def library_writer() -> None:
         deadline = time.time() + 60
