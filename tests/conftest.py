@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -120,9 +121,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Units of work for ``pytest -n`` (``--dist loadgroup``, as ``scripts/test`` runs the
     suite): a module, so its module-scoped fixtures start once; and ``tests/e2e`` whole, on
     one worker, since it shares one control plane and operator, stopped after its last test."""
-    e2e = os.path.join(os.path.dirname(__file__), "e2e")
+    e2e = Path(__file__).parent / "e2e"
     for item in items:
-        group = "tests/e2e" if str(item.path).startswith(e2e + os.sep) else item.nodeid.split("::")[0]
+        group = "tests/e2e" if e2e in item.path.parents else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -118,9 +118,10 @@ def held_driver(kube: Kube, name: str, attempt: int, timeout: float = 300) -> st
         for pod in pods_of(kube, name, "driver", attempt):
             if pod["status"].get("phase") == "Running" and held(kube, pod["metadata"]["name"]):
                 return str(pod["metadata"]["name"])
-        status = (kube.get("dlj", name) or {}).get("status") or {}
         # a run that ended first (its deadline passed on a loaded machine) will never be held
-        assert status.get("state") not in ENDED, f"{name} ended before attempt {attempt} was held: {status}"
+        status = (kube.get("dlj", name) or {}).get("status") or {}
+        if status.get("state") in ENDED:
+            raise AssertionError(f"ended before attempt {attempt} was held: {explain(kube, name, status)}")
         return None
 
     return str(wait_for(f"attempt {attempt} of {name} held at its fault point", found, timeout=timeout, interval=1))
