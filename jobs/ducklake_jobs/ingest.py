@@ -50,7 +50,7 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR, CommitResult
 from ducklake_operator.catalog.ingested import ingested_files
 from ducklake_operator.duckdb_session import open_session
 from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
-from ducklake_operator.evolution.auto_schema import IngestPlan, Level, marker_field, plan_ingest
+from ducklake_operator.evolution.auto_schema import IngestPlan, Level, extents_read, marker_field, plan_ingest
 from ducklake_operator.evolution.observed import (
     BadRecord,
     Fields,
@@ -108,6 +108,7 @@ class ReadTask:
     sources: tuple[Source, ...]
     on_bad_record: str
     s3: storage.S3Config | None = None
+    extents: frozenset[tuple[str, str]] | None = None  # noted where DuckDB observes (None: all)
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def _observe_in_duckdb(task: ReadTask, scratch: str, local: dict[int, str]) -> d
         return {}
     con = scratch_connection()
     try:
-        found = observe_json_lines(con, [(path, first) for _, path, first in candidates])
+        found = observe_json_lines(con, [(path, first) for _, path, first in candidates], task.extents)
     finally:
         con.close()
     return {k: f for (k, _, _), f in zip(candidates, found, strict=True) if f is not None}
@@ -555,7 +556,7 @@ def ingest(
     groups = _groups(sources)
     runner = report.runner(run, runner, report.fields["bytesRead"])
     s3 = storage.s3_config(path)
-    observations, skipped = _observe(runner, run, groups, on_bad_record, s3)
+    observations, skipped = _observe(runner, run, [ReadTask(g, on_bad_record, s3, extents_read(t)) for g in groups])
     plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
     records = sum(o.records for o in observations)
     report.fields.update(
@@ -604,16 +605,10 @@ def ingest(
     )
 
 
-def _observe(
-    runner: Runner, run: JobRun, groups: list[tuple[Source, ...]], on_bad_record: str, s3: storage.S3Config | None
-) -> tuple[list[Observation], Skipped]:
+def _observe(runner: Runner, run: JobRun, tasks: list[ReadTask]) -> tuple[list[Observation], Skipped]:
     """Read every group of input files once for its fields and records (the plan's input)."""
-    run.phase("reading", 0, len(groups))
-    observations = runner(
-        observe_files,
-        [ReadTask(g, on_bad_record, s3) for g in groups],
-        on_done=lambda done: run.phase("reading", done, len(groups)),
-    )
+    run.phase("reading", 0, len(tasks))
+    observations = runner(observe_files, tasks, on_done=lambda done: run.phase("reading", done, len(tasks)))
     skipped = Skipped()
     for o in observations:
         skipped.merge(o.skipped)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import decimal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 import duckdb
@@ -209,7 +209,9 @@ def _scan(*files: str) -> str:
 
 
 def observe_json_lines(
-    con: duckdb.DuckDBPyConnection, files: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    extents: frozenset[tuple[str, str]] | None = None,
 ) -> list[tuple[Fields, JsonLinesFile] | None]:
     """What ``observe_record`` would note of every record of each JSON-lines file, and what
     pass 2 needs of it; None for a file DuckDB cannot read exactly so (the module's list).
@@ -217,7 +219,8 @@ def observe_json_lines(
     ``SAMPLE_RECORDS``, none of them bad); their keys are the ones looked for, and where each
     kind of a key was first seen among them is taken from Python. Files whose first records
     have the same keys are read in one query (DuckDB reads files in parallel, not a file).
-    The caller checked each file's bytes (``plain_bytes``) and head (binary data fails the job)."""
+    ``extents``: (folded key, kind) whose extents are noted (``auto_schema.extents_read``;
+    None: every one, as ``observe_record`` notes them). The caller checked each file's bytes (``plain_bytes``) and head (binary data fails the job)."""
     out: list[tuple[Fields, JsonLinesFile] | None] = [None] * len(files)
     seen = [_first_seen(first) for _, first in files]
     try:
@@ -232,7 +235,8 @@ def observe_json_lines(
     for keys, members in together.items():
         if len(members) > 1:
             try:
-                query = _Query.of(con, list(keys), [found[1] for i in members if (found := seen[i]) is not None])
+                each = [found[1] for i in members if (found := seen[i]) is not None]
+                query = _Query.of(con, list(keys), each, extents)
                 read |= {f: (query, row) for f, row in _aggregates(con, query, [files[i][0] for i in members]).items()}
             except duckdb.Error:
                 pass  # read one by one
@@ -241,10 +245,12 @@ def observe_json_lines(
             continue
         first_keys, firsts = found
         try:
-            result = _observe(con, local, first_keys, firsts, read.get(local)) if first_keys is not None else None
+            result = None
+            if first_keys is not None:
+                result = _observe(con, local, first_keys, firsts, extents, read.get(local))
             if result is None:  # another key after the first records, perhaps
                 all_keys = _keys(con, _scan(local))
-                result = _observe(con, local, all_keys, {}) if all_keys is not None else None
+                result = _observe(con, local, all_keys, {}, extents) if all_keys is not None else None
         except duckdb.Error:
             result = None
         out[i] = result
@@ -316,6 +322,21 @@ _EXTENTS = {  # what a kind's values are noted by: (name, column, its SQL of the
 }
 
 
+_CODE = {kind: code for code, kind in _KINDS}
+# a test of a value's JSON text ``{v}`` that implies ``__jl_kind`` gives the kind (cheaper
+# than it; many values of the kind pass it, the others go through ``__jl_kind``)
+_QUICK = {
+    LONG: "ascii({v}) BETWEEN 48 AND 57 AND strlen({v}) < 19 AND NOT contains({v}, '.') AND NOT contains({v}, 'e')",
+    DOUBLE: "ascii({v}) BETWEEN 48 AND 57 AND (contains({v}, '.') OR contains({v}, 'e'))",
+    STRING: "ascii({v}) = 34 AND substr({v}, 6, 1) <> '-' AND substr({v}, 4, 1) <> ':'",
+    # __jl_timestamp_kind of a timestamp of seconds, no zone: a time of day that is no 24:00
+    TIMESTAMP: "strlen({v}) = 21 AND regexp_full_match({v}, "
+    + _quoted(re2(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}"))
+    + ") AND substr({v}, 2, 4) <> '0000' AND substr({v}, 13, 2) <> '24' "
+    "AND TRY_CAST(substr({v}, 2, 19) AS TIMESTAMP) IS NOT NULL",
+}
+
+
 @dataclass(frozen=True)
 class _Query:
     """The SQL of one pass over files' records (keys in their order) noting, per file, what
@@ -323,17 +344,34 @@ class _Query:
 
     keys: list[str]
     texts: list[str]  # each key's JSON text, as DuckDB writes it
+    expected: dict[str, frozenset[str]]  # key -> its values' kinds in the first records (all: once read)
     noted: dict[str, frozenset[str]]  # key -> the kinds whose extents are taken
+    extents: frozenset[tuple[str, str]] | None  # (folded key, kind) whose extents are read (None: all)
 
     @staticmethod
-    def of(con: duckdb.DuckDBPyConnection, keys: list[str], firsts: list[Firsts]) -> _Query:
-        """The query of ``keys``, noting the extents of the kinds seen first (``firsts``)."""
+    def of(
+        con: duckdb.DuckDBPyConnection,
+        keys: list[str],
+        firsts: list[Firsts],
+        extents: frozenset[tuple[str, str]] | None = None,
+    ) -> _Query:
+        """The query of ``keys``, noting the extents read of the kinds seen first (``firsts``)."""
         texts = [str(r[0]) for r in con.execute("SELECT to_json(unnest($1::VARCHAR[]))::VARCHAR", [keys]).fetchall()]
         kinds = {kind for f in firsts for kind in f}
-        noted = {k: frozenset(kind for key, kind in kinds if key == k and kind in _EXTENTS) for k in keys}
-        return _Query(keys, texts, noted)
+        expected = {k: frozenset(kind for key, kind in kinds if key == k) for k in keys}
+        return _Query(keys, texts, expected, {}, extents).noting(expected)
 
-    def sql(self, source: str, *, ordered: bool = False) -> str:
+    def noting(self, kinds: Mapping[str, frozenset[str]]) -> _Query:
+        """This query, taking the extents read of ``kinds`` (by key)."""
+        return replace(self, noted={k: self.read(k, kinds.get(k, frozenset())) for k in self.keys})
+
+    def read(self, key: str, kinds: frozenset[str]) -> frozenset[str]:
+        """Those of ``kinds`` of ``key``'s values whose extents are read."""
+        return frozenset(k for k in kinds if k in _EXTENTS and (self.extents is None or (fold(key), k) in self.extents))
+
+    def _values(self, source: str, ordered: bool) -> str:
+        """Per record: (n, its place, when ``ordered``), filename, ok (the record is as DuckDB
+        writes it over the keys), v0.. (each key's value as DuckDB writes it; NULL: missing)."""
         pointers = "[" + ", ".join(literal("/" + k.replace("~", "~0").replace("/", "~1")) for k in self.keys) + "]"
         n = "n, " if ordered else ""
         # each key's value as DuckDB writes it: from a struct (a key's child, no list), but where
@@ -354,9 +392,16 @@ class _Query:
             f"(CASE WHEN {self._every()} = j THEN TRUE WHEN {self._written(':', ',')} = j THEN TRUE "
             f"ELSE {self._written(': ', ', ')} = j END) AS ok"
         )
-        layer = f"SELECT {n}filename, {ok}, {values} FROM ({rows})"
+        return f"SELECT {n}filename, {ok}, {values} FROM ({rows})"
+
+    def sql(self, source: str, *, ordered: bool = False) -> str:
+        """Per file: filename, records, records not as DuckDB writes them, then per key: its
+        values (a NULL too), unless the key is empty the histogram of their kinds, the noted
+        extents (in the order of ``noted``'s sorted kinds); ``ordered``: per key its values,
+        the histogram, the first record each kind was seen in (by ``_KINDS``)."""
+        n = "n, " if ordered else ""
         kinds = ", ".join(f"v{i}, {self._kind(i)} AS c{i}" for i in range(len(self.keys)))
-        layer = f"SELECT {n}filename, ok, {kinds} FROM ({layer})"
+        layer = f"SELECT {n}filename, ok, {kinds} FROM ({self._values(source, ordered)})"
         aggregates = ["filename", "count(*)", "count(*) FILTER (NOT ok)"]
         extents: list[str] = []
         for i, key in enumerate(self.keys):
@@ -368,12 +413,11 @@ class _Query:
                 aggregates += [f"min(n) FILTER (c{i} = {code})" for code, _ in _KINDS]
                 continue
             for kind in sorted(self.noted.get(key, ())):
-                code = dict((k, c) for c, k in _KINDS)[kind]
                 for _, name, value, aggregate in _EXTENTS[kind]:
                     column = f"{name}{i}"  # one for the least and the greatest
                     if all(not e.endswith(f" AS {column}") for e in extents):
                         sql = value.replace("(v)", f"(v{i})").replace("(v ", f"(v{i} ")
-                        extents.append(f"CASE WHEN c{i} = {code} THEN {sql} END AS {column}")
+                        extents.append(f"CASE WHEN c{i} = {_CODE[kind]} THEN {sql} END AS {column}")
                     if aggregate in ("arg_min", "arg_max"):
                         aggregates.append(f"{aggregate}(v{i}, {column}) FILTER ({column} IS NOT NULL)")
                     else:
@@ -383,21 +427,13 @@ class _Query:
         return f"SELECT {', '.join(aggregates)} FROM ({layer}) GROUP BY filename"
 
     def _kind(self, i: int) -> str:
-        """``__jl_kind`` of key ``i``'s value, the kind its first values had tried first (a
-        test that implies ``__jl_kind`` gives that kind: cheaper than it)."""
-        noted = self.noted.get(self.keys[i], frozenset())
+        """``__jl_kind`` of key ``i``'s value, the kind its first values had tried first."""
+        expected = self.expected.get(self.keys[i], frozenset())
         v = f"v{i}"
-        fast = {
-            LONG: f"ascii({v}) BETWEEN 48 AND 57 AND strlen({v}) < 19 AND NOT contains({v}, '.') "
-            f"AND NOT contains({v}, 'e')",
-            DOUBLE: f"ascii({v}) BETWEEN 48 AND 57 AND (contains({v}, '.') OR contains({v}, 'e'))",
-            STRING: f"ascii({v}) = 34 AND substr({v}, 6, 1) <> '-' AND substr({v}, 4, 1) <> ':'",
-        }
-        if len(noted) != 1 or next(iter(noted)) not in fast:
+        if len(expected) != 1 or next(iter(expected)) not in _QUICK:
             return f"__jl_kind({v})"
-        (kind,) = noted
-        code = dict((k, c) for c, k in _KINDS)[kind]
-        return f"CASE WHEN {v} IS NULL THEN NULL WHEN {fast[kind]} THEN {code} ELSE __jl_kind({v}) END"
+        (kind,) = expected
+        return f"CASE WHEN {v} IS NULL THEN NULL WHEN {_QUICK[kind].replace('{v}', v)} THEN {_CODE[kind]} ELSE __jl_kind({v}) END"
 
     def _every(self) -> str:
         """The record as DuckDB writes it, compact, when it has every key (concat leaves a
@@ -421,6 +457,7 @@ def _observe(
     local: str,
     keys: list[str],
     firsts: Firsts,
+    extents: frozenset[tuple[str, str]] | None,
     read: tuple[_Query, list[Any]] | None = None,
 ) -> tuple[Fields, JsonLinesFile] | None:
     """The file's records through ``_Query`` (``read``: the query and its aggregates of the
@@ -432,7 +469,7 @@ def _observe(
         ).fetchall()
         return ({}, JsonLinesFile(int(records), ())) if not odd else None
     if read is None:
-        query = _Query.of(con, keys, [firsts])
+        query = _Query.of(con, keys, [firsts], extents)
         row = _aggregates(con, query, [local]).get(local)
     else:
         query, row = read
@@ -441,9 +478,9 @@ def _observe(
     counts = _counts(query, list(row[2:]))
     if row[1] or counts is None:
         return None
-    if any(kinds & set(_EXTENTS) - query.noted[k] for k, (_, kinds) in counts.items()):  # one the first lack
-        noted = {k: frozenset(kinds & set(_EXTENTS)) for k, (_, kinds) in counts.items()}
-        query = _Query(query.keys, query.texts, noted)
+    if any(query.read(k, kinds) - query.noted[k] for k, (_, kinds) in counts.items()):  # one the first lack
+        kinds_seen = {k: kinds for k, (_, kinds) in counts.items()}
+        query = replace(query.noting(kinds_seen), expected=kinds_seen)
         row = _aggregates(con, query, [local]).get(local)
         if row is None:
             return None
@@ -500,13 +537,15 @@ def _fields(query: _Query, records: int, row: list[Any], firsts: Firsts) -> tupl
         histogram: dict[int, int] = dict(row.pop(0) or {})
         counts = {kind: histogram[code] for code, kind in _KINDS if histogram.get(code)}
         noted = {kind: {name: row.pop(0) for name, _, _, _ in _EXTENTS[kind]} for kind in sorted(query.noted[key])}
-        if any((key, kind) not in firsts for kind in counts) or (set(counts) & set(_EXTENTS)) - set(noted):
+        if any((key, kind) not in firsts for kind in counts) or query.read(key, frozenset(counts)) - set(noted):
             return None  # cannot be: the first records' kinds are among all records'
         field = FieldSeen(key)
         for kind in sorted(counts, key=lambda kind: firsts[(key, kind)]):
             shape = field.shape(Shape(0, kind))
             shape.values = counts[kind]
-            extent = noted.get(kind, {})
+            extent = noted.get(kind)
+            if extent is None:
+                continue  # not read by the plan (``extents``): left unnoted
             if kind == LONG:
                 shape.low, shape.high = int(extent["low"]), int(extent["high"])
             elif kind == DOUBLE:

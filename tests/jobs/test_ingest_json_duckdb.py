@@ -40,7 +40,7 @@ from ducklake_jobs import ingest_json
 from ducklake_jobs.ingest_sources import Source
 from ducklake_jobs.lake_paths import TablePaths
 from ducklake_jobs.parquet_writer import scratch_connection
-from ducklake_operator.evolution.auto_schema import EvolutionError, layout_after, plan_ingest
+from ducklake_operator.evolution.auto_schema import EvolutionError, extents_read, layout_after, plan_ingest
 from ducklake_operator.evolution.observed import Fields, json_kind
 from ducklake_operator.evolution.text_dates import parse_text, text_fraction_digits
 from ducklake_operator.model.changes import AddColumn
@@ -229,12 +229,16 @@ def files(contents: list[bytes]) -> Iterator[list[str]]:
         yield paths
 
 
-def observed(path: str | list[str], *, in_python: bool = False) -> job.Observation:
-    """Pass 1 of one task over the files (in DuckDB where it claims them, or all in Python)."""
-    task = job.ReadTask(tuple(source(p) for p in ([path] if isinstance(path, str) else path)), "skip")
+def observed(
+    path: str | list[str], *, in_python: bool = False, extents: frozenset[tuple[str, str]] | None = None
+) -> job.Observation:
+    """Pass 1 of one task over the files (in DuckDB where it claims them, or all in Python);
+    ``extents``: those DuckDB notes (None: all)."""
+    paths = [path] if isinstance(path, str) else path
+    task = job.ReadTask(tuple(source(p) for p in paths), "skip", extents=extents)
     if not in_python:
         return job.observe_files(task)
-    with mock.patch.object(job, "observe_json_lines", lambda con, files: [None] * len(files)):
+    with mock.patch.object(job, "observe_json_lines", lambda con, files, extents=None: [None] * len(files)):
         return job.observe_files(task)
 
 
@@ -425,6 +429,24 @@ def _written_by_duckdb(line: str) -> str:
     return str(row[0]) if row and row[0] is not None else line
 
 
+def narrower() -> TableState:
+    """A table whose declared columns hold some values of their fields' kinds, not all: its
+    plans read the extents of those (``auto_schema.extents_read``)."""
+    fields = tuple(
+        Field(n, parse_type(t)) for n, t in (("a", "int32"), ("b", "uuid"), ("c", "float32"), ("ts", "timestamp_s"))
+    )
+    layout = layout_after((), tuple(AddColumn(1, "main.t", (), f) for f in fields), 1)
+    return replace(EMPTY, columns=layout, next_column_id=len(layout) + 1)
+
+
+def planned(t: TableState, fields: Fields, defaults: dict[int, Any]) -> Any:
+    try:
+        p = plan_ingest(t, fields, defaults)
+    except EvolutionError as exc:
+        return str(exc)
+    return p.changes, p.layout, p.level
+
+
 def declared() -> tuple[TableState, dict[int, Any]]:
     """A table with declared columns: a NOT NULL long, a string with a default, a decimal, a
     timestamp; and the default's value by column id."""
@@ -516,6 +538,8 @@ def test_duckdb_observes_and_loads_what_python_does(contents: list[bytes], claim
         claimed.extend(f is not None for f in duck.json_files)
         assert as_lists(duck.fields) == as_lists(python.fields)
         assert (duck.records, duck.skipped) == (python.records, python.skipped)
+        for t in (EMPTY, narrower()):  # only the extents its plan reads (none for new columns)
+            assert planned(t, observed(paths, extents=extents_read(t)).fields, {}) == planned(t, python.fields, {})
         for path, found in zip(paths, duck.json_files, strict=True):
             if found is not None:  # DuckDB claims no file with a bad line
                 assert observed(path, in_python=True).skipped.count == 0

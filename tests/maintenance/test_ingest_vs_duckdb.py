@@ -641,7 +641,7 @@ def test_json_lines_read_in_duckdb_as_record_by_record(
     monkeypatch.setattr(job, "json_lines_load", noting_select)
     report = ingest(direct, src, onBadRecord="skip")
     assert claimed == [True, True, True] and loaded == [True, True, False]  # d: a bad line among its first
-    monkeypatch.setattr(job, "observe_json_lines", lambda con, files: [None] * len(files))
+    monkeypatch.setattr(job, "observe_json_lines", lambda con, files, extents=None: [None] * len(files))
     python = ingest(one_by_one, src, onBadRecord="skip")
     same = ("records", "recordsSkipped", "firstSkipped", "columnsAdded", "rowsWritten", "filesWritten")
     assert {k: report.get(k) for k in same} == {k: python.get(k) for k in same}

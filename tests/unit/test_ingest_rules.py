@@ -14,12 +14,20 @@ from typing import Any
 import pytest
 
 from ducklake_operator.api.v1alpha1.table import TableSpec
-from ducklake_operator.evolution.auto_schema import EvolutionError, IngestPlan, evolved_from, layout_after, plan_ingest
+from ducklake_operator.evolution.auto_schema import (
+    EvolutionError,
+    IngestPlan,
+    evolved_from,
+    extents_read,
+    layout_after,
+    plan_ingest,
+)
 from ducklake_operator.evolution.observed import (
     BadRecord,
     Fields,
     FieldSeen,
     MissingValue,
+    ShapeSeen,
     json_shape,
     observe_record,
     observe_typed,
@@ -30,7 +38,16 @@ from ducklake_operator.evolution.routing import convert_record, convert_value, t
 from ducklake_operator.model.changes import AddColumn, SetColumnTags
 from ducklake_operator.model.state import CatalogState, ColumnState, SchemaState, SnapshotInfo, TableState
 from ducklake_operator.model.types import Field, parse_type
-from ducklake_operator.model.value_kinds import Shape, evolved_name, widest
+from ducklake_operator.model.value_kinds import (
+    BASE_KINDS,
+    INTEGER_RANGES,
+    TIMESTAMPS,
+    Shape,
+    evolved_name,
+    fit_reads_extent,
+    fits,
+    widest,
+)
 from support import manifests
 from support.manifests import parse_as
 from support.widest_type_table import DUCKLAKE, WIDEST_TABLE
@@ -513,3 +530,54 @@ def test_a_typed_sources_doubles_are_not_known_to_fit() -> None:
     typed = {"v": typed_field("v", parse_type("float64"))}
     assert convert_record({"v": 12.5}, p.level, typed)[0] == decimal.Decimal("12.5")
     assert convert_record({"v": 12.345}, p.level, typed)[0] is None
+
+
+# what is seen of some values: nothing, a narrow extent every declared type holds, a wide one none does
+EXTENTS = (
+    ShapeSeen(),
+    ShapeSeen(values=1, low=0, high=1, forms=frozenset({"uuid", "time"})),
+    ShapeSeen(values=1, low=-(10**30), high=10**30, scale=9, digits=40, forms=frozenset(), exact=False),
+)
+COLUMN_KINDS = (
+    *BASE_KINDS,
+    *INTEGER_RANGES,
+    "decimal(10,2)",
+    "decimal(38,0)",
+    "float32",
+    *TIMESTAMPS,
+    "uuid",
+    "time",
+    "blob",
+)
+
+
+@pytest.mark.parametrize("column", COLUMN_KINDS)
+def test_fits_reads_the_extent_only_where_it_says(column: str) -> None:
+    """An observer may leave an extent unnoted where ``fit_reads_extent`` says ``fits`` does not
+    read it: there, every extent gives the same answer."""
+    for value in BASE_KINDS:
+        answers = {fits(value, column, seen) for seen in EXTENTS}
+        if not fit_reads_extent(value, column):
+            assert len(answers) == 1, (value, column)
+
+
+def test_a_plan_reads_the_extents_of_declared_narrower_columns_only() -> None:
+    t = table(("a", "int32"), ("b", "decimal(10,2)"), ("c", "float32"), ("d", "uuid"), ("e", "timestamp_s"))
+    t = after(
+        t, plan(t, [{"n": 1, "s": "x", "f": 1.5, "ts": "2024-01-05T10:00:00"}])
+    )  # columns of their kind's own type
+    assert extents_read(t) == {
+        ("a", "long"),
+        ("b", "long"),
+        ("b", "double"),
+        ("c", "long"),
+        ("c", "double"),
+        ("d", "string"),
+        ("e", "timestamp"),
+    }
+    # the plan for values of a wide extent where it is not read: as for a narrow one
+    wide, narrow = (
+        [{"n": 10**15, "f": 1e300, "s": "x" * 40, "ts": "2024-01-05T10:00:00.123456"}],
+        [{"n": 1, "f": 0.5, "s": "x", "ts": "2024-01-05T10:00:00"}],
+    )
+    assert plan(t, wide).changes == plan(t, narrow).changes == ()

@@ -45,9 +45,11 @@ from ..model.value_kinds import (
     NOTHING,
     RECORD,
     STRING,
+    TIMESTAMP,
     Shape,
     column_kind,
     evolved_name,
+    fit_reads_extent,
     fits,
     leaf_type,
     takes,
@@ -149,6 +151,19 @@ def plan_ingest(table: TableState, observed: Fields, defaults: Mapping[int, Any]
     level = planner.level(table.columns, observed, (), top=True, defaults=defaults or {})
     changes = tuple(planner.changes)
     return IngestPlan(changes, layout_after(table.columns, changes, table.next_column_id), level)
+
+
+def extents_read(table: TableState) -> frozenset[tuple[str, str]]:
+    """(folded field name, kind) of the scalar values whose extent (``ShapeSeen``'s range,
+    scale, digits, forms) a plan for ``table`` reads: where the field's own column is one
+    ``fits`` needs the extent for (``_Planner.field``; a new column takes its kinds alone). An
+    observer of flat records may leave every other extent unnoted."""
+    out: set[tuple[str, str]] = set()
+    for c in table.columns:
+        shape = column_kind(c.type)
+        if shape.kind != RECORD:
+            out |= {(fold(c.name), k) for k in (LONG, DOUBLE, TIMESTAMP, STRING) if fit_reads_extent(k, shape.kind)}
+    return frozenset(out)
 
 
 # --------------------------------------------------------------------------- planning

@@ -236,16 +236,30 @@ def _within(low: object, high: object, bound: int | decimal.Decimal, inclusive: 
     return -bound < low and high < bound  # type: ignore[operator]
 
 
-def fits(value: str, column: str, seen: Extent | None = None) -> bool:
-    """Every value of kind ``value`` goes into a column of kind ``column`` as it is or converted
-    into it (docs/ingest-schema-evolution.md §2.2), or a declared column holds each of them exactly (what
-    ``seen`` says of them; ``holds`` checks a value)."""
+def _fit_of_kinds(value: str, column: str) -> bool | None:
+    """``fits`` as the kinds alone decide it (None: what is seen of the values decides)."""
     if value in (column, NOTHING) or narrower(value, column):
         return True
     if value not in TAKES_FITTING.get(_family(column), ()):
         return False
     if value == BOOLEAN:
         return holds(column, BOOLEAN, True) and holds(column, BOOLEAN, False)
+    return None
+
+
+def fit_reads_extent(value: str, column: str) -> bool:
+    """Whether ``fits(value, column, seen)`` reads the extent ``seen`` gives (range, scale,
+    digits, forms), not only the kinds: where it does not, an observer may leave it unnoted."""
+    return value != DATE and _fit_of_kinds(value, column) is None
+
+
+def fits(value: str, column: str, seen: Extent | None = None) -> bool:
+    """Every value of kind ``value`` goes into a column of kind ``column`` as it is or converted
+    into it (docs/ingest-schema-evolution.md §2.2), or a declared column holds each of them exactly (what
+    ``seen`` says of them; ``holds`` checks a value)."""
+    by_kinds = _fit_of_kinds(value, column)
+    if by_kinds is not None:
+        return by_kinds
     if seen is None:
         return False
     if value == LONG:
