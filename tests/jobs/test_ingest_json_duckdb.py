@@ -130,6 +130,18 @@ def test_kinds_of_strings_as_python_tells_them(con: duckdb.DuckDBPyConnection) -
     assert kinds_in_duckdb(con, ["2024-01-05", "2024-01-05T10:11:12.25+02:00"]) == [4, 5]
 
 
+def test_quick_tests_of_a_kind_imply_it(con: duckdb.DuckDBPyConnection) -> None:
+    """Each quick test pass 1 tries before ``__jl_kind`` passes JSON texts of its kind only
+    (and some of them)."""
+    strings = date_and_timestamp_texts() + ["", "x", "12:30:45", "2024-01-05T10:11:12x", "2024-01-05\\u0054"]
+    numbers = ["0", "-1", "12", "1.5", "-0.5", "1e+20", "1.5e-07", "9223372036854775807", "9223372036854775808"]
+    texts = [json.dumps(t) for t in strings] + numbers + ["true", "false", "null", "[1]", "{}"]
+    for kind, quick in ingest_json._QUICK.items():
+        sql = f"SELECT v, __jl_kind(v) FROM unnest($1::VARCHAR[]) t(v) WHERE {quick.replace('{v}', 'v')}"
+        passed = con.execute(sql, [texts]).fetchall()
+        assert passed and all(code == KIND_CODES[kind] for _, code in passed), (kind, passed)
+
+
 def test_instants_dates_fractions_and_forms_as_python_reads_them(con: duckdb.DuckDBPyConnection) -> None:
     """``__jl_utc`` restates ``text_dates.parse_text`` (the instant in UTC), a date's CAST
     its date, ``__jl_fraction`` ``text_fraction_digits``; ``__jl_uuid``/``__jl_time``
