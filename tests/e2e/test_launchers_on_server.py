@@ -24,7 +24,7 @@ from ducklake_operator.errors import LauncherNotInstalled, LaunchFailed
 from support.manifests import manifest
 from support.operator_process import service_account_kubeconfig, wait_for
 from support.pod_states import NEVER_PULLED, bind, patch_pod_status, scheduled, waiting
-from support.webhooks import refusing_webhook
+from support.webhooks import install_refusing_webhook
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
 JOB_ACCOUNT = "ducklake-job"
@@ -319,7 +319,7 @@ def test_the_api_servers_own_words_when_it_refuses(kube, api_client, secrets) ->
     webhook, why) is what the launcher's caller sees, and the launch is tried again (a 5xx is
     not the request's fault)."""
     hook = f"refuse-{kube.namespace}"
-    kube.cluster.kubectl("apply", "-f", "-", input=json.dumps(refusing_webhook(hook, kube.namespace)))
+    install_refusing_webhook(kube.cluster, hook, kube.namespace)
     try:
         spec = attempt(kube, ducklake_job(kube), "SparkApplication")
         with pytest.raises(ApiException) as info:

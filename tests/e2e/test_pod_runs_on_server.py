@@ -20,7 +20,7 @@ from support.operator_process import condition, is_ready, wait_for
 from support.pod_states import NEVER_PULLED, bind, oom_killed, patch_pod_status, scheduled, unschedulable, waiting
 from support.runs import PG_PASSWORD, data_files, ended, job, pg_lake, small_files_lake, state
 from support.spark_operator import SPARK_APPLICATION_CRD, install_spark_application_crd
-from support.webhooks import refusing_webhook
+from support.webhooks import install_refusing_webhook
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
 
@@ -285,7 +285,7 @@ def test_a_refused_launch_says_what_the_api_server_said_and_goes_once_it_is_acce
 ) -> None:
     small_files_lake(kube, tmp_path, inserts=1)
     hook = f"refuse-{kube.namespace}"
-    kube.cluster.kubectl("apply", "-f", "-", input=json.dumps(refusing_webhook(hook, kube.namespace)))
+    install_refusing_webhook(kube.cluster, hook, kube.namespace)
     try:
         kube.apply(job("refused", spark={"launcher": "SparkApplication", "image": IMAGE}))
         said = wait_for("the server's words", lambda: "failed calling webhook" in (
