@@ -8,7 +8,8 @@ Spark tasks:
 1. read every record and note each field's shapes (``evolution.observed``); bad records fail
    the job naming file and line, or are skipped and counted (``onBadRecord``). JSON-lines
    files DuckDB reads exactly as the Python reader does are observed in DuckDB, a task's
-   files in one query (``ingest_json``: the same notes, no record through Python);
+   files in one query (``ingest_json``: the same notes, but for the extents no plan for the
+   table reads, ``auto_schema.extents_read``; no record through Python);
 2. the driver merges the notes and plans the columns to add and where each value goes
    (``evolution.auto_schema.plan_ingest``, pure), with the ids the commit will give them;
 3. read every record again, convert it into a row of the evolved table
