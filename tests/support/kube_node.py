@@ -368,8 +368,10 @@ class KubeNode:
                     pass
             time.sleep(0.1)
 
-    def _kill_namespace_processes(self) -> None:
-        """Processes that left the cgroup but share the node's namespaces (none expected)."""
+    def _kill_namespace_processes(self, timeout: float = 20) -> None:
+        """Processes that left the cgroup but share the node's namespaces (none expected),
+        killed and waited for: a SIGKILL takes a moment to end a process (a slow machine's
+        clean-clone run saw four still there when the node's stop returned)."""
         if self.holder is None or self.holder.poll() is not None:
             return
         try:
@@ -377,11 +379,14 @@ class KubeNode:
             net = os.stat(f"/proc/{self.holder.pid}/ns/net").st_ino
         except FileNotFoundError:
             return
-        for pid in _namespace_members(mnt, net) - {self.holder.pid}:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        deadline = time.time() + timeout
+        while (pids := _namespace_members(mnt, net) - {self.holder.pid}) and time.time() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
 
     def _remove_cgroups(self) -> None:
         if not self.cgroup:
