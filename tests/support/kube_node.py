@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -358,20 +358,13 @@ class KubeNode:
                         pass
         return pids
 
-    def _kill_cgroup_processes(self, timeout: float = 20) -> None:
-        deadline = time.time() + timeout
-        while (pids := self._cgroup_pids() - {self.holder.pid if self.holder else -1}) and time.time() < deadline:
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.1)
+    def _kill_cgroup_processes(self) -> None:
+        _kill_until_gone(lambda: self._cgroup_pids() - {self.holder.pid if self.holder else -1})
 
-    def _kill_namespace_processes(self, timeout: float = 20) -> None:
+    def _kill_namespace_processes(self) -> None:
         """Processes that left the cgroup but share the node's namespaces (none expected),
-        killed and waited for: a SIGKILL takes a moment to end a process (a slow machine's
-        clean-clone run saw four still there when the node's stop returned)."""
+        killed and waited for (a slow machine's clean-clone run saw four still there when the
+        node's stop returned)."""
         if self.holder is None or self.holder.poll() is not None:
             return
         try:
@@ -379,14 +372,8 @@ class KubeNode:
             net = os.stat(f"/proc/{self.holder.pid}/ns/net").st_ino
         except FileNotFoundError:
             return
-        deadline = time.time() + timeout
-        while (pids := _namespace_members(mnt, net) - {self.holder.pid}) and time.time() < deadline:
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.1)
+        holder = self.holder.pid
+        _kill_until_gone(lambda: _namespace_members(mnt, net) - {holder})
 
     def _remove_cgroups(self) -> None:
         if not self.cgroup:
@@ -598,6 +585,19 @@ def _own_cgroup(controller: str) -> str:
             if controller in controllers.split(","):
                 return path
     return "/"
+
+
+def _kill_until_gone(members: Callable[[], set[int]], timeout: float = 20) -> None:
+    """SIGKILL every process ``members`` names, and again, until it names none (a SIGKILL
+    takes a moment to end a process) or ``timeout`` seconds have passed."""
+    deadline = time.time() + timeout
+    while (pids := members()) and time.time() < deadline:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
 
 
 def _namespace_members(mnt: int, net: int) -> set[int]:
