@@ -220,7 +220,8 @@ def observe_json_lines(
     kind of a key was first seen among them is taken from Python. Files whose first records
     have the same keys are read in one query (DuckDB reads files in parallel, not a file).
     ``extents``: (folded key, kind) whose extents are noted (``auto_schema.extents_read``;
-    None: every one, as ``observe_record`` notes them). The caller checked each file's bytes (``plain_bytes``) and head (binary data fails the job)."""
+    None: every one, as ``observe_record`` notes them). The caller checked each file's bytes
+    (``plain_bytes``) and head (binary data fails the job)."""
     out: list[tuple[Fields, JsonLinesFile] | None] = [None] * len(files)
     seen = [_first_seen(first) for _, first in files]
     try:
