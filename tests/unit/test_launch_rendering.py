@@ -164,6 +164,10 @@ def test_the_batch_job_runs_spark_submit_in_client_mode_with_the_settings() -> N
     assert conf["spark.kubernetes.executor.request.cores"] == "2" and conf["spark.executor.memoryOverhead"] == "1638m"
     assert conf["spark.driver.memory"] == "2g" and conf["spark.driver.host"] == "$(POD_IP)"
     assert conf["spark.kubernetes.driver.pod.name"] == "$(POD_NAME)"
+    # the driver's Kubernetes client waits 60 s, not 10, for a busy API server
+    assert (
+        conf["spark.kubernetes.driver.connectionTimeout"] == conf["spark.kubernetes.driver.requestTimeout"] == "60000"
+    )
     assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "ducklake-job"
     # the executors' pods from a template beside the run document (credentials, /tmp, security contexts)
     assert conf["spark.kubernetes.executor.podTemplateFile"] == "/etc/ducklake/executor-pod.json"
@@ -233,6 +237,11 @@ def test_the_spark_application_runs_the_program_in_cluster_mode() -> None:
         "spark.sql.shuffle.partitions": "4",
         # Spark 4.2's NetworkPolicy for the driver, which the Spark Operator's chart may not create
         "spark.kubernetes.driver.pod.excludedFeatureSteps": "org.apache.spark.deploy.k8s.features.NetworkPolicyFeatureStep",
+        # the Kubernetes clients of spark-submit and of the driver wait 60 s, not 10, for a busy API server
+        "spark.kubernetes.submission.connectionTimeout": "60000",
+        "spark.kubernetes.submission.requestTimeout": "60000",
+        "spark.kubernetes.driver.connectionTimeout": "60000",
+        "spark.kubernetes.driver.requestTimeout": "60000",
     }
     driver, executor = body["driver"], body["executor"]
     assert (driver["cores"], driver["coreRequest"], driver["memory"], driver["memoryOverhead"]) == (1, "500m", "1g",
@@ -408,3 +417,15 @@ def test_a_run_may_have_sparks_network_policy_back() -> None:
     s = spec({"launcher": "SparkApplication", "conf": {"spark.kubernetes.driver.pod.excludedFeatureSteps": ""}},
              env={"DUCKLAKE_SPARK_VERSION": "4.3.0"})  # fmt: skip
     assert render_spark_application(s)["spec"]["sparkConf"]["spark.kubernetes.driver.pod.excludedFeatureSteps"] == ""
+
+
+def test_a_runs_conf_sets_the_kubernetes_clients_waits() -> None:
+    waits = {"spark.kubernetes.driver.requestTimeout": "5000", "spark.kubernetes.submission.connectionTimeout": "7000"}
+    job_conf = conf_of(render_job(spec({"conf": waits}))["spec"]["template"]["spec"]["containers"][0]["command"])
+    assert job_conf["spark.kubernetes.driver.requestTimeout"] == "5000"
+    assert job_conf["spark.kubernetes.driver.connectionTimeout"] == "60000"  # the one not set keeps the launcher's
+    assert "spark.kubernetes.submission.connectionTimeout" in job_conf  # passed on as any conf is
+    app = render_spark_application(spec({"launcher": "SparkApplication", "conf": waits},
+                                        env={"DUCKLAKE_SPARK_VERSION": "4.3.0"}))  # fmt: skip
+    assert {k: app["spec"]["sparkConf"][k] for k in waits} == waits
+    assert app["spec"]["sparkConf"]["spark.kubernetes.submission.requestTimeout"] == "60000"

@@ -198,6 +198,19 @@ def render_job(spec: LaunchSpec) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata(spec), "spec": job_spec}
 
 
+# The driver's Kubernetes client waits 10 s by default for a connection and for an answer:
+# on a busy API server (or node) that fails the SparkContext before any task, as on a
+# 2-core node running ten runs at once. A healthy server answers in milliseconds, so a
+# longer wait costs nothing there; the run's conf wins. ``submission``: the Spark
+# Operator's spark-submit creating a SparkApplication's driver pod.
+def _client_timeouts(client: str) -> dict[str, str]:
+    return {f"spark.kubernetes.{client}.{timeout}": "60000" for timeout in ("connectionTimeout", "requestTimeout")}
+
+
+DRIVER_CLIENT_CONF = _client_timeouts("driver")
+SUBMISSION_CLIENT_CONF = _client_timeouts("submission")
+
+
 # Spark settings the launcher sets unless the settings' conf does (a setting made by hand
 # before the launcher made it stays): each, with the keys that say the same thing
 _UNLESS_SET = {
@@ -213,6 +226,7 @@ def _job_conf(spec: LaunchSpec, image: str) -> dict[str, str]:
     conf["spark.driver.memory"] = spec.driver.memory
     if spec.master != KUBERNETES_MASTER:
         return conf  # no executors: Spark runs inside this pod
+    conf = {**DRIVER_CLIENT_CONF, **conf}
     executor_cpu = cpu(spec.executor.cores, "spark.executor.cores")
     memory = pod_memory(spec.executor.memory, "spark.executor.memory")
     defaults = {
@@ -297,7 +311,12 @@ def render_spark_application(spec: LaunchSpec) -> dict[str, Any]:
     }
     if spec.image_pull_policy:
         app_spec["imagePullPolicy"] = spec.image_pull_policy  # spark.kubernetes.container.image.pullPolicy
-    app_spec["sparkConf"] = {**SPARK_APPLICATION_CONF, **dict(spec.conf)}
+    app_spec["sparkConf"] = {
+        **SPARK_APPLICATION_CONF,
+        **DRIVER_CLIENT_CONF,
+        **SUBMISSION_CLIENT_CONF,
+        **dict(spec.conf),
+    }
     return {
         "apiVersion": "sparkoperator.k8s.io/v1beta2",
         "kind": "SparkApplication",
