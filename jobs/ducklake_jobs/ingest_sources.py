@@ -2,9 +2,10 @@
 ``s3://``), their format, and their records, one at a time, with the file and line each came
 from. JSON lines are parsed here (each value keeps its own type, a number with a fraction or an
 exponent its exact text as a Decimal); CSV and Parquet are read by an in-process DuckDB,
-whose column types are the values' types. A CSV file is sniffed once, whole (``CsvDialect``):
-its types hold for every row, and the later scans name them, sniffing nothing. A record that cannot be read is a ``BadRecord``; a file that is not what its
-format says is a ``DuckLakeError`` whatever ``onBadRecord`` says.
+whose column types are the values' types. A CSV file's types are sniffed over every row
+(``CsvDialect``): they hold for the whole file, and the later scans name them, sniffing nothing.
+A record that cannot be read is a ``BadRecord``; a file that is not what its format says is a
+``DuckLakeError`` whatever ``onBadRecord`` says.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import fnmatch
 import gzip
 import json
 import posixpath
+import re
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -118,9 +120,21 @@ class Skipped:
 class CsvDialect:
     """How one CSV file reads: ``read_csv``'s options after the path (the prompt of DuckDB's
     sniffer over the whole file), so a later scan, or pass 2 of an ingest, reads it with no
-    sniffing: the sniffer reads a file at about a tenth of the parallel reader's rate."""
+    sniffing: the sniffer reads a file at about a tenth of the parallel reader's rate.
+    ``sampled``: its delimiter, quoting, line ends, comments and skipped rows are what the
+    sniffer found on its default sample (as ``read_csv`` does); only the header and the types
+    are the whole file's."""
 
     options: str
+    sampled: bool = False
+
+
+# The options of a sniffer's prompt that say how a file splits into rows and fields: found on
+# the default sample and given to the whole-file sniff, which then only types the columns and
+# finds the header, in about a third of the time of one that looks for them over every row
+# (0.4 s against 1.2 s for 34 MB on one thread).
+_DIALECT = re.compile(r", (delim|quote|escape|new_line|comment)=('(?:[^']|'')*')|, (skip)=(\d+)")
+_DIALECT_OPTIONS = {"delim", "quote", "escape", "new_line", "comment", "skip"}
 
 
 @dataclass(frozen=True)
@@ -241,24 +255,46 @@ class SourceReader:
         options = self.dialect.options if self.dialect is not None else "sample_size = -1, ignore_errors = true"
         return f"read_csv({path}, {options}{', store_rejects = true' if rejects else ''})"
 
-    def _sniff(self) -> CsvDialect | None:
-        """The file's dialect and types from DuckDB's sniffer over every row (a sample would
-        not do: a later value of another type is no rejected row, DuckDB's CSV reader rounds
-        ``2.5`` into a BIGINT column); None when its prompt does not name this file as written
-        (the scans then sniff for themselves)."""
+    def _sniff(self, on_sample: bool = True) -> CsvDialect | None:
+        """The file's types from DuckDB's sniffer over every row (a sample would not do: a
+        later value of another type is no rejected row, DuckDB's CSV reader rounds ``2.5``
+        into a BIGINT column), in the dialect its default sample shows (``on_sample``), else
+        one it finds over every row too; None when its prompt does not name this file as
+        written (the scans then sniff for themselves)."""
         assert self._con is not None
         path = self.source.file.path
+        given = self._sample_dialect() if on_sample else ""
         try:
             row = self._con.execute(
-                f"SELECT Prompt FROM sniff_csv({literal(self.local)}, sample_size = -1, ignore_errors = true)"
+                f"SELECT Prompt FROM sniff_csv({literal(self.local)}, sample_size = -1, ignore_errors = true{given})"
             ).fetchone()
         except duckdb.Error as exc:
+            if given:
+                return self._sniff(on_sample=False)
             raise DuckLakeError(f"ingest: {path} is not a CSV file DuckDB can read ({_first_line(str(exc))})") from None
         prompt = str(row[0]) if row else ""
         head, tail = f"FROM read_csv('{self.local}', ", ");"
         if not (prompt.startswith(head) and prompt.endswith(tail)):
             return None
-        return CsvDialect(prompt[len(head) : -len(tail)])
+        return CsvDialect(prompt[len(head) : -len(tail)], sampled=bool(given))
+
+    def _sample_dialect(self) -> str:
+        """``, delim = ',', quote = ...``: how the file splits into rows and fields, as DuckDB's
+        sniffer finds it on its default sample; '' when it cannot say. A sample with no quoted
+        field reads quotes as RFC 4180 does (``"``, doubled inside), as later rows may quote."""
+        assert self._con is not None
+        try:
+            row = self._con.execute(
+                f"SELECT Prompt FROM sniff_csv({literal(self.local)}, ignore_errors = true)"
+            ).fetchone()
+        except duckdb.Error:
+            return ""
+        found = {m[0] or m[2]: m[1] or m[3] for m in _DIALECT.findall(str(row[0]) if row else "")}
+        if set(found) != _DIALECT_OPTIONS:
+            return ""
+        if found["quote"] == "''":
+            found["quote"] = found["escape"] = "'\"'"
+        return "".join(f", {key} = {value}" for key, value in found.items())
 
     def _read_columns(self) -> list[Any]:
         assert self._con is not None
@@ -273,11 +309,11 @@ class SourceReader:
                 f"ingest: {path} is not a {self.source.format.upper()} file DuckDB can read ({_first_line(str(exc))})"
             ) from None
 
-    def _describe(self, counting: bool) -> None:
+    def _describe(self, counting: bool, on_sample: bool = True) -> None:
         assert self._con is not None
         path = self.source.file.path
         if self.source.format == "csv" and self.dialect is None:
-            self.dialect = self._sniff()  # pass 2 is handed pass 1's
+            self.dialect = self._sniff(on_sample)  # pass 2 is handed pass 1's
         described = self._read_columns()
         columns: list[TypedField] = []
         types: list[DuckLakeType] = []
@@ -305,18 +341,29 @@ class SourceReader:
         items = "".join(f", min({quote(n)}), max({quote(n)})" for n in longs)
         ((self._rows, *bounds),) = self._con.execute(f"SELECT count(*){items} FROM {self._scan()}").fetchall()
         self.ranges = {n: (bounds[2 * i], bounds[2 * i + 1]) for i, n in enumerate(longs)}
-        if self.source.format == "csv":
-            self._check_rejects()
+        if self.source.format != "csv":
+            return
+        rejected = self._rejects()
+        if rejected and self.dialect is not None and self.dialect.sampled:
+            # rows that do not split as the sample did: the dialect found over every row, as
+            # if the sample had not been looked at, may read them
+            self._con.execute("DROP TABLE reject_errors; DROP TABLE reject_scans")
+            self.dialect = None
+            return self._describe(counting, on_sample=False)
+        self._note_rejects(rejected)
 
-    def _check_rejects(self) -> None:
-        """Rows of a CSV file that did not parse: fail on the first, or count them skipped."""
+    def _rejects(self) -> list[tuple[Any, ...]]:
+        """The lines of a CSV file the last scan rejected, each with its first error."""
         assert self._con is not None
         try:
-            rejected = self._con.execute(
+            return self._con.execute(
                 "SELECT line, min(error_message) FROM reject_errors GROUP BY line ORDER BY line"
             ).fetchall()
         except duckdb.CatalogException:  # DuckDB creates it with the first rejected row
-            rejected = []
+            return []
+
+    def _note_rejects(self, rejected: list[tuple[Any, ...]]) -> None:
+        """Rows of a CSV file that did not parse: fail on the first, or count them skipped."""
         self._rejected = {int(line) for line, _ in rejected}
         for line, message in rejected:
             self.bad(f"{self.source.file.path}:{line}", f"not a CSV row of this file ({message})")

@@ -1,7 +1,9 @@
-"""A CSV file is sniffed once, whole, and its types hold for every row: files whose later rows
+"""A CSV file's types are sniffed over every row and hold for every row: files whose later rows
 do not fit the types of DuckDB's default sample (a value of another type, a column with no
 value in the sample) get the types DuckDB's ``read_csv(..., sample_size = -1)`` gives, and no
-row that parses is rejected or changed. Pass 2 reads with pass 1's dialect and sniffs nothing."""
+row that parses is rejected or changed. The whole-file sniff is given the dialect the sample
+shows (a quarter of the time); a file with a row that does not split so is sniffed again, its
+dialect found over every row too. Pass 2 reads with pass 1's dialect and sniffs nothing."""
 
 from __future__ import annotations
 
@@ -43,56 +45,106 @@ def table_of_a(tmp_path: Path) -> CatalogLocation:
     return location
 
 
-def as_duckdb_reads(lake: CatalogLocation) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def as_duckdb_reads(lake: CatalogLocation, names: list[str] | None = None) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    """The table's columns (``names``: those only) and rows, as DuckDB reads them."""
     con = duck.attach(lake, con=duck.connect())
     try:
-        types = [(r[0], r[1]) for r in con.execute("DESCRIBE lk.t").fetchall()]
-        return types, con.execute("SELECT * FROM lk.t ORDER BY a").fetchall()
+        types = [(r[0], r[1]) for r in con.execute("DESCRIBE lk.t").fetchall() if names is None or r[0] in names]
+        items = ", ".join(f'"{n}"' for n, _ in types)
+        return types, con.execute(f"SELECT {items} FROM lk.t ORDER BY ALL").fetchall()
     finally:
         con.close()
 
 
-def whole_file(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def whole_file(path: Path) -> tuple[list[tuple[Any, ...]], list[Any]]:
     """The types and rows DuckDB's sniffer over the whole file gives."""
     con = duckdb.connect()
     try:
         scan = f"read_csv('{path}', sample_size = -1, ignore_errors = true)"
         types = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()]
-        return types, con.execute(f"SELECT * FROM {scan} ORDER BY a").fetchall()
+        return types, con.execute(f"SELECT * FROM {scan} ORDER BY ALL").fetchall()
     finally:
         con.close()
 
 
 @pytest.fixture
-def sniffs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The file of every sniff, in the order they happen."""
-    seen: list[str] = []
+def sniffs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """The file of every sniff and whether it was given the sample's dialect, in order."""
+    seen: list[tuple[str, bool]] = []
     sniff = sources.SourceReader._sniff
 
-    def noting(self: sources.SourceReader) -> sources.CsvDialect | None:
-        seen.append(self.source.file.path)
-        return sniff(self)
+    def noting(self: sources.SourceReader, on_sample: bool = True) -> sources.CsvDialect | None:
+        seen.append((self.source.file.path, on_sample))
+        return sniff(self, on_sample)
 
     monkeypatch.setattr(sources.SourceReader, "_sniff", noting)
     return seen
 
 
 @pytest.mark.parametrize("name", list(FILES))
-def test_types_hold_for_every_row(tmp_path: Path, sniffs: list[str], name: str) -> None:
+def test_types_hold_for_every_row(tmp_path: Path, sniffs: list[tuple[str, bool]], name: str) -> None:
     path = write_csv(tmp_path / "in.csv", *FILES[name])
     lake = table_of_a(tmp_path)
     report = ingest(lake, path)
     assert (report["records"], report["recordsSkipped"], report["rowsWritten"]) == (ROWS, 0, ROWS)
-    assert sniffs == [str(path)]  # pass 1's; pass 2 none
+    assert sniffs == [(str(path), True)]  # pass 1's, in the sample's dialect; pass 2 none
     assert as_duckdb_reads(lake) == whole_file(path)
 
 
-def test_a_row_that_does_not_parse_is_skipped_by_line(tmp_path: Path, sniffs: list[str]) -> None:
+def test_a_row_that_does_not_parse_is_skipped_by_line(tmp_path: Path, sniffs: list[tuple[str, bool]]) -> None:
     path = write_csv(tmp_path / "in.csv", "'s' || i", "'t' || i")
     (tmp_path / "in.csv").write_text(path.read_text() + "1,2,3\n")  # a row that does not parse
     lake = table_of_a(tmp_path)
     report = ingest(lake, path, onBadRecord="skip")
     assert (report["records"], report["recordsSkipped"], report["rowsWritten"]) == (ROWS, 1, ROWS)
     assert report["firstSkipped"][0].startswith(f"{path}:{ROWS + 2}: not a CSV row of this file (")
-    assert sniffs == [str(path)]
+    assert sniffs == [(str(path), True), (str(path), False)]  # the row did not split as the sample's
     assert as_duckdb_reads(lake) == whole_file(path)
+
+
+# Files whose later rows split otherwise than the sample's: each reads as the whole-file sniff
+# reads it. (the lines after LATE rows of plain numbers in a, text in b; how many of them parse)
+LATE_ROWS = {
+    "a quoted field with the delimiter in it": ('1,"x, y"\n2,"say ""hi"""\n', 2),
+    "a quoted field without": ('3,"plain"\n', 1),
+    "a quote inside a field": ('4,5" tall\n', 1),
+    "a row of three fields": ("5,a,b\n6,c\n", 1),
+}
+
+
+@pytest.mark.parametrize("name", list(LATE_ROWS))
+def test_rows_that_split_otherwise_later_read_as_over_the_whole_file(
+    tmp_path: Path, sniffs: list[tuple[str, bool]], name: str
+) -> None:
+    lines, parsed = LATE_ROWS[name]
+    path = write_csv(tmp_path / "in.csv", "'s' || i", "'t' || i")
+    path.write_text(path.read_text() + lines)
+    lake = table_of_a(tmp_path)
+    report = ingest(lake, path, onBadRecord="skip")
+    skipped = len(lines.splitlines()) - parsed
+    assert (report["records"], report["recordsSkipped"]) == (ROWS + parsed, skipped)
+    assert as_duckdb_reads(lake) == whole_file(path)
+    assert sniffs[0] == (str(path), True) and len(sniffs) == 1 + bool(skipped)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a\tb\r\n" + "".join(f"{i}\tx{i}\r\n" for i in range(ROWS)),  # tabs, CRLF
+        "a;b\n" + "".join(f"{i};'x;{i}'\n" for i in range(ROWS)),  # semicolons, quoted in '
+        "# made by hand\na,b\n" + "".join(f"{i},{i * 0.5}\n" for i in range(ROWS)),  # a line before the header
+        "".join(f"{i},{i % 7}\n" for i in range(ROWS)),  # no header
+    ],
+    ids=["tabs", "single quotes", "a line first", "no header"],
+)
+def test_dialects_of_the_sample_read_as_over_the_whole_file(
+    tmp_path: Path, sniffs: list[tuple[str, bool]], text: str
+) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text(text)
+    lake = table_of_a(tmp_path)
+    report = ingest(lake, path)
+    assert report["recordsSkipped"] == 0 and report["rowsWritten"] == ROWS
+    assert sniffs == [(str(path), True)]
+    types, rows = whole_file(path)
+    assert as_duckdb_reads(lake, [name for name, _ in types]) == (types, rows)
