@@ -9,7 +9,9 @@ Spark tasks:
    the job naming file and line, or are skipped and counted (``onBadRecord``). JSON-lines
    files DuckDB reads exactly as the Python reader does are observed in DuckDB, a task's
    files in one query (``ingest_json``: the same notes, but for the extents no plan for the
-   table reads, ``auto_schema.extents_read``; no record through Python);
+   table reads, ``auto_schema.extents_read``; no record through Python); a CSV or Parquet
+   file's columns are its types, with the ranges of the long columns whose extents a plan
+   reads (none: a Parquet file is not scanned, its footer counts its rows);
 2. the driver merges the notes and plans the columns to add and where each value goes
    (``evolution.auto_schema.plan_ingest``, pure), with the ids the commit will give them;
 3. read every record again, convert it into a row of the evolved table
@@ -109,7 +111,7 @@ class ReadTask:
     sources: tuple[Source, ...]
     on_bad_record: str
     s3: storage.S3Config | None = None
-    extents: frozenset[tuple[str, str]] | None = None  # noted where DuckDB observes (None: all)
+    extents: frozenset[tuple[str, str]] | None = None  # noted by DuckDB's readers (None: all)
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,8 @@ def observe_files(task: ReadTask) -> Observation:
                 records += found[k][1].records
                 json_files[k] = found[k][1]
                 continue
-            reader = SourceReader(source, local.get(k) or read_local(source, scratch), task.on_bad_record, skipped)
+            local_copy = local.get(k) or read_local(source, scratch)
+            reader = SourceReader(source, local_copy, task.on_bad_record, skipped, extents=task.extents)
             try:
                 if reader.typed is not None:
                     rows = reader.count()

@@ -157,13 +157,21 @@ class SourceReader:
     type), else the columns' types by folded name (for ``routing``) and in order (to observe)."""
 
     def __init__(
-        self, source: Source, local: str, on_bad_record: str, skipped: Skipped | None, dialect: CsvDialect | None = None
+        self,
+        source: Source,
+        local: str,
+        on_bad_record: str,
+        skipped: Skipped | None,
+        dialect: CsvDialect | None = None,
+        extents: frozenset[tuple[str, str]] | None = None,
     ) -> None:
         """``skipped``: where skipped records are counted (None: they were counted already, by
         a reader of the same file that read its rows and ranges too: this one does not);
-        ``dialect``: how a CSV file reads, as that reader found it (None: sniffed here)."""
+        ``dialect``: how a CSV file reads, as that reader found it (None: sniffed here);
+        ``extents``: the (folded name, kind) pairs whose range a plan reads
+        (``auto_schema.extents_read``): the long columns' ranges found (None: all of them)."""
         self.source, self.local, self.on_bad_record, self.skipped = source, local, on_bad_record, skipped
-        self.dialect = dialect
+        self.dialect, self.extents = dialect, extents
         self.columns: tuple[TypedField, ...] = ()
         self.types: tuple[DuckLakeType, ...] = ()  # of ``columns``, as DuckDB reads them
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
@@ -336,8 +344,15 @@ class SourceReader:
                 )
         if not counting:
             return
-        longs = [c.name for c in columns if c.shape.dims == 0 and c.shape.kind == LONG]
-        # one scan of the whole file: a CSV file's rejects are stored by its end
+        longs = [
+            c.name
+            for c in columns
+            if c.shape.dims == 0
+            and c.shape.kind == LONG
+            and (self.extents is None or (fold(c.name), LONG) in self.extents)
+        ]
+        # one scan of the whole file: a CSV file's rejects are stored by its end (a Parquet
+        # file's count alone is its footer's)
         items = "".join(f", min({quote(n)}), max({quote(n)})" for n in longs)
         ((self._rows, *bounds),) = self._con.execute(f"SELECT count(*){items} FROM {self._scan()}").fetchall()
         self.ranges = {n: (bounds[2 * i], bounds[2 * i + 1]) for i, n in enumerate(longs)}

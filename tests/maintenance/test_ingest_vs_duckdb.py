@@ -602,6 +602,46 @@ def test_typed_files_read_straight_into_the_rows_as_record_by_record(
         ingest(direct, lacking, reingest=True)
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_typed_files_longs_are_ranged_where_a_plan_reads_the_range(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, fmt: str
+) -> None:
+    """Pass 1 finds the min and max of a CSV or Parquet file's long columns only where a
+    plan for the table reads them (``auto_schema.extents_read``: a declared INTEGER column;
+    a Parquet file with none is not scanned): a long that fits the INTEGER column goes into
+    it, one that does not goes into a column of its own, as when every range is found."""
+    import ducklake_jobs.ingest_sources as sources
+    from ducklake_operator.evolution.auto_schema import extents_read
+    from ducklake_operator.model.ingested_files import SourceFile
+    from ducklake_operator.model.value_kinds import LONG
+
+    lake = new_lake(make_location("sqlite"), tmp_path / "lake", "CREATE TABLE lk.t(id BIGINT, small INTEGER)")
+    records = "SELECT i AS id, CASE WHEN i = 3 THEN {big} ELSE i END AS small, i * 2 AS n FROM range(10) r(i)"
+    fits, wide = tmp_path / f"fits.{fmt}", tmp_path / f"wide.{fmt}"
+    duckdb.execute(f"COPY ({records.format(big=5)}) TO '{fits}' (FORMAT {fmt})")
+    duckdb.execute(f"COPY ({records.format(big=3_000_000_000)}) TO '{wide}' (FORMAT {fmt})")
+    with closing(Catalog.open(lake)) as catalog:
+        read_here = extents_read(catalog.table("main", "t"))
+    assert (("small", LONG) in read_here, ("id", LONG) in read_here) == (True, False)
+
+    def ranges(path: Path, extents: frozenset[tuple[str, str]] | None) -> dict[str, Any]:
+        source = sources.Source(SourceFile(str(path), path.stat().st_size, 0.0), fmt)
+        reader = sources.SourceReader(source, str(path), "fail", sources.Skipped(), extents=extents)
+        try:
+            return reader.ranges
+        finally:
+            reader.close()
+
+    assert ranges(wide, read_here) == {"small": (0, 3_000_000_000)}
+    assert ranges(wide, None) == {"id": (0, 9), "small": (0, 3_000_000_000), "n": (0, 18)}
+    assert ingest(lake, fits)["columnsAdded"] == ["+ add column n int64"]
+    assert ingest(lake, wide)["columnsAdded"] == ["+ add column small_long int64"]
+    assert read(lake, "SELECT small, small_long FROM lk.t WHERE id = 3 ORDER BY small_long NULLS FIRST") == [
+        (5, None),
+        (None, 3_000_000_000),
+    ]
+
+
 def test_json_lines_read_in_duckdb_as_record_by_record(
     make_location: Callable[[str], CatalogLocation], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
