@@ -83,3 +83,15 @@ def test_timings_never_add_up_to_more_than_the_seconds() -> None:
         now.now += 0.0004999  # each rounds half a millisecond away
         clock.enter(phase)
     assert sum(clock.timings().values()) <= clock.seconds()
+
+
+def test_timings_add_up_in_floats_to_no_more_than_the_seconds() -> None:
+    """The phases of a CI run's report (floored to 0.646, 0.166, 0.271 s) add up, in floats,
+    to 1.0830000000000002: more than the run's 1.0833 s rounded to the millisecond."""
+    now = FakeClock()
+    clock = PhaseClock(clock=now)
+    for phase, spent in zip(PHASES, (0.6461, 0.0, 0.1661, 0.2711), strict=True):
+        clock.enter(phase)
+        now.now += spent
+    assert list(clock.timings().values()) == [0.646, 0.0, 0.166, 0.271]
+    assert sum(clock.timings().values()) <= clock.seconds() == 1.084
