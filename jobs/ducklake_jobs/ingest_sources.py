@@ -133,8 +133,8 @@ class CsvDialect:
 # the default sample and given to the whole-file sniff, which then only types the columns and
 # finds the header, in about a third of the time of one that looks for them over every row
 # (0.4 s against 1.2 s for 34 MB on one thread).
-_DIALECT = re.compile(r", (delim|quote|escape|new_line|comment)=('(?:[^']|'')*')|, (skip)=(\d+)")
-_DIALECT_OPTIONS = {"delim", "quote", "escape", "new_line", "comment", "skip"}
+_QUOTED_OPTIONS = ("delim", "quote", "escape", "new_line", "comment")  # and skip, a number
+_DIALECT = re.compile(rf", ({'|'.join(_QUOTED_OPTIONS)})=('(?:[^']|'')*')|, (skip)=(\d+)")
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,6 @@ class SourceReader:
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
         self._rows = 0  # of a CSV or Parquet file (those that parse)
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._rejected: set[int] = set()
         if source.format != "json":
             self._con = scratch_connection()
             self._describe(counting=skipped is not None)
@@ -269,18 +268,14 @@ class SourceReader:
         into a BIGINT column), in the dialect its default sample shows (``on_sample``), else
         one it finds over every row too; None when its prompt does not name this file as
         written (the scans then sniff for themselves)."""
-        assert self._con is not None
         path = self.source.file.path
         given = self._sample_dialect() if on_sample else ""
         try:
-            row = self._con.execute(
-                f"SELECT Prompt FROM sniff_csv({literal(self.local)}, sample_size = -1, ignore_errors = true{given})"
-            ).fetchone()
+            prompt = self._prompt(f", sample_size = -1{given}")
         except duckdb.Error as exc:
             if given:
                 return self._sniff(on_sample=False)
             raise DuckLakeError(f"ingest: {path} is not a CSV file DuckDB can read ({_first_line(str(exc))})") from None
-        prompt = str(row[0]) if row else ""
         head, tail = f"FROM read_csv('{self.local}', ", ");"
         if not (prompt.startswith(head) and prompt.endswith(tail)):
             return None
@@ -290,19 +285,25 @@ class SourceReader:
         """``, delim = ',', quote = ...``: how the file splits into rows and fields, as DuckDB's
         sniffer finds it on its default sample; '' when it cannot say. A sample with no quoted
         field reads quotes as RFC 4180 does (``"``, doubled inside), as later rows may quote."""
-        assert self._con is not None
         try:
-            row = self._con.execute(
-                f"SELECT Prompt FROM sniff_csv({literal(self.local)}, ignore_errors = true)"
-            ).fetchone()
+            prompt = self._prompt("")
         except duckdb.Error:
             return ""
-        found = {m[0] or m[2]: m[1] or m[3] for m in _DIALECT.findall(str(row[0]) if row else "")}
-        if set(found) != _DIALECT_OPTIONS:
+        found = {m[0] or m[2]: m[1] or m[3] for m in _DIALECT.findall(prompt)}
+        if set(found) != {*_QUOTED_OPTIONS, "skip"}:
             return ""
         if found["quote"] == "''":
             found["quote"] = found["escape"] = "'\"'"
         return "".join(f", {key} = {value}" for key, value in found.items())
+
+    def _prompt(self, options: str) -> str:
+        """The ``read_csv`` call DuckDB's sniffer writes for the file, sniffed with ``options``
+        (rows that do not parse ignored, so they do not make it give up on the dialect)."""
+        assert self._con is not None
+        row = self._con.execute(
+            f"SELECT Prompt FROM sniff_csv({literal(self.local)}, ignore_errors = true{options})"
+        ).fetchone()
+        return str(row[0]) if row else ""
 
     def _read_columns(self) -> list[Any]:
         assert self._con is not None
@@ -379,7 +380,6 @@ class SourceReader:
 
     def _note_rejects(self, rejected: list[tuple[Any, ...]]) -> None:
         """Rows of a CSV file that did not parse: fail on the first, or count them skipped."""
-        self._rejected = {int(line) for line, _ in rejected}
         for line, message in rejected:
             self.bad(f"{self.source.file.path}:{line}", f"not a CSV row of this file ({message})")
 
