@@ -21,6 +21,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bench.physical import print_limits  # noqa: E402
 
 from ducklake_jobs.compact import compact  # noqa: E402
 from ducklake_jobs.task_runners import run_in_process, run_on_spark  # noqa: E402
@@ -28,24 +31,6 @@ from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from support import duck  # noqa: E402
 
 T = TypeVar("T")
-
-
-def disk_rate(directory: str, mb: int = 1024) -> float:
-    """Sequential write (fsync'd) then read of one file: MB/s of write+read combined."""
-    path = os.path.join(directory, "disk-probe.bin")
-    block = os.urandom(1 << 20)
-    t0 = time.perf_counter()
-    with open(path, "wb") as fh:
-        for _ in range(mb):
-            fh.write(block)
-        fh.flush()
-        os.fsync(fh.fileno())
-    with open(path, "rb") as fh:
-        while fh.read(8 << 20):
-            pass
-    elapsed = time.perf_counter() - t0
-    os.remove(path)
-    return 2 * mb / elapsed
 
 
 def timed(on: T, fn: Callable[[T], object]) -> float:
@@ -86,6 +71,14 @@ def build(root: str, mb: int, files: int, partitions: int = 1) -> tuple[CatalogL
     size = sum(f.file_size_bytes for f in table.data_files)
     con.close()
     return location, size
+
+
+def data_files(root: str) -> list[str]:
+    """The Parquet files under a copy's data path (the table's input to a rewrite)."""
+    found = []
+    for directory, _, names in os.walk(os.path.join(root, "data")):
+        found += [os.path.join(directory, n) for n in names if n.endswith(".parquet")]
+    return sorted(found)
 
 
 def copy(root: str, name: str) -> CatalogLocation:
@@ -140,7 +133,15 @@ def main() -> None:
     with_start = [start_s + s for s in spark]
     print(f"compact, Spark local[2] incl. start:  {spread(with_start, mb)}  ratio {duck_s / median(with_start):.2f}")
     print(f"compact, Spark local[2] excl. start:  {spread(spark, mb)}  ratio {duck_s / median(spark):.2f}")
-    print(f"disk sequential write+read:         {disk_rate(work):8.1f} MB/s (physical limit)")
+    print_limits(
+        work,
+        {
+            "DuckDB merge_adjacent_files": mb / duck_s,
+            "compact, in-process": mb / median(own),
+            "compact, Spark local[2] excl. start": mb / median(spark),
+        },
+        data_files(base),
+    )
     shutil.rmtree(work, ignore_errors=True)
 
 

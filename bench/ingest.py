@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import duckdb  # noqa: E402
-from bench.compaction import copy, disk_rate  # noqa: E402
+from bench.compaction import copy  # noqa: E402
+from bench.physical import print_limits  # noqa: E402
 from bench.rewrite import cpu_timed, spread_line  # noqa: E402
 
 from ducklake_jobs.job_template import run_operation  # noqa: E402
@@ -149,7 +150,10 @@ def same_rows(
         raise SystemExit(f"{what} differs from DuckDB's ingest ({rows} rows in the input):\n  {got}\n  {expected}")
 
 
-def bench_format(work: str, base: str, fmt: str, args: argparse.Namespace, spark_start_s: float | None) -> None:
+def bench_format(
+    work: str, base: str, fmt: str, args: argparse.Namespace, spark_start_s: float | None
+) -> dict[str, float]:
+    """The runs of one format; the medians' MB/s of input, by contender."""
     source = os.path.join(work, f"in-{fmt}")
     t0 = time.perf_counter()
     rows, size = make_input(source, fmt, args.mb, args.files)
@@ -181,6 +185,10 @@ def bench_format(work: str, base: str, fmt: str, args: argparse.Namespace, spark
         spread_line(f"{fmt}: ingest, Spark local[2] incl. start", [spark_start_s + s for s in spark], mb, duck_s)
         spread_line(f"{fmt}: ingest, Spark local[2] excl. start", spark, mb, duck_s)
     shutil.rmtree(source, ignore_errors=True)
+    rates = {f"{fmt}: DuckDB": mb / duck_s, f"{fmt}: ingest, in-process": mb / sorted(w for w, _ in own)[len(own) // 2]}
+    if spark:
+        rates[f"{fmt}: ingest, Spark local[2] excl. start"] = mb / sorted(spark)[len(spark) // 2]
+    return rates
 
 
 def main() -> None:
@@ -206,10 +214,12 @@ def main() -> None:
         t0 = time.perf_counter()
         spark_session()
         spark_start_s = time.perf_counter() - t0  # once per process: every "incl. start" figure adds it
+    rates: dict[str, float] = {}
     try:
         for fmt in formats:
-            bench_format(work, base, fmt, args, spark_start_s)
-        print(f"\n{'disk sequential write+read':<52} {disk_rate(work):18.1f} MB/s (physical limit)")
+            rates.update(bench_format(work, base, fmt, args, spark_start_s))
+        print()
+        print_limits(work, rates)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

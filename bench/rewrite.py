@@ -29,7 +29,8 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.compaction import copy, disk_rate, median, spread  # noqa: E402
+from bench.compaction import copy, data_files, median, spread  # noqa: E402
+from bench.physical import print_limits  # noqa: E402
 
 from ducklake_jobs.job_template import run_operation  # noqa: E402
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
@@ -71,7 +72,7 @@ def line(what: str, seconds: float, mb: float, duckdb_s: float | None = None) ->
     print(f"{what:<52} {seconds:7.2f} s  {mb / seconds:8.1f} MB/s{ratio}", flush=True)
 
 
-def repartition(base: str, mb: float, spark_start_s: float, runs: int) -> None:
+def repartition(base: str, mb: float, spark_start_s: float, runs: int) -> dict[str, float]:
     """none -> month(ts), ``runs`` rounds, each DuckDB then ours in-process then ours on Spark
     on fresh copies (paired: the shared machine's load hits each alike); medians of the
     rounds' times and of their ratios, with min and max of the ratios."""
@@ -120,6 +121,11 @@ def repartition(base: str, mb: float, spark_start_s: float, runs: int) -> None:
             f"median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})",
             flush=True,
         )
+    return {
+        "repartition, DuckDB INSERT": mb / duck_s,
+        "repartition, ours in-process": mb / statistics.median(o for _, o, _ in rounds),
+        "repartition, ours Spark local[2] excl. start": mb / statistics.median(s for *_, s in rounds),
+    }
 
 
 def con_path(name: str, base: str) -> str:
@@ -127,7 +133,7 @@ def con_path(name: str, base: str) -> str:
     return os.path.join(os.path.dirname(base), name, "c.sqlite")
 
 
-def column_type_rewrite(base: str, mb: float, spark_start_s: float, target: str, runs: int = 1) -> None:
+def column_type_rewrite(base: str, mb: float, spark_start_s: float, target: str, runs: int = 1) -> dict[str, float]:
     """varchar -> int64 of ``v``, into files of ``target``; ``runs`` times each, alternating
     DuckDB, ours in-process and ours on Spark on fresh copies (min/median/max). CPU seconds
     of this process beside DuckDB's and the in-process figures: a fairer pairing than the
@@ -168,6 +174,11 @@ def column_type_rewrite(base: str, mb: float, spark_start_s: float, target: str,
     spread_line("varchar -> int64, ours in-process", own, mb, duck_s)
     spread_line("varchar -> int64, ours Spark local[2] incl. start", [spark_start_s + s for s in spark], mb, duck_s)
     spread_line("varchar -> int64, ours Spark local[2] excl. start", spark, mb, duck_s)
+    return {
+        "varchar -> int64, DuckDB CTAS": mb / duck_s,
+        "varchar -> int64, ours in-process": mb / median([w for w, _ in own]),
+        "varchar -> int64, ours Spark local[2] excl. start": mb / median(spark),
+    }
 
 
 def cpu_timed(fn: Callable[[], object]) -> tuple[float, float]:
@@ -208,11 +219,12 @@ def main() -> None:
     from ducklake_jobs.session import spark_session
 
     spark_start_s = timed(spark_session)  # once per process: both jobs' "incl. start" figures add it
+    rates: dict[str, float] = {}
     if args.only != "retype":
-        repartition(base, mb, spark_start_s, args.runs)
+        rates.update(repartition(base, mb, spark_start_s, args.runs))
     if args.only != "repartition":
-        column_type_rewrite(base, mb, spark_start_s, args.target, args.runs)
-    print(f"{'disk sequential write+read':<52} {disk_rate(work):18.1f} MB/s (physical limit)")
+        rates.update(column_type_rewrite(base, mb, spark_start_s, args.target, args.runs))
+    print_limits(work, rates, data_files(base))
     shutil.rmtree(work, ignore_errors=True)
 
 

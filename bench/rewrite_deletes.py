@@ -22,7 +22,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.compaction import build, copy, disk_rate, median, spread  # noqa: E402
+from bench.compaction import build, copy, data_files, median, spread  # noqa: E402
+from bench.physical import print_limits  # noqa: E402
 
 from ducklake_jobs.rewrite_deletes import rewrite_deletes  # noqa: E402
 from ducklake_jobs.task_runners import run_in_process  # noqa: E402
@@ -69,7 +70,8 @@ def main() -> None:
         f"rewriteDeletes, in-process:  {spread(ours, mb)}  ratio of medians {median(theirs) / median(ours):.2f}"
         f"  CPU {median(ours_cpu):.2f} s (ratio {median(theirs_cpu) / median(ours_cpu):.2f})"
     )
-    print(f"disk sequential write+read:  {disk_rate(work):8.1f} MB/s (physical limit)")
+    rates = {"DuckDB rewrite_data_files": mb / median(theirs), "rewriteDeletes, in-process": mb / median(ours)}
+    print_limits(work, rates, data_files(base), width=28)
     shutil.rmtree(work, ignore_errors=True)
 
 

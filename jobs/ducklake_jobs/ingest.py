@@ -38,6 +38,7 @@ before the commit deletes every file the job wrote.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import tempfile
@@ -64,6 +65,7 @@ from ducklake_operator.evolution.observed import (
     observe_typed,
 )
 from ducklake_operator.evolution.routing import convert_record
+from ducklake_operator.maintenance.task_balance import balanced_runs
 from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
 from ducklake_operator.model.ingested_files import ingest_extra_info
 from ducklake_operator.model.job_params import INGEST, IngestArgs
@@ -98,7 +100,7 @@ from .parquet_writer import (
     write_parquet,
 )
 from .run_context import PLAIN_RUN, JobRun
-from .task_runners import Runner, run_in_process
+from .task_runners import Runner, run_in_process, run_largest_first
 from .written_files import data_file_row, written_counts
 
 GROUP_BYTES = 64 * 1024 * 1024  # input per task (files are never split)
@@ -133,7 +135,8 @@ def observe_files(task: ReadTask) -> Observation:
     records, skipped = 0, Skipped()
     json_files: list[JsonLinesFile | None] = [None] * len(task.sources)
     typed: list[TypedRead | None] = [None] * len(task.sources)
-    with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch:
+    parquet: duckdb.DuckDBPyConnection | None = None  # one DuckDB describes and counts every Parquet file
+    with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch, contextlib.ExitStack() as closing:
         local: dict[int, str] = {}
         found = _observe_in_duckdb(task, scratch, local)
         for k, source in enumerate(task.sources):
@@ -143,7 +146,11 @@ def observe_files(task: ReadTask) -> Observation:
                 json_files[k] = found[k][1]
                 continue
             local_copy = local.get(k) or read_local(source, scratch)
-            reader = SourceReader(source, local_copy, task.on_bad_record, skipped, extents=task.extents)
+            if source.format == "parquet" and parquet is None:
+                parquet = scratch_connection()
+                closing.callback(parquet.close)
+            con = parquet if source.format == "parquet" else None
+            reader = SourceReader(source, local_copy, task.on_bad_record, skipped, extents=task.extents, con=con)
             try:
                 if reader.typed is not None:
                     rows = reader.count()
@@ -359,10 +366,11 @@ def _json_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
     return True
 
 
-def _typed_reader(task: WriteTask, k: int, local: str) -> SourceReader:
-    """A reader of the task's ``k``-th source, in the dialect pass 1 found for it."""
+def _typed_reader(task: WriteTask, k: int, local: str, con: duckdb.DuckDBPyConnection | None = None) -> SourceReader:
+    """A reader of the task's ``k``-th source, in the dialect pass 1 found for it (``con``:
+    with the task's DuckDB, only to describe the file)."""
     read = task.typed[k] if k < len(task.typed) else None
-    return SourceReader(task.sources[k], local, task.on_bad_record, None, read.dialect if read else None)
+    return SourceReader(task.sources[k], local, task.on_bad_record, None, read.dialect if read else None, con=con)
 
 
 def _typed_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> bool:
@@ -375,7 +383,7 @@ def _typed_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -
     for k, (source, read) in enumerate(zip(task.sources, task.typed, strict=True)):
         if read is None or not read.rows:
             continue
-        reader = _typed_reader(task, k, read_local(source, scratch))
+        reader = _typed_reader(task, k, read_local(source, scratch), con)
         try:
             direct = _direct_select(reader, task.level, task.layout)
         finally:
@@ -560,7 +568,8 @@ def ingest(
     groups = _groups(sources)
     runner = report.runner(run, runner, report.fields["bytesRead"])
     s3 = storage.s3_config(path)
-    observations, skipped = _observe(runner, run, [ReadTask(g, on_bad_record, s3, extents_read(t)) for g in groups])
+    reads = [ReadTask(g, on_bad_record, s3, extents_read(t)) for g in groups]
+    observations, skipped = _observe(runner, run, reads, _group_bytes(groups))
     plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
     records = sum(o.records for o in observations)
     report.fields.update(
@@ -581,7 +590,7 @@ def ingest(
     stored: list[str] = []
 
     def produce() -> list[WriteResult]:
-        results = run.run_file_groups(runner, write_files, tasks)
+        results = run.run_file_groups(runner, write_files, tasks, _group_bytes(groups))
         for r in results:
             stored.extend(r.stored)
         failed = next((r.error for r in results if r.error), None)
@@ -609,10 +618,12 @@ def ingest(
     )
 
 
-def _observe(runner: Runner, run: JobRun, tasks: list[ReadTask]) -> tuple[list[Observation], Skipped]:
+def _observe(runner: Runner, run: JobRun, tasks: list[ReadTask], sizes: list[int]) -> tuple[list[Observation], Skipped]:
     """Read every group of input files once for its fields and records (the plan's input)."""
     run.phase("reading", 0, len(tasks))
-    observations = runner(observe_files, tasks, on_done=lambda done: run.phase("reading", done, len(tasks)))
+    observations = run_largest_first(
+        runner, observe_files, tasks, sizes, on_done=lambda done: run.phase("reading", done, len(tasks))
+    )
     skipped = Skipped()
     for o in observations:
         skipped.merge(o.skipped)
@@ -636,16 +647,14 @@ def _append_change(
 
 
 def _groups(sources: list[Source]) -> list[tuple[Source, ...]]:
-    """Consecutive files of up to ``GROUP_BYTES`` together (a larger file alone)."""
-    groups: list[list[Source]] = []
-    size = 0
-    for s in sources:
-        if not groups or size + s.file.size > GROUP_BYTES:
-            groups.append([])
-            size = 0
-        groups[-1].append(s)
-        size += s.file.size
-    return [tuple(g) for g in groups]
+    """Consecutive files of about equal size, about ``GROUP_BYTES`` each and a whole number
+    of waves on this machine's cores (``task_balance``; a larger file alone)."""
+    runs = balanced_runs([s.file.size for s in sources], GROUP_BYTES, os.cpu_count() or 1)
+    return [tuple(sources[i] for i in run) for run in runs]
+
+
+def _group_bytes(groups: list[tuple[Source, ...]]) -> list[int]:
+    return [sum(s.file.size for s in g) for g in groups]
 
 
 def _not_evolving(t: TableState, plan: IngestPlan) -> str:

@@ -164,12 +164,16 @@ class SourceReader:
         skipped: Skipped | None,
         dialect: CsvDialect | None = None,
         extents: frozenset[tuple[str, str]] | None = None,
+        con: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
         """``skipped``: where skipped records are counted (None: they were counted already, by
         a reader of the same file that read its rows and ranges too: this one does not);
         ``dialect``: how a CSV file reads, as that reader found it (None: sniffed here);
         ``extents``: the (folded name, kind) pairs whose range a plan reads
-        (``auto_schema.extents_read``): the long columns' ranges found (None: all of them)."""
+        (``auto_schema.extents_read``): the long columns' ranges found (None: all of them);
+        ``con``: the caller's DuckDB to read with, left open (None: one of its own, about
+        10 ms to open and close); not for a CSV file read with rejects counted, nor for
+        ``records``, whose scan the caller's next query would end."""
         self.source, self.local, self.on_bad_record, self.skipped = source, local, on_bad_record, skipped
         self.dialect, self.extents = dialect, extents
         self.columns: tuple[TypedField, ...] = ()
@@ -177,8 +181,9 @@ class SourceReader:
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
         self._rows = 0  # of a CSV or Parquet file (those that parse)
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._owned = con is None
         if source.format != "json":
-            self._con = scratch_connection()
+            self._con = con or scratch_connection()
             self._describe(counting=skipped is not None)
 
     @property
@@ -186,7 +191,7 @@ class SourceReader:
         return None if self.source.format == "json" else {fold(c.name): c for c in self.columns}
 
     def close(self) -> None:
-        if self._con is not None:
+        if self._con is not None and self._owned:
             self._con.close()
 
     def bad(self, where: str, why: str) -> None:

@@ -6,14 +6,14 @@ adds nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ducklake_operator.model.job_marker import JobIdentity, commit_extra_info
 
 from . import job_timings
-from .task_runners import Runner, run_in_process
+from .task_runners import Runner, run_in_process, run_largest_first
 
 W = TypeVar("W")
 R = TypeVar("R")
@@ -46,10 +46,20 @@ class JobRun:
             return run_in_process
         return runner
 
-    def run_file_groups(self, runner: Runner, fn: Callable[[W], R], groups: list[W]) -> list[R]:
+    def run_file_groups(
+        self, runner: Runner, fn: Callable[[W], R], groups: list[W], sizes: Sequence[int] | None = None
+    ) -> list[R]:
+        """``fn`` over every group with ``runner``, results in the groups' order; ``sizes``:
+        their input bytes, the largest then start first."""
         total = len(groups)
         self.phase("writing", 0, total)
-        return runner(fn, groups, on_done=lambda done: self.phase("writing", done, total))
+
+        def on_done(done: int) -> None:
+            self.phase("writing", done, total)
+
+        if sizes is None:
+            return runner(fn, groups, on_done)
+        return run_largest_first(runner, fn, groups, sizes, on_done)
 
     def committing(self, groups: int = 0) -> None:
         self.phase("committing", groups, groups)

@@ -10,9 +10,11 @@ import re
 import threading
 import types
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from typing import Any, Protocol, TypeVar
+
+from ducklake_operator.maintenance.task_balance import largest_first
 
 from . import task_resources
 from .fault_points import fault_point
@@ -69,6 +71,19 @@ def run_in_process(fn: Callable[[W], R], items: list[W], on_done: OnDone | None 
                 raise
             raise first from None
     return [f.result() for f in futures]
+
+
+def run_largest_first(
+    runner: Runner, fn: Callable[[W], R], items: list[W], sizes: Sequence[int], on_done: OnDone | None = None
+) -> list[R]:
+    """``runner(fn, items)`` with the largest items (by ``sizes``) started first, so the last
+    wave holds the small ones (``maintenance.task_balance``); results in the items' order."""
+    order = largest_first(sizes)
+    ran = runner(fn, [items[i] for i in order], on_done)
+    results: list[R] = [ran[0]] * len(items) if ran else []
+    for i, result in zip(order, ran, strict=True):
+        results[i] = result
+    return results
 
 
 def ran_on(runner: Runner) -> str:
