@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.compaction import build, copy, data_files, median, spread  # noqa: E402
+from bench.compaction import build, data_files, fresh_copy, median, spread  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
 
 from ducklake_jobs.rewrite_deletes import rewrite_deletes  # noqa: E402
@@ -48,22 +48,24 @@ def main() -> None:
     threshold = args.deleted / 2
     print(f"table: {args.files} files, {mb:.0f} MB of Parquet, 1/{every} of every file's rows deleted")
     theirs, ours, theirs_cpu, ours_cpu = [], [], [], []  # wall and CPU (this process's threads) seconds
-    for run in range(args.runs):
-        shutil.rmtree(os.path.join(work, "duckdb"), ignore_errors=True)
-        con = duck.attach(copy(base, "duckdb"))
-        t0, c0 = time.perf_counter(), time.process_time()
-        con.execute(f"CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => {threshold})")
-        theirs.append(time.perf_counter() - t0)
-        theirs_cpu.append(time.process_time() - c0)
-        con.close()
-        shutil.rmtree(os.path.join(work, "ours"), ignore_errors=True)
-        catalog = Catalog.open(copy(base, "ours"))
-        t0, c0 = time.perf_counter(), time.process_time()
-        report = rewrite_deletes(catalog, "main", "t", delete_threshold=threshold, runner=run_in_process)
-        ours.append(time.perf_counter() - t0)
-        ours_cpu.append(time.process_time() - c0)
-        assert report["filesRead"] == args.files, report
-        catalog.close()
+    for run in range(args.runs):  # each on a fresh copy, who goes first alternating
+        for contender in ("duckdb", "ours") if run % 2 == 0 else ("ours", "duckdb"):
+            with fresh_copy(base, contender) as location:
+                if contender == "duckdb":
+                    con = duck.attach(location)
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    con.execute(f"CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => {threshold})")
+                    theirs.append(time.perf_counter() - t0)
+                    theirs_cpu.append(time.process_time() - c0)
+                    con.close()
+                    continue
+                catalog = Catalog.open(location)
+                t0, c0 = time.perf_counter(), time.process_time()
+                report = rewrite_deletes(catalog, "main", "t", delete_threshold=threshold, runner=run_in_process)
+                ours.append(time.perf_counter() - t0)
+                ours_cpu.append(time.process_time() - c0)
+                assert report["filesRead"] == args.files, report
+                catalog.close()
         print(f"run {run + 1}: DuckDB {theirs[-1]:.2f} s, ours in-process {ours[-1]:.2f} s", flush=True)
     print(f"DuckDB rewrite_data_files:   {spread(theirs, mb)}  CPU {median(theirs_cpu):.2f} s")
     print(
