@@ -132,6 +132,7 @@ def run(
     memory: bool,
     restarts: int,
     drift_interval: float,
+    apply: str = "client-side",
 ) -> None:
     namespace, db = f"bench-{n}", f"reconcile_{n}_{int(time.time())}"
     server.create_database(db)
@@ -172,7 +173,8 @@ def run(
         cpu0 = cpu_by_process(cluster, op)
         kubectl0 = children_cpu_seconds()
         t0 = time.time()
-        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=3600)
+        side = ["--server-side", "--field-manager=bench"] if apply == "server-side" else []
+        cluster.kubectl("apply", *side, "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=3600)
         applied = time.time() - t0
         kubectl = children_cpu_seconds() - kubectl0  # the one child that ended meanwhile
         if (count := watch.wait(n, timeout=900)) < n:
@@ -249,6 +251,13 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true", help="trace allocations; print the largest sites at the end")
     parser.add_argument("--restarts", type=int, default=3, help="restarts measured after each creation storm")
     parser.add_argument(
+        "--apply",
+        choices=("client-side", "server-side"),
+        default="client-side",
+        help="kubectl apply's kind: client-side (a GET and a create per object) or --server-side (one apply "
+        "request per object, as Flux and Argo CD's server-side sync send)",
+    )
+    parser.add_argument(
         "--drift-interval",
         type=float,
         default=30,
@@ -264,7 +273,18 @@ def main() -> None:
         print(f"kube-apiserver {cluster.version()['gitVersion']}, PostgreSQL catalog, operator as the chart's "
               "service account", flush=True)  # fmt: skip
         for n in (int(x) for x in args.sizes.split(",")):
-            run(n, cluster, server, kubeconfig, tmp, args.profile, args.memory, args.restarts, args.drift_interval)
+            run(
+                n,
+                cluster,
+                server,
+                kubeconfig,
+                tmp,
+                args.profile,
+                args.memory,
+                args.restarts,
+                args.drift_interval,
+                args.apply,
+            )
     finally:
         cluster.stop()
         server.stop()
