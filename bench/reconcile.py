@@ -122,6 +122,15 @@ def cpu_by_process(cluster: KubeCluster, op: Operator) -> dict[str, float]:
     return {"operator": cpu_seconds(op.proc.pid), **{k: cpu_seconds(p.pid) for k, p in cluster.processes.items()}}
 
 
+def print_allocations(op: Operator) -> None:
+    """The operator's largest allocation sites now (DUCKLAKE_TRACEMALLOC: it logs them on SIGUSR2)."""
+    if op.proc is None:
+        return
+    op.proc.send_signal(signal.SIGUSR2)
+    time.sleep(3)
+    print(op.log()[op.log().rfind("largest allocations") :][:6000], flush=True)
+
+
 def run(
     n: int,
     cluster: KubeCluster,
@@ -177,6 +186,8 @@ def run(
         cluster.kubectl("apply", *side, "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=3600)
         applied = time.time() - t0
         kubectl = children_cpu_seconds() - kubectl0  # the one child that ended meanwhile
+        if memory:  # the backlog is longest now: every object created, most not yet Ready
+            print_allocations(op)
         if (count := watch.wait(n, timeout=900)) < n:
             raise SystemExit(f"only {count}/{n} Ready after 900 s; see {op.log_path}")
         elapsed = time.time() - t0
@@ -189,10 +200,8 @@ def run(
         print(f"N={n:>5}  last table Ready {elapsed - applied:5.2f} s after kubectl apply returned; CPU seconds in "
               "the storm: " + ", ".join(f"{k} {v:.1f}" for k, v in {**cpu, "kubectl apply": kubectl}.items()),
               flush=True)  # fmt: skip
-        if memory and op.proc is not None:
-            op.proc.send_signal(signal.SIGUSR2)
-            time.sleep(3)
-            print(op.log()[op.log().rfind("largest allocations") :][:6000])
+        if memory:
+            print_allocations(op)
         for attempt in range(restarts):
             op.stop()
             op.start(*args)  # restart: every table is resumed
@@ -205,10 +214,8 @@ def run(
                 time.sleep(0.05)
             resync = time.time() - t0
             spy.stop()
-            if memory and op.proc is not None:
-                op.proc.send_signal(signal.SIGUSR2)
-                time.sleep(3)
-                print(op.log()[op.log().rfind("largest allocations") :][:6000])
+            if memory:
+                print_allocations(op)
             assert op.proc is not None
             print(f"N={n:>5}  restart resync      {resync:7.2f} s  (first reconcile after {first or 0:4.2f} s)  "
                   "nothing applied; catalog statements/table "

@@ -81,7 +81,13 @@ def _memory_report_on_signal() -> None:
         stats = tracemalloc.take_snapshot().statistics("traceback")[:25]
         lines = [f"{s.size / 1e6:8.2f} MB {s.count:8d} blocks\n    " + "\n    ".join(s.traceback.format()[-6:])
                  for s in stats]  # fmt: skip
-        logging.getLogger(__name__).warning("largest allocations:\n%s", "\n".join(lines))
+        current, peak = tracemalloc.get_traced_memory()
+        logging.getLogger(__name__).warning(
+            "largest allocations (traced now %.1f MB, at most %.1f MB):\n%s",
+            current / 1e6,
+            peak / 1e6,
+            "\n".join(lines),
+        )
 
     signal.signal(signal.SIGUSR2, report)
 
