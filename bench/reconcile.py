@@ -126,8 +126,12 @@ def print_allocations(op: Operator) -> None:
     """The operator's largest allocation sites now (DUCKLAKE_TRACEMALLOC: it logs them on SIGUSR2)."""
     if op.proc is None:
         return
+    before = op.log().count("largest allocations")
     op.proc.send_signal(signal.SIGUSR2)
-    time.sleep(3)
+    deadline = time.time() + 120  # a snapshot of a busy operator's allocations takes a while
+    while op.log().count("largest allocations") == before and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(0.5)  # the rest of the report's lines
     print(op.log()[op.log().rfind("largest allocations") :][:6000], flush=True)
 
 
@@ -164,7 +168,7 @@ def run(
     env = {
         "DUCKLAKE_DRIFT_INTERVAL": "3600",
         **({"DUCKLAKE_WORKERS": os.environ["DUCKLAKE_WORKERS"]} if "DUCKLAKE_WORKERS" in os.environ else {}),
-        **({"DUCKLAKE_TRACEMALLOC": "1"} if memory else {}),
+        **({"DUCKLAKE_TRACEMALLOC": os.environ.get("BENCH_TRACE_FRAMES", "8")} if memory else {}),
     }
     args = ["--log-level=" + os.environ.get("BENCH_LOG_LEVEL", "WARNING")]
     op = Operator(kubeconfig, os.path.join(tmp, f"operator{n}.log"), **env).start(*args)

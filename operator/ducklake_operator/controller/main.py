@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     kopf_patches.install()  # restarts with many objects: see the module
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    if os.environ.get("DUCKLAKE_TRACEMALLOC"):
-        _memory_report_on_signal()
+    if frames := os.environ.get("DUCKLAKE_TRACEMALLOC"):
+        _memory_report_on_signal(int(frames) if frames.isdigit() else 8)
     if args.metrics_port:
         start_http_server(args.metrics_port)
     kopf.run(
@@ -70,12 +70,13 @@ def _limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-def _memory_report_on_signal() -> None:
-    """DUCKLAKE_TRACEMALLOC=1: trace allocations; SIGUSR2 logs the 25 largest sites."""
+def _memory_report_on_signal(frames: int) -> None:
+    """DUCKLAKE_TRACEMALLOC=<frames>: trace allocations (each with that many frames; fewer
+    slow the operator less); SIGUSR2 logs the 25 largest sites."""
     import signal
     import tracemalloc
 
-    tracemalloc.start(8)
+    tracemalloc.start(frames)
 
     def report(*_: object) -> None:
         stats = tracemalloc.take_snapshot().statistics("traceback")[:25]

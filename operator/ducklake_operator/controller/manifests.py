@@ -4,7 +4,8 @@ parsed once per version of it (shared by every kind's handlers)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import kopf
@@ -23,6 +24,47 @@ from ..errors import SpecError
 CatalogKey = tuple[str | None, str]
 ManifestIndex = kopf.Index[CatalogKey, dict[str, Any]]  # catalog_manifests, table_manifests
 UserIndex = kopf.Index[CatalogKey, str]  # schema_users
+
+
+class HeldManifest(Mapping[str, Any]):
+    """An object as an index holds it for long: ``apiVersion``, ``kind`` and the metadata
+    kept, as given; ``spec`` and ``status`` as compact JSON text, decoded anew on each read
+    (callers that read one often parse it once: ``SpecCache``). A DuckLakeTable's spec and
+    status parsed are about 8 KB of Python objects, as text about 1.3 KB: 65 MB less at
+    10,000 tables, held for as long as the operator runs. Reading both of every table once
+    costs about 20 µs a table (a drift pass reads every status)."""
+
+    __slots__ = ("_api_version", "_kind", "_metadata", "_spec", "_status")
+    _KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
+
+    def __init__(
+        self, api_version: Any, kind: Any, metadata: dict[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]
+    ) -> None:
+        self._api_version, self._kind, self._metadata = api_version, kind, metadata
+        self._spec = json.dumps(spec, separators=(",", ":"))
+        self._status = json.dumps(status, separators=(",", ":"))
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "spec":
+            return json.loads(self._spec)
+        if key == "status":
+            return json.loads(self._status)
+        if key == "metadata":
+            return self._metadata
+        if key == "apiVersion":
+            return self._api_version
+        if key == "kind":
+            return self._kind
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+
+TableIndex = kopf.Index[CatalogKey, HeldManifest]  # table_manifests
 
 
 def parse_body(body: kopf.Body) -> Any:

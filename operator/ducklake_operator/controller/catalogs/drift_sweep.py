@@ -16,7 +16,7 @@ them, so the next pass that reads the catalog checks them and makes them Ready a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 class TableUpdate:
     """What a pass writes for one table."""
 
-    body: dict[str, Any]  # enough of the object to post events about it
+    body: Mapping[str, Any]  # enough of the object to post events about it
     status: dict[str, Any]
     events: list[Event]
 
@@ -51,7 +51,7 @@ class SpecCache:
 
     _specs: dict[str, tuple[int | None, TableSpec | None]] = field(default_factory=dict)
 
-    def spec(self, doc: dict[str, Any]) -> TableSpec | None:
+    def spec(self, doc: Mapping[str, Any]) -> TableSpec | None:
         meta = doc.get("metadata", {})
         uid, generation = str(meta.get("uid")), meta.get("generation")
         cached = self._specs.get(uid)
@@ -124,11 +124,11 @@ def _ready_again(outcome: Outcome, generation: int | None) -> None:
 
 def sweep(
     catalog: CatalogSpec,
-    docs: list[dict[str, Any]],
+    docs: Sequence[Mapping[str, Any]],
     pool: CatalogPool,
     specs: SpecCache,
     quiet: QuietTables,
-    write_status: Callable[[dict[str, Any], dict[str, Any]], bool],
+    write_status: Callable[[Mapping[str, Any], dict[str, Any]], bool],
     scrub: Callable[[str], str],
 ) -> list[TableUpdate]:
     """Check each Ready table of ``catalog`` (``docs``: the table objects as last seen)
@@ -178,7 +178,7 @@ class StatusWriter:
     def __init__(self, custom_objects_api: Callable[[], Any]) -> None:
         self._api = custom_objects_api
 
-    def __call__(self, doc: dict[str, Any], fields: dict[str, Any]) -> bool:
+    def __call__(self, doc: Mapping[str, Any], fields: dict[str, Any]) -> bool:
         from kubernetes.client.exceptions import ApiException
 
         meta = doc["metadata"]

@@ -21,7 +21,7 @@ from .. import metrics
 from ..context import Controller
 from ..handling import handle, notify_catalog
 from ..kube_clients import custom_objects_api
-from ..manifests import CatalogKey, ManifestIndex, UserIndex, body_manifest
+from ..manifests import CatalogKey, ManifestIndex, TableIndex, UserIndex, body_manifest
 from ..outcome import Outcome
 from .drift_sweep import QuietTables, SpecCache, StatusWriter, sweep
 from .reconciler import delete_catalog, reconcile_catalog
@@ -91,7 +91,7 @@ async def catalog_check(
 ) -> None:  # fmt: skip
     """The catalog's health, then the drift and health of each of its tables (``drift_sweep``):
     its database may change under it at any time."""
-    table_manifests: ManifestIndex = kwargs["table_manifests"]
+    table_manifests: TableIndex = kwargs["table_manifests"]
     started = time.monotonic()
     await _catalog(body, patch, status, memo, 0, timer=True)
     ctl: Controller = memo.controller
@@ -130,7 +130,7 @@ async def catalog_delete(
 ) -> None:
     ctl: Controller = memo.controller
     schema_users: UserIndex = kwargs["schema_users"]
-    table_manifests: ManifestIndex = kwargs["table_manifests"]
+    table_manifests: TableIndex = kwargs["table_manifests"]
     catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
 
     def delete(spec: CatalogSpec) -> Outcome:

@@ -49,7 +49,7 @@ from ...maintenance.selection import catalog_wide_owner
 from ...model import timestamps
 from ..context import Controller
 from ..kube_clients import custom_objects_api
-from ..manifests import CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid
+from ..manifests import CatalogKey, ManifestIndex, TableIndex, body_manifest, catalog_for, parsed_policy, policy_uid
 from ..status import condition, merge_conditions
 from .reconciler import maintained_tables, min_trigger_interval, run_history
 
@@ -93,7 +93,7 @@ async def policy_tick(
     """Create the runs that are due, trim the history, publish the operations' status."""
     ctl: Controller = memo.controller
     catalog_manifests: ManifestIndex = kwargs["catalog_manifests"]
-    table_manifests: ManifestIndex = kwargs["table_manifests"]
+    table_manifests: TableIndex = kwargs["table_manifests"]
     policy_manifests: ManifestIndex = kwargs["policy_manifests"]
     policy_runs: ManifestIndex = kwargs["policy_runs"]
     generation = body.get("metadata", {}).get("generation")

@@ -36,7 +36,7 @@ def min_trigger_interval(env: Mapping[str, str] = os.environ) -> timedelta:
 
 
 def maintained_tables(
-    ctl: Controller, catalog: CatalogSpec, policy: MaintenancePolicySpec, docs: Sequence[dict[str, Any]]
+    ctl: Controller, catalog: CatalogSpec, policy: MaintenancePolicySpec, docs: Sequence[Mapping[str, Any]]
 ) -> list[MaintainedTable]:
     """The tables the policy selects that exist in the catalog, with their options in force
     and, when a health trigger needs them, their schema versions and inlined deletions."""

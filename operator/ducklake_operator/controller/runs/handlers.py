@@ -30,7 +30,7 @@ from ..context import Controller, catalog_channel
 from ..kube_clients import custom_objects_api
 from ..launchers.api_errors import api_error
 from ..launchers.settings import SparkDefaults, effective_spark
-from ..manifests import CatalogKey, ManifestIndex, body_manifest, catalog_for, parsed_policy, policy_uid
+from ..manifests import CatalogKey, ManifestIndex, TableIndex, body_manifest, catalog_for, parsed_policy, policy_uid
 from ..status import merge_conditions
 from .locks import Leases
 from .run_context import OtherRun, PolicyWindow, RunContext
@@ -69,7 +69,7 @@ class Indexes:
     catalog_manifests: ManifestIndex
     policy_manifests: ManifestIndex
     active_runs: RunIndex
-    table_manifests: ManifestIndex
+    table_manifests: TableIndex
 
     @classmethod
     def of(cls, kwargs: Mapping[str, Any]) -> Indexes:

@@ -18,7 +18,7 @@ from .. import metrics
 from ..context import Controller
 from ..handling import after_commit, handle, notify_catalog
 from ..kube_clients import custom_objects_api
-from ..manifests import CatalogKey, ManifestIndex, catalog_for
+from ..manifests import CatalogKey, HeldManifest, ManifestIndex, catalog_for
 from ..outcome import Outcome
 from .heavy_runs import with_heavy_runs
 from .reconciler import delete_schema, delete_table, reconcile_schema, reconcile_table
@@ -37,12 +37,14 @@ async def schema_users(namespace: str | None, name: str, body: kopf.Body, **_: A
 @kopf.index(GROUP, VERSION, TABLES)
 async def table_manifests(
     namespace: str | None, name: str, body: kopf.Body, **_: Any
-) -> dict[CatalogKey, dict[str, Any]]:
-    """Tables by their catalog, as last seen: the catalog's drift pass and its deletion use it."""
+) -> dict[CatalogKey, HeldManifest]:
+    """Tables by their catalog, as last seen: the catalog's drift pass and its deletion, the
+    policies and the runs use it. Held compactly for as long as the operator runs; kopf's
+    own bookkeeping in the status (``status.kopf``) is read by none of them."""
     meta = body.get("metadata", {})
     kept = {k: meta.get(k) for k in ("name", "namespace", "uid", "generation", "resourceVersion", "labels")}
-    doc = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "metadata": kept,
-           "spec": dict(body.get("spec", {})), "status": dict(body.get("status", {}))}  # fmt: skip
+    status = {k: v for k, v in body.get("status", {}).items() if k != "kopf"}
+    doc = HeldManifest(body.get("apiVersion"), body.get("kind"), kept, body.get("spec", {}), status)
     return {(namespace, str(body.get("spec", {}).get("catalogRef", {}).get("name"))): doc}
 
 
