@@ -2,10 +2,11 @@
 
 Builds one table of about --mb MB in --files Parquet files (SQLite catalog, local data path;
 ``bench/compaction.py``'s table), deletes --deleted of every file's rows (a delete file each),
-then, --runs times, alternating on fresh copies: DuckDB's rewrite, ours in-process. Both
-rewrite every file (a threshold below the deleted fraction). Prints MB/s of input
-(min/median/max), the ratio of the medians, CPU seconds, and the disk's sequential write+read
-rate.
+then, --runs times, each on a fresh copy, who goes first rotating: DuckDB's rewrite, ours
+in-process, ours on Spark local[2] (one session for all its rounds; its start is printed and
+added apart). All rewrite every file (a threshold below the deleted fraction). Prints MB/s of
+input (min/median/max), the ratio of the medians, CPU seconds, and the disk's sequential
+write+read rate.
 
     python bench/rewrite_deletes.py [--mb 1000 --files 100 --deleted 0.25 --runs 3]
 """
@@ -18,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -26,8 +28,8 @@ from bench.compaction import build, data_files, fresh_copy, median, spread  # no
 from bench.physical import print_limits  # noqa: E402
 
 from ducklake_jobs.rewrite_deletes import rewrite_deletes  # noqa: E402
-from ducklake_jobs.task_runners import run_in_process  # noqa: E402
-from ducklake_operator.catalog import Catalog  # noqa: E402
+from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
+from ducklake_operator.catalog import Catalog, CatalogLocation  # noqa: E402
 from support import duck  # noqa: E402
 
 
@@ -47,33 +49,63 @@ def main() -> None:
     mb = size / 1e6
     threshold = args.deleted / 2
     print(f"table: {args.files} files, {mb:.0f} MB of Parquet, 1/{every} of every file's rows deleted")
-    theirs, ours, theirs_cpu, ours_cpu = [], [], [], []  # wall and CPU (this process's threads) seconds
-    for run in range(args.runs):  # each on a fresh copy, who goes first alternating
-        for contender in ("duckdb", "ours") if run % 2 == 0 else ("ours", "duckdb"):
-            with fresh_copy(base, contender) as location:
-                if contender == "duckdb":
-                    con = duck.attach(location)
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    con.execute(f"CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => {threshold})")
-                    theirs.append(time.perf_counter() - t0)
-                    theirs_cpu.append(time.process_time() - c0)
-                    con.close()
-                    continue
-                catalog = Catalog.open(location)
+    from ducklake_jobs.session import spark_session
+
+    t0 = time.perf_counter()
+    spark_session()  # shared by the Spark rounds, as by one job program; its start is added apart
+    start_s = time.perf_counter() - t0
+    seconds: dict[str, list[float]] = {"duckdb": [], "ours": [], "spark": []}
+    cpu: dict[str, list[float]] = {"duckdb": [], "ours": []}  # this process's threads (Spark's JVM is not)
+
+    def duckdb_rewrite(location: CatalogLocation) -> None:
+        con = duck.attach(location)
+        con.execute(f"CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => {threshold})")
+        con.close()
+
+    def ours(runner: Runner) -> Callable[[CatalogLocation], None]:
+        def run(location: CatalogLocation) -> None:
+            catalog = Catalog.open(location)
+            report = rewrite_deletes(catalog, "main", "t", delete_threshold=threshold, runner=runner)
+            assert report["filesRead"] == args.files, report
+            catalog.close()
+
+        return run
+
+    contenders: list[tuple[str, Callable[[CatalogLocation], None]]] = [
+        ("duckdb", duckdb_rewrite),
+        ("ours", ours(run_in_process)),
+        ("spark", ours(run_on_spark)),
+    ]
+    for r in range(args.runs):  # each on a fresh copy, who goes first rotating
+        for name, rewrite in contenders[r % 3 :] + contenders[: r % 3]:
+            with fresh_copy(base, name) as location:
                 t0, c0 = time.perf_counter(), time.process_time()
-                report = rewrite_deletes(catalog, "main", "t", delete_threshold=threshold, runner=run_in_process)
-                ours.append(time.perf_counter() - t0)
-                ours_cpu.append(time.process_time() - c0)
-                assert report["filesRead"] == args.files, report
-                catalog.close()
-        print(f"run {run + 1}: DuckDB {theirs[-1]:.2f} s, ours in-process {ours[-1]:.2f} s", flush=True)
-    print(f"DuckDB rewrite_data_files:   {spread(theirs, mb)}  CPU {median(theirs_cpu):.2f} s")
+                rewrite(location)
+                seconds[name].append(time.perf_counter() - t0)
+                if name in cpu:
+                    cpu[name].append(time.process_time() - c0)
+        print(f"run {r + 1}: " + ", ".join(f"{n} {seconds[n][-1]:.2f} s" for n, _ in contenders), flush=True)
+    duck_s = median(seconds["duckdb"])
+    with_start = [start_s + x for x in seconds["spark"]]
+    print(f"DuckDB rewrite_data_files:            {spread(seconds['duckdb'], mb)}  CPU {median(cpu['duckdb']):.2f} s")
     print(
-        f"rewriteDeletes, in-process:  {spread(ours, mb)}  ratio of medians {median(theirs) / median(ours):.2f}"
-        f"  CPU {median(ours_cpu):.2f} s (ratio {median(theirs_cpu) / median(ours_cpu):.2f})"
+        f"rewriteDeletes, in-process:           {spread(seconds['ours'], mb)}  ratio of medians "
+        f"{duck_s / median(seconds['ours']):.2f}  CPU {median(cpu['ours']):.2f} s "
+        f"(ratio {median(cpu['duckdb']) / median(cpu['ours']):.2f})"
     )
-    rates = {"DuckDB rewrite_data_files": mb / median(theirs), "rewriteDeletes, in-process": mb / median(ours)}
-    print_limits(work, rates, data_files(base), width=28)
+    print(
+        f"rewriteDeletes, Spark local[2] incl. start: {spread(with_start, mb)}  ratio {duck_s / median(with_start):.2f}"
+    )
+    print(
+        f"rewriteDeletes, Spark local[2] excl. start: {spread(seconds['spark'], mb)}  "
+        f"ratio {duck_s / median(seconds['spark']):.2f}  (the session started in {start_s:.1f} s)"
+    )
+    rates = {
+        "DuckDB rewrite_data_files": mb / duck_s,
+        "rewriteDeletes, in-process": mb / median(seconds["ours"]),
+        "rewriteDeletes, Spark excl. start": mb / median(seconds["spark"]),
+    }
+    print_limits(work, rates, data_files(base), width=34)
     shutil.rmtree(work, ignore_errors=True)
 
 
