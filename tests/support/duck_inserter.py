@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any
 
+import duckdb
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
 from support import duck  # noqa: E402
@@ -31,9 +33,21 @@ def wait_until_writing(writer: subprocess.Popen[str], con: Any, table: str, work
     """Until the writer's rows are in ``lk.<table>`` as ``con`` sees it (its worker id goes into
     the table's first column, ``w`` in the tests), so the work that follows overlaps its inserts."""
     deadline = time.time() + timeout
-    while con.execute(f"SELECT count(*) FROM lk.{table} WHERE w = {worker}").fetchone() == (0,):
+    while not _rows_of(con, table, worker):
         assert writer.poll() is None and time.time() < deadline, "the writer inserted nothing"
         time.sleep(0.05)
+
+
+def _rows_of(con: Any, table: str, worker: int) -> int:
+    """The worker's rows in the table; 0 while a SQLite catalog is locked by the writer's
+    commit (DuckDB's SQLite reader fails with "database is locked" rather than wait)."""
+    try:
+        row = con.execute(f"SELECT count(*) FROM lk.{table} WHERE w = {worker}").fetchone()
+    except duckdb.Error as exc:
+        if "database is locked" not in str(exc):
+            raise
+        return 0
+    return int(row[0]) if row else 0
 
 
 def main() -> None:
