@@ -41,6 +41,13 @@ def timed(on: T, fn: Callable[[T], object]) -> float:
     return time.perf_counter() - t0
 
 
+def rotated(contenders: list[T], round_: int) -> list[T]:
+    """The contenders in a round's order: who goes first rotates, so none always runs after
+    another's copies and output (see ``fresh_copy``)."""
+    k = round_ % len(contenders)
+    return contenders[k:] + contenders[:k]
+
+
 def median(seconds: list[float]) -> float:
     return sorted(seconds)[len(seconds) // 2]
 
@@ -156,7 +163,7 @@ def main() -> None:
         lambda: ours("spark", run_on_spark, spark),
     ]
     for r in range(args.runs):  # each on a fresh copy, who goes first rotating
-        for run in contenders[r % 3 :] + contenders[: r % 3]:
+        for run in rotated(contenders, r):
             run()
     duck_s = median(theirs)
     print(f"DuckDB merge_adjacent_files:          {spread(theirs, mb)}")

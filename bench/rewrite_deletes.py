@@ -24,7 +24,7 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.compaction import build, data_files, fresh_copy, median, spread  # noqa: E402
+from bench.compaction import build, data_files, fresh_copy, median, rotated, spread  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
 
 from ducklake_jobs.rewrite_deletes import rewrite_deletes  # noqa: E402
@@ -77,7 +77,7 @@ def main() -> None:
         ("spark", ours(run_on_spark)),
     ]
     for r in range(args.runs):  # each on a fresh copy, who goes first rotating
-        for name, rewrite in contenders[r % 3 :] + contenders[: r % 3]:
+        for name, rewrite in rotated(contenders, r):
             with fresh_copy(base, name) as location:
                 t0, c0 = time.perf_counter(), time.process_time()
                 rewrite(location)
