@@ -56,7 +56,7 @@ RECORD = (
 )
 READERS = {"json": "read_json", "csv": "read_csv", "parquet": "read_parquet"}
 CHECK = (
-    "SELECT count(*), sum(id), sum(n), sum(epoch(ts)), sum(length(v) + length(s)), sum(round(d * 1000)::BIGINT), "
+    "SELECT count(*), sum(id), sum(n), sum(epoch_us(ts)), sum(length(v) + length(s)), sum(round(d * 1000)::BIGINT), "
     "sum(hash(id, ts, v, n, s, d)) FROM lk.t"
 )
 

@@ -142,17 +142,17 @@ def sweep(
         unreadable = exc
     updates = []
     for doc in docs:
-        status = dict(doc.get("status") or {})
         spec = specs.spec(doc)
         if spec is None:
             continue
-        recovering = _after_outage(status, spec.ref.generation)
-        if not (recovering and state is not None) and _condition(status, READY).get("status") != "True":
-            continue  # (one that waits for the catalog to read again is said to once)
         uid, version = str(doc["metadata"].get("uid")), doc["metadata"].get("resourceVersion")
         inputs = QuietTables.inputs(spec, state) if state is not None else None
         if inputs is not None and quiet.unchanged(uid, version, inputs):
-            continue
+            continue  # before its status is read: the same version has the status that check saw
+        status = dict(doc.get("status") or {})
+        recovering = _after_outage(status, spec.ref.generation)
+        if not (recovering and state is not None) and _condition(status, READY).get("status") != "True":
+            continue  # (one that waits for the catalog to read again is said to once)
         if state is None:
             outcome = failed(unreadable or DuckLakeError("unreadable"), spec.ref.generation)
         else:
