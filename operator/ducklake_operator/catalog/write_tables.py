@@ -59,7 +59,7 @@ def _create_schema(change: CreateSchema, ctx: CommitContext) -> None:
             path_is_relative=True,
         )
     )
-    _write_tags(ctx, schema_id, tuple(change.tags))
+    _write_tags(ctx, schema_id, tuple(change.tags), created=True)
     ctx.new_schemas[fold(change.name)] = (schema_id, change.name)
     ctx.catalog_change(Token("created_schema", schema=change.name))
 
@@ -124,7 +124,7 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
     ctx.emit(CATALOG_TABLES["ducklake_column"].insert().values(all_columns))
     if all_tags:
         ctx.emit(CATALOG_TABLES["ducklake_column_tag"].insert().values(all_tags))
-    _write_tags(ctx, table_id, tuple(change.tags))
+    _write_tags(ctx, table_id, tuple(change.tags), created=True)
     ctx.columns_cache[table_id] = list(all_columns)
     all_types = [t for f in change.columns for t in type_names(f.type)]
     create_inlined_table(ctx, table_id, schema_id, [(f.name, f.type.name) for f in change.columns], all_types)
@@ -193,15 +193,25 @@ def _set_tags(change: SetTags, ctx: CommitContext) -> None:
         ctx.catalog_change(*([Token("altered_table", id=change.object_id)] if change.is_table else []))
 
 
-def _write_tags(ctx: CommitContext, object_id: int, tags: tuple[tuple[str, str | None], ...]) -> bool:
-    """End changed tags and insert their new values; False if nothing changed."""
+def _write_tags(
+    ctx: CommitContext, object_id: int, tags: tuple[tuple[str, str | None], ...], *, created: bool = False
+) -> bool:
+    """End changed tags and insert their new values; False if nothing changed. An object
+    ``created`` in this commit has a new id, so no tags yet: nothing to read (one query less
+    per table in a storm of creations)."""
     tg = CATALOG_TABLES["ducklake_tag"]
-    current = {
-        r.key: r.value
-        for r in ctx.conn.execute(
-            sa.select(tg.c.key, tg.c.value).where(tg.c.object_id == object_id, tg.c.end_snapshot.is_(None))
-        )
-    }
+    if not tags:
+        return False
+    current = (
+        {}
+        if created
+        else {
+            r.key: r.value
+            for r in ctx.conn.execute(
+                sa.select(tg.c.key, tg.c.value).where(tg.c.object_id == object_id, tg.c.end_snapshot.is_(None))
+            )
+        }
+    )
     changed = False
     for key, value in tags:
         check_identifier(key, "tag")
