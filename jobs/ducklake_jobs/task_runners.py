@@ -4,6 +4,7 @@ exceptions are carried back to the driver; ``ran_on`` names which for the report
 from __future__ import annotations
 
 import base64
+import gc
 import os
 import pickle
 import re
@@ -113,6 +114,11 @@ def run_on_spark(
 
     def run(item: W) -> R:
         fault_point("in_task")  # in the executor: a test may lose it (its pod) while it holds a task
+        # PySpark's worker collects its whole heap after every task (pyspark/daemon.py,
+        # gc.collect()): with the jobs' modules imported, 32 ms of CPU a task. What lives
+        # now (modules, caches) is left out of those collections; each task's own garbage is
+        # still collected (100 tasks importing the ingest: worker CPU 3.0-3.5 s -> 0.13 s)
+        gc.freeze()
         with task_resources.using(task_resources.in_spark_task(threads)):
             return fn(item)
 

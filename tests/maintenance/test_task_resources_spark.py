@@ -28,6 +28,19 @@ def test_spark_tasks_share_the_cores() -> None:
     assert run_in_process(duckdb_threads, [0, 1]) == [max(1, cores // min(2, cores))] * 2
 
 
+def test_a_spark_worker_leaves_what_lives_out_of_its_collection_after_each_task() -> None:
+    """PySpark's worker runs gc.collect() after every task: a task freezes what lives when it
+    starts (the modules it imported), so that collection scans only what the task made."""
+
+    def collected_and_frozen(_: int) -> tuple[int, int]:
+        import gc
+
+        return len(gc.get_objects()), gc.get_freeze_count()
+
+    for collected, frozen in run_on_spark(collected_and_frozen, [0, 1, 2, 3]):
+        assert frozen > 10 * collected, (collected, frozen)
+
+
 def test_a_memory_limited_task_spills_instead_of_failing(tmp_path) -> None:
     spill = tmp_path / "spill"
     with task_resources.using(task_resources.TaskResources(threads=1, memory_limit_mb=64)):
