@@ -32,8 +32,8 @@ class HeldManifest(Mapping[str, Any]):
     (callers that read one often parse it once: ``SpecCache``). A DuckLakeTable's spec and
     status parsed are about 8 KB of Python objects, as text about 1.3 KB, held for as long as
     the operator runs (peak RSS at 10,000 tables: 412.8 MB before, 393.1 and 384.8 MB after).
-    A drift pass decodes every status: its pass over 10,000 tables took 0.18-0.20 s against
-    0.10 s before."""
+    A drift pass skips a quiet table before decoding its status: a pass over 10,000 tables
+    took 0.05 s (0.18-0.20 s while it decoded every status, 0.10 s before this class)."""
 
     __slots__ = ("_api_version", "_kind", "_metadata", "_spec", "_status")
     _KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
