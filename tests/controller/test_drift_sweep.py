@@ -232,6 +232,6 @@ def test_a_pass_over_the_index_as_it_holds_tables_finds_their_drift(location, da
         def __len__(self) -> int:
             return len(self._doc)
 
-    held = [Watched(held_by_the_index(body)) for body in bodies.values()]
-    assert sweep(cat, held, pool, specs, quiet, write, str) == [] and written == []
+    watched = [Watched(held_by_the_index(body)) for body in bodies.values()]
+    assert sweep(cat, watched, pool, specs, quiet, write, str) == [] and written == []
     assert reads == []  # every table quiet: none of their statuses decoded
