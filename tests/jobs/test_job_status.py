@@ -105,8 +105,7 @@ def test_a_failing_api_is_logged_once_and_never_fails_the_run(caplog) -> None:
 def cluster() -> Iterator[KubeCluster]:
     server = KubeCluster.start()
     try:
-        server.kubectl("apply", "-f", os.path.join(ROOT, "crds", "ducklake.dev_ducklakejobs.yaml"))
-        server.kubectl("wait", "--for=condition=established", "crd/ducklakejobs.ducklake.dev")
+        server.install_crds([os.path.join(ROOT, "crds", "ducklake.dev_ducklakejobs.yaml")])
         server.kubectl("create", "namespace", "data")
         server.wait_for_namespace("data")
         yield server

@@ -400,6 +400,27 @@ class KubeCluster:
                 raise RuntimeError(f"namespace {name} did not appear")
             time.sleep(0.2)
 
+    def install_crds(self, paths: list[str], timeout: float = 60) -> list[str]:
+        """The CRDs of ``paths`` applied (server-side: some are too large for the last-applied
+        annotation), once Established; their names. Polled: ``kubectl wait`` fails rather than
+        waits while a new CRD has no status conditions yet."""
+        names = [
+            json.loads(self.kubectl("apply", "--server-side", "-f", path, "-o", "json"))["metadata"]["name"]
+            for path in paths
+        ]
+        deadline = time.time() + timeout
+        for name in names:
+            while not self._established(name):
+                if time.time() > deadline:
+                    raise RuntimeError(f"CRD {name} not Established after {timeout} s")
+                time.sleep(0.2)
+        return names
+
+    def _established(self, name: str) -> bool:
+        crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") or {}
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
         """kubectl against this cluster; returns stdout (raises with stderr when check)."""
         out = subprocess.run(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 from support.helm import ROOT
 from support.images import Image, build_image
 from support.kube_cluster import KubeCluster
-from support.operator_process import helm, wait_for
+from support.operator_process import helm
 
 BUILD = os.path.join(ROOT, "tests", "kube", "spark-operator", "build.sh")
 SPARK_APPLICATION_CRD = "sparkapplications.sparkoperator.k8s.io"
@@ -53,28 +52,9 @@ def chart_dir() -> str:
     return os.path.join(_built("manifests"), "chart")
 
 
-def install_crds(cluster: KubeCluster, paths: list[str]) -> list[str]:
-    """The CRDs of ``paths``, applied as the chart's ``crds/`` would be, once Established; their names."""
-    names = []
-    for path in paths:
-        # server-side: the CRDs are too large for the last-applied annotation
-        applied = json.loads(cluster.kubectl("apply", "--server-side", "-f", path, "-o", "json"))
-        names.append(applied["metadata"]["name"])
-
-    for name in names:
-        wait_for(f"CRD {name} established", functools.partial(_established, cluster, name), timeout=60)
-    return names
-
-
-def _established(cluster: KubeCluster, name: str) -> bool:
-    crd = json.loads(cluster.kubectl("get", "crd", name, "-o", "json"))
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-
 def install_spark_application_crd(cluster: KubeCluster) -> str:
     """The SparkApplication CRD, installed as the Spark Operator's chart would, once Established; its name."""
-    (name,) = install_crds(cluster, [crd_file(SPARK_APPLICATION_CRD)])
+    (name,) = cluster.install_crds([crd_file(SPARK_APPLICATION_CRD)])
     return name
 
 
