@@ -14,6 +14,7 @@ write+read rate.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import sys
@@ -26,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.compaction import build, data_files, fresh_copy, median, rotated, spread  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
+from bench.rewrite import cpu_timed  # noqa: E402
 
 from ducklake_jobs.rewrite_deletes import rewrite_deletes  # noqa: E402
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
@@ -79,11 +81,10 @@ def main() -> None:
     for r in range(args.runs):  # each on a fresh copy, who goes first rotating
         for name, rewrite in rotated(contenders, r):
             with fresh_copy(base, name) as location:
-                t0, c0 = time.perf_counter(), time.process_time()
-                rewrite(location)
-                seconds[name].append(time.perf_counter() - t0)
+                wall, cpu_s = cpu_timed(functools.partial(rewrite, location))
+                seconds[name].append(wall)
                 if name in cpu:
-                    cpu[name].append(time.process_time() - c0)
+                    cpu[name].append(cpu_s)
         print(f"run {r + 1}: " + ", ".join(f"{n} {seconds[n][-1]:.2f} s" for n, _ in contenders), flush=True)
     duck_s = median(seconds["duckdb"])
     with_start = [start_s + x for x in seconds["spark"]]
