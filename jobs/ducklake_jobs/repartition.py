@@ -53,8 +53,8 @@ from ducklake_operator.model.partitioning import (
     hive_directory,
     key_fields,
     key_names,
+    key_sql,
     needs_ducklake_functions,
-    transform_sql,
 )
 from ducklake_operator.model.state import ColumnState, DataFile, DeleteFile, TableState
 
@@ -143,13 +143,13 @@ def _keyed_rows(
     con: duckdb.DuckDBPyConnection, task: PartitionTask, scratch: str
 ) -> tuple[str, SourceScan, tuple[str, ...]]:
     """A query of the task's rows (deleted ones too unless dropped) with their lineage,
-    ``__deleted_at`` and partition values ``__p<i>`` (DuckDB's own expressions on the key
+    ``__deleted_at`` and partition keys ``__p<i>`` (``key_sql``: DuckDB's own expressions on the key
     columns as the current layout reads them; a constant one when the spec has no key)."""
     keyed = [replace(column, name=f"__k{i}") for i, (column, _) in enumerate(task.keys)]
     scan = scan_sources(con, task.sources, task.columns, scratch, extra=lambda found: projection(found, keyed))
     parts = _parts(max(1, len(task.keys)))
     values = "".join(
-        f", {transform_sql(transform, f'__k{i}')} AS {p}"
+        f", {key_sql(transform, f'__k{i}')} AS {p}"
         for i, ((_, transform), p) in enumerate(zip(task.keys, parts, strict=False))
     )
     if not task.keys:
@@ -254,7 +254,8 @@ def _write_sorted(
             ),
             os.path.join(scratch, "sorted", str(n)),
         )
-        local.append(_Local(out.written, tuple(values) if task.keys else (), out.sorted, (oldest, newest), out.deletes))
+        text = tuple(None if v is None else str(v) for v in values)  # an integer key's text is its value's
+        local.append(_Local(out.written, text if task.keys else (), out.sorted, (oldest, newest), out.deletes))
     return local
 
 
@@ -355,10 +356,10 @@ def _describe(t: TableState) -> str:
     """The current partitioning as DuckDB's SET PARTITIONED BY says it ('' when none)."""
     fields = key_fields(t.partition)
     names = [c.name for f in fields if (c := t.column_by_id(f.column_id)) is not None]
-    return ", ".join(_key_sql(f.transform, n) for f, n in zip(fields, names, strict=True))
+    return ", ".join(_spec_sql(f.transform, n) for f, n in zip(fields, names, strict=True))
 
 
-def _key_sql(transform: str, name: str) -> str:
+def _spec_sql(transform: str, name: str) -> str:
     if transform == "identity":
         return name
     if transform.startswith("bucket("):  # stored as bucket(N), written bucket(N, column)

@@ -7,6 +7,8 @@ deletes, its own merge and rewrite). DuckDB writing during the job loses nothing
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 import json
 import os
 from contextlib import closing
@@ -258,9 +260,12 @@ def test_repartition_on_spark_in_batches(make_location, tmp_path) -> None:
     assert delete_orphan_files(catalog, older_than="0s")["deleted"] == []
 
 
-def test_bucket_and_timestamptz_keys(make_location, tmp_path) -> None:
+@pytest.mark.parametrize("sorted_by", ["", "id DESC"])
+def test_bucket_and_timestamptz_keys(make_location, tmp_path, sorted_by: str) -> None:
     """bucket(N) takes DuckDB's murmur3_32 (the ducklake extension); hour of a TIMESTAMPTZ is
-    computed in UTC, as DuckDB computes it in a UTC session."""
+    computed in UTC, as DuckDB computes it in a UTC session. Directories and the catalog's
+    partition values are DuckDB's, whether the partitioned COPY wrote the files or (sorted)
+    one per partition."""
     location = make_location("sqlite")
     Catalog.create(location, str(tmp_path / "data") + "/").close()
     con = duck.attach(location)
@@ -271,9 +276,12 @@ def test_bucket_and_timestamptz_keys(make_location, tmp_path) -> None:
         "FROM range(60) t(i)"
     )
     con.execute("ALTER TABLE lk.t SET PARTITIONED BY (bucket(4, s), hour(tz))")
+    if sorted_by:
+        con.execute(f"ALTER TABLE lk.t SET SORTED BY ({sorted_by})")
     rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
     result = run_operation(Catalog.open(location), "repartition", "main.t", {})
     assert result["partitionedBy"] == "bucket(4, s), hour(tz)" and result["filesRead"] == 1
+    assert result["unsortedFiles"] == 0
     assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
     con.execute("CREATE TABLE lk.u AS SELECT * FROM lk.t LIMIT 0")
     con.execute("ALTER TABLE lk.u SET PARTITIONED BY (bucket(4, s), hour(tz))")
@@ -283,7 +291,20 @@ def test_bucket_and_timestamptz_keys(make_location, tmp_path) -> None:
         found = con.execute(f"SELECT id, filename FROM lk.{table}").fetchall()
         return {i: "/".join(f.split("/")[-3:-1]) for i, f in found}  # bucket=<b>/hour=<h>
 
+    def partition_values(table: str) -> dict[int, list[tuple[int, str]]]:
+        """Each row's file's values in the catalog, by the row's id."""
+        found = con.execute(
+            f"SELECT r.id, v.partition_key_index, v.partition_value FROM lk.{table} r "
+            "JOIN __ducklake_metadata_lk.ducklake_data_file f ON r.filename LIKE '%/' || f.path "
+            "JOIN __ducklake_metadata_lk.ducklake_file_partition_value v USING (data_file_id) ORDER BY ALL"
+        ).fetchall()
+        by_row: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        for i, key, value in found:
+            by_row[i].append((key, value))
+        return dict(by_row)
+
     assert directories("t") == directories("u") and len(set(directories("t").values())) > 4
+    assert partition_values("t") == partition_values("u") and len(partition_values("t")) == 60
 
 
 def repartitioned_lake(tmp_path: Path) -> Lake:

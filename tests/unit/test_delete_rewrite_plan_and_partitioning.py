@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ducklake_operator.maintenance.delete_rewrite import plan_delete_rewrite
-from ducklake_operator.model.partitioning import hive_directory, key_names, transform_sql
+from ducklake_operator.model.partitioning import hive_directory, key_names, key_sql, transform_sql
 from ducklake_operator.model.state import ColumnState, DeleteFile, PartitionField, PartitionSpec, TableState
 from support.data_files import df
 
@@ -70,6 +70,8 @@ def test_partition_names_and_values() -> None:
     assert key_names(spec, (col(1, "cat"), col(2, "ts"), col(3, "d"))) == ["cat", "year", "year_d", "bucket"]
     assert hive_directory(["cat", "year"], ("b/x y", None)) == "cat=b%2Fx%20y/year=__HIVE_DEFAULT_PARTITION__"
     assert transform_sql("month", '"ts"') == 'CAST(month("ts") AS VARCHAR)'
-    assert transform_sql("bucket(16)", '"id"') == 'CAST((murmur3_32("id") & 2147483647) % 16 AS VARCHAR)'
+    assert transform_sql("bucket(16)", '"id"') == 'CAST(((murmur3_32("id") & 2147483647) % 16) AS VARCHAR)'
+    assert transform_sql("identity", '"cat"') == key_sql("identity", '"cat"') == 'CAST("cat" AS VARCHAR)'
+    assert key_sql("month", '"ts"') == 'month("ts")'  # what a partitioned COPY hashes: an integer
     with pytest.raises(ValueError):
         transform_sql("week", '"ts"')

