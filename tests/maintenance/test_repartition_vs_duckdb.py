@@ -7,10 +7,9 @@ deletes, its own merge and rewrite). DuckDB writing during the job loses nothing
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import json
 import os
+from collections import defaultdict
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
