@@ -38,15 +38,10 @@ before the commit deletes every file the job wrote.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import os
-import tempfile
-from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from ducklake_operator import storage
 from ducklake_operator.catalog import Catalog
@@ -54,480 +49,39 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR, CommitResult
 from ducklake_operator.catalog.ingested import ingested_files
 from ducklake_operator.duckdb_session import open_session
 from ducklake_operator.errors import NOTHING_COMMITTED, CommitConflict, DuckLakeError, JobFailed
-from ducklake_operator.evolution.auto_schema import IngestPlan, Level, extents_read, marker_field, plan_ingest
+from ducklake_operator.evolution.auto_schema import IngestPlan, extents_read, marker_field, plan_ingest
 from ducklake_operator.evolution.observed import (
-    BadRecord,
-    Fields,
-    MissingValue,
-    merge_fields,
     merged,
-    observe_record,
-    observe_typed,
 )
-from ducklake_operator.evolution.routing import convert_record
 from ducklake_operator.maintenance.task_balance import balanced_runs
 from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
 from ducklake_operator.model.ingested_files import ingest_extra_info
 from ducklake_operator.model.job_params import INGEST, IngestArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_EVOLVE, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
-from ducklake_operator.model.names import fold
 from ducklake_operator.model.partitioning import (
-    hive_directory,
     key_fields,
     key_names,
-    needs_ducklake_functions,
-    transform_sql,
 )
-from ducklake_operator.model.state import ColumnState, TableState
-from ducklake_operator.model.types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, to_duckdb_sql
-from ducklake_operator.model.value_kinds import DUCKLAKE_TYPE
+from ducklake_operator.model.state import TableState
+from ducklake_operator.model.types import to_duckdb_sql
 
 from .fault_points import fault_point
-from .ingest_json import SAMPLE_RECORDS, JsonLinesFile, JsonLoad, create_macros, json_lines_load, observe_json_lines
-from .ingest_sources import Skipped, Source, SourceReader, TypedRead, list_sources, read_local
+from .ingest_sources import Skipped, Source, list_sources
+from .ingest_tasks import Observation, ReadTask, WriteResult, WriteTask, observe_files, write_files
 from .inputs import read_inputs
 from .job_steps import Report, produce_and_commit, reason
-from .lake_paths import TablePaths, new_file_name, option_on, options_in_force, sort_sql, table_paths
+from .lake_paths import TablePaths, option_on, options_in_force, sort_sql, table_paths
 from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
-    WrittenFile,
     copy_options,
-    field_ids_from_columns,
     literal,
-    quote,
-    scratch_connection,
-    scratch_session,
-    write_parquet,
 )
 from .run_context import PLAIN_RUN, JobRun
 from .task_runners import Runner, run_in_process, run_largest_first
 from .written_files import data_file_row, written_counts
 
 GROUP_BYTES = 64 * 1024 * 1024  # input per task (files are never split)
-BATCH = 8192  # converted rows handed to DuckDB at a time
 REBASES = 5  # commits refused by a concurrent commit that left the layout alone, tried again
-
-
-@dataclass(frozen=True)
-class ReadTask:
-    sources: tuple[Source, ...]
-    on_bad_record: str
-    s3: storage.S3Config | None = None
-    extents: frozenset[tuple[str, str]] | None = None  # noted by DuckDB's readers (None: all)
-
-
-@dataclass(frozen=True)
-class Observation:
-    fields: Fields
-    records: int
-    skipped: Skipped
-    json_files: tuple[JsonLinesFile | None, ...] = ()  # per source: what DuckDB read of it (None: Python did)
-    typed: tuple[TypedRead | None, ...] = ()  # per source: what DuckDB read of a CSV or Parquet file
-
-
-def observe_files(task: ReadTask) -> Observation:
-    """Pass 1: what the fields of the task's records hold. JSON-lines files DuckDB reads
-    exactly as Python does are observed in DuckDB (``ingest_json``), together; any other
-    file in Python, in order (the first bad one fails the job)."""
-    if task.s3 is not None:
-        storage.configure(task.s3)
-    fields: Fields = {}
-    records, skipped = 0, Skipped()
-    json_files: list[JsonLinesFile | None] = [None] * len(task.sources)
-    typed: list[TypedRead | None] = [None] * len(task.sources)
-    parquet: duckdb.DuckDBPyConnection | None = None  # one DuckDB describes and counts every Parquet file
-    with tempfile.TemporaryDirectory(prefix="ducklake-ingest-") as scratch, contextlib.ExitStack() as closing:
-        local: dict[int, str] = {}
-        found = _observe_in_duckdb(task, scratch, local)
-        for k, source in enumerate(task.sources):
-            if k in found:
-                merge_fields(fields, found[k][0])
-                records += found[k][1].records
-                json_files[k] = found[k][1]
-                continue
-            local_copy = local.get(k) or read_local(source, scratch)
-            if source.format == "parquet" and parquet is None:
-                parquet = scratch_connection()
-                closing.callback(parquet.close)
-            con = parquet if source.format == "parquet" else None
-            reader = SourceReader(source, local_copy, task.on_bad_record, skipped, extents=task.extents, con=con)
-            try:
-                if reader.typed is not None:
-                    rows = reader.count()
-                    typed[k] = TypedRead(rows, reader.dialect)
-                    if rows:
-                        observe_typed(fields, reader.columns, reader.ranges)
-                    records += rows
-                    continue
-                for record in reader.records():
-                    try:
-                        observe_record(fields, record.values)
-                    except BadRecord as exc:
-                        reader.bad(record.where, str(exc))
-                        continue
-                    records += 1
-            finally:
-                reader.close()
-    return Observation(fields, records, skipped, tuple(json_files), tuple(typed))
-
-
-def _observe_in_duckdb(task: ReadTask, scratch: str, local: dict[int, str]) -> dict[int, tuple[Fields, JsonLinesFile]]:
-    """What DuckDB observes of the task's JSON-lines files it reads as Python does, by their
-    index (``local``: the local copy of each file fetched). A file that cannot be fetched or
-    is not JSON lines is left to the Python reader, which fails on it in its turn."""
-    candidates: list[tuple[int, str, list[dict[str, Any]]]] = []
-    for k, source in enumerate(task.sources):
-        if source.format != "json":
-            continue
-        try:
-            local[k] = read_local(source, scratch)
-            if not SourceReader(source, local[k], task.on_bad_record, None).plain_json():
-                continue
-        except DuckLakeError:
-            continue
-        first = _first_records(source, local[k])
-        if first is not None:
-            candidates.append((k, local[k], first))
-    if not candidates:
-        return {}
-    con = scratch_connection()
-    try:
-        found = observe_json_lines(con, [(path, first) for _, path, first in candidates], task.extents)
-    finally:
-        con.close()
-    return {k: f for (k, _, _), f in zip(candidates, found, strict=True) if f is not None}
-
-
-def _first_records(source: Source, local: str) -> list[dict[str, Any]] | None:
-    """The first records of a JSON-lines file as the Python reader reads them (None: one of
-    them is bad, and the file is read in Python)."""
-    skipped = Skipped()
-    records = SourceReader(source, local, "skip", skipped).records()
-    try:
-        first = [r.values for r in itertools.islice(records, SAMPLE_RECORDS)]
-    finally:
-        records.close()
-    return None if skipped.count else first
-
-
-@dataclass(frozen=True)
-class WriteTask:
-    sources: tuple[Source, ...]
-    on_bad_record: str
-    level: Level
-    layout: tuple[ColumnState, ...]  # the table's columns once the plan is committed
-    partition: tuple[tuple[str, str], ...]  # (column, transform) of the current spec's keys, in order
-    hive_names: tuple[str, ...]  # their hive directory names (none: no hive directories)
-    order_by: str
-    options: tuple[tuple[str, str], ...]
-    paths: TablePaths
-    marker: str
-    s3: storage.S3Config | None = None
-    json_files: tuple[JsonLinesFile | None, ...] = ()  # per source: what pass 1 read of it in DuckDB
-    typed: tuple[TypedRead | None, ...] = ()  # per source: what pass 1 read of a CSV or Parquet file
-
-
-@dataclass(frozen=True)
-class Output:
-    path: str  # relative to the table's directory
-    written: WrittenFile
-    values: tuple[str | None, ...]  # partition values, in key order
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    outputs: tuple[Output, ...] = ()
-    rows: int = 0
-    skipped: Skipped = field(default_factory=Skipped)
-    stored: tuple[str, ...] = ()  # full paths of every file written, to delete on failure
-    error: str | None = None
-
-
-def write_files(task: WriteTask) -> WriteResult:
-    """Pass 2: the task's records as rows of the evolved table, in Parquet. Never raises: a
-    failure is returned with the files already stored, for the driver to delete."""
-    stored: list[str] = []
-    bucketed = needs_ducklake_functions(t for _, t in task.partition)
-    try:
-        with scratch_session(task.s3, "ducklake-ingest-", ducklake_functions=bucketed) as (con, scratch):
-            rows, skipped = _load_rows(con, task, scratch)
-            outputs = _write_partitions(con, task, scratch, stored) if rows else ()
-        return WriteResult(outputs, rows, skipped, tuple(stored))
-    except Exception as exc:  # noqa: BLE001  (reported to the driver, which deletes what was stored)
-        message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
-        return WriteResult(stored=tuple(stored), error=message)
-
-
-def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> tuple[int, Skipped]:
-    """Convert every record into ``__rows`` (a DuckDB temp table in the layout's types; a view
-    of the files when DuckDB reads all of them alike, ``_json_view``)."""
-    columns = task.layout
-    if _json_view(con, task, scratch):
-        return sum(f.records for f in task.json_files if f is not None), Skipped()
-    if _typed_view(con, task, scratch):
-        return sum(r.rows for r in task.typed if r is not None), Skipped()
-    con.execute(
-        "CREATE TEMP TABLE __rows (" + ", ".join(f"{quote(c.name)} {to_duckdb_sql(c.type)}" for c in columns) + ")"
-    )
-    types = [arrow_type(c.type) for c in columns]
-    adapt = [_needs_adapting(c.type) for c in columns]
-    insert = (
-        "INSERT INTO __rows SELECT "
-        + ", ".join(f"CAST(c{i} AS {to_duckdb_sql(c.type)})" for i, c in enumerate(columns))
-        + " FROM __batch"
-    )
-    batch: list[list[Any]] = []
-    rows, skipped = 0, Skipped()
-
-    def flush() -> None:
-        arrays = [
-            pa.array([_adapted(v, c.type) for v in values] if adapt[i] else list(values), type=types[i])
-            for i, (c, values) in enumerate(zip(columns, zip(*batch, strict=True), strict=True))
-        ]
-        con.register("__batch", pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(columns))]))
-        try:
-            con.execute(insert)
-        finally:
-            con.unregister("__batch")
-        batch.clear()
-
-    pending: list[str] = []  # JSON-lines files read alike by DuckDB, one after the other
-    loads: list[JsonLoad] = []
-
-    def load() -> None:
-        nonlocal rows
-        if pending:
-            row = con.execute(f"INSERT INTO __rows {loads[-1].sql(pending)}").fetchone()
-            rows += int(row[0]) if row else 0
-            pending.clear()
-
-    for k, source in enumerate(task.sources):
-        local = read_local(source, scratch)
-        found = task.json_files[k] if k < len(task.json_files) else None
-        if found is not None and not found.records:
-            continue
-        json_load = json_lines_load(found, task.level, columns) if found is not None else None
-        if json_load is not None:
-            if batch:
-                flush()  # the rows keep the files' order
-            if not loads:
-                create_macros(con)
-            if pending and json_load != loads[-1]:
-                load()
-            loads.append(json_load)
-            pending.append(local)
-            continue
-        load()
-        reader = _typed_reader(task, k, local)
-        try:
-            direct = _direct_select(reader, task.level, columns)
-            if direct is not None:
-                if batch:
-                    flush()  # the rows keep the files' order
-                row = con.execute(f"INSERT INTO __rows {direct}").fetchone()
-                rows += int(row[0]) if row else 0
-                continue
-            typed = reader.typed
-            for record in reader.records():
-                try:
-                    batch.append(convert_record(record.values, task.level, typed))
-                except MissingValue as exc:
-                    reader.bad(record.where, str(exc))
-                    skipped.add(record.where, str(exc))
-                    continue
-                except BadRecord:
-                    continue  # skipped, and counted, when observed
-                rows += 1
-                if len(batch) >= BATCH:
-                    flush()
-        finally:
-            reader.close()
-    load()
-    if batch:
-        flush()
-    return rows, skipped
-
-
-def _json_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> bool:
-    """``__rows`` as a view reading the task's files, when each is a JSON-lines file DuckDB
-    reads straight into the rows and all of them alike (one ``JsonLoad``): the rows are read
-    once, by the write of the Parquet file(s), with no table between."""
-    found = task.json_files
-    if len(found) != len(task.sources) or any(f is None for f in found):
-        return False
-    loads = {json_lines_load(f, task.level, task.layout) for f in found if f is not None and f.records}
-    if len(loads) != 1 or None in loads:
-        return False
-    (load,) = loads
-    assert load is not None
-    files = [read_local(s, scratch) for s, f in zip(task.sources, found, strict=True) if f is not None and f.records]
-    create_macros(con)
-    con.execute(f"CREATE TEMP VIEW __rows AS {load.sql(files)}")
-    return True
-
-
-def _typed_reader(task: WriteTask, k: int, local: str, con: duckdb.DuckDBPyConnection | None = None) -> SourceReader:
-    """A reader of the task's ``k``-th source, in the dialect pass 1 found for it (``con``:
-    with the task's DuckDB, only to describe the file)."""
-    read = task.typed[k] if k < len(task.typed) else None
-    return SourceReader(task.sources[k], local, task.on_bad_record, None, read.dialect if read else None, con=con)
-
-
-def _typed_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> bool:
-    """``__rows`` as a view reading the task's files, when each is a CSV or Parquet file
-    DuckDB reads straight into the rows (``_direct_select``): the rows are read once, by the
-    write of the Parquet file(s), in the files' order (DuckDB's UNION ALL keeps it)."""
-    if len(task.typed) != len(task.sources) or any(r is None for r in task.typed):
-        return False
-    selects: list[str] = []
-    for k, (source, read) in enumerate(zip(task.sources, task.typed, strict=True)):
-        if read is None or not read.rows:
-            continue
-        reader = _typed_reader(task, k, read_local(source, scratch), con)
-        try:
-            direct = _direct_select(reader, task.level, task.layout)
-        finally:
-            reader.close()
-        if direct is None:
-            return False
-        selects.append(direct)
-    if not selects:
-        return False
-    names = ", ".join(quote(c.name) for c in task.layout)
-    con.execute(f"CREATE TEMP VIEW __rows ({names}) AS " + " UNION ALL ".join(selects))
-    return True
-
-
-def _direct_select(reader: SourceReader, level: Level, layout: tuple[ColumnState, ...]) -> str | None:
-    """The rows of a CSV or Parquet file as ``__rows`` takes them, read by DuckDB without a
-    record passing through Python, when routing would hand every value over unchanged: each
-    of the file's columns (of a type of a base kind: int32, float32 and timestamp_s too) goes
-    into one column only, of its kind's own type (int64, float64, timestamp: DuckDB's CAST
-    gives the value routing would); the file has a column for every column with a default and
-    every NOT NULL column, and no row without a value for one. None otherwise (or a JSON
-    file): the records are converted one by one (``evolution.routing``), which fails or skips
-    a record naming it."""
-    if reader.typed is None:
-        return None
-    fed: dict[int, str] = {}
-    for column, source_type in zip(reader.columns, reader.types, strict=True):
-        shape = column.shape
-        if column.name == "" or shape.dims != 0 or shape.kind not in DUCKLAKE_TYPE:
-            return None
-        targets = level.taking(fold(column.name), shape)
-        if len(targets) != 1 or not isinstance(source_type, Primitive):
-            return None
-        (target,) = targets
-        own_type = Primitive(DUCKLAKE_TYPE[shape.kind])
-        if target.dims != 0 or target.kind != shape.kind or layout[target.index].type != own_type:
-            return None
-        fed[target.index] = column.name
-    keys = {fold(c.name) for c in reader.columns}
-    if any(key not in keys for _, key, _ in level.defaults) or any(i not in fed for i, _ in level.required):
-        return None
-    if level.required:
-        lacking = " OR ".join(f"{quote(fed[i])} IS NULL" for i, _ in level.required)
-        row = reader.query(f"SELECT count(*) FROM {reader.scan()} WHERE {lacking}")
-        if row[0]:
-            return None
-    items = (f"CAST({quote(fed[i]) if i in fed else 'NULL'} AS {to_duckdb_sql(c.type)})" for i, c in enumerate(layout))
-    return f"SELECT {', '.join(items)} FROM {reader.scan()}"
-
-
-def _write_partitions(
-    con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str, stored: list[str]
-) -> tuple[Output, ...]:
-    """One file per partition of ``__rows`` (one file when the table has no partitioning)."""
-    fields = field_ids_from_columns(task.layout)
-    order = f" ORDER BY {task.order_by}" if task.order_by else ""
-    keys = [f"__p{i}" for i in range(len(task.partition))]
-    groups: list[tuple[str | None, ...]] = [()]
-    source = "__rows"
-    if keys:
-        items = ", ".join(
-            f"{transform_sql(t, quote(c))} AS {k}" for (c, t), k in zip(task.partition, keys, strict=True)
-        )
-        con.execute(f"CREATE TEMP TABLE __keyed AS SELECT *, {items} FROM __rows")
-        source = "__keyed"
-        groups = [tuple(r) for r in con.execute(f"SELECT DISTINCT {', '.join(keys)} FROM __keyed").fetchall()]
-        groups.sort(key=lambda g: tuple((v is None, v or "") for v in g))
-    outputs: list[Output] = []
-    for values in groups:
-        where = " AND ".join(f"{k} IS NOT DISTINCT FROM ${k}" for k in keys)
-        select = (
-            f"SELECT * EXCLUDE ({', '.join(keys)}) FROM {source} WHERE {where}{order}"
-            if keys
-            else f"SELECT * FROM {source}{order}"
-        )
-        written = write_parquet(
-            con,
-            select,
-            fields,
-            os.path.join(scratch, f"out-{len(outputs)}.parquet"),
-            task.options,
-            dict(zip(keys, values, strict=True)),
-        )
-        relative = new_file_name(
-            hive_directory(list(task.hive_names), values) if task.hive_names else "", marker=task.marker
-        )
-        full = task.paths.full(relative, True)
-        stored.append(full)
-        storage.store(written.local_path, full)
-        outputs.append(Output(relative, written, values))
-    return tuple(outputs)
-
-
-# --------------------------------------------------------------------------- Arrow
-
-
-_ARROW: dict[str, pa.DataType] = {
-    "boolean": pa.bool_(),
-    **{f"int{b}": getattr(pa, f"int{b}")() for b in (8, 16, 32, 64)},
-    **{f"uint{b}": getattr(pa, f"uint{b}")() for b in (8, 16, 32, 64)},
-    "float32": pa.float32(),
-    "float64": pa.float64(),
-    "varchar": pa.string(),
-    "blob": pa.binary(),
-    "date": pa.date32(),
-    "time": pa.time64("us"),
-    "timestamp": pa.timestamp("us"),
-    "timestamp_s": pa.timestamp("s"),
-    "timestamp_ms": pa.timestamp("ms"),
-    "timestamptz": pa.timestamp("us", tz="UTC"),
-}
-_AS_TEXT = ("uuid", "int128", "uint128")  # handed to DuckDB as text, cast there
-
-
-def arrow_type(t: DuckLakeType) -> pa.DataType:
-    """The Arrow type a converted value of ``t`` is handed over in (DuckDB casts it to ``t``;
-    types no ingested value has, NULL only, as text)."""
-    if isinstance(t, Decimal):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, ListOf):
-        return pa.list_(arrow_type(t.element))
-    if isinstance(t, Struct):
-        return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
-    if isinstance(t, MapOf):
-        return pa.map_(arrow_type(t.key), arrow_type(t.value))
-    return _ARROW.get(t.name, pa.string())
-
-
-def _needs_adapting(t: DuckLakeType) -> bool:
-    if isinstance(t, ListOf):
-        return _needs_adapting(t.element)
-    if isinstance(t, Struct):
-        return any(_needs_adapting(f.type) for f in t.fields)
-    return isinstance(t, Primitive) and t.name in _AS_TEXT
-
-
-def _adapted(value: Any, t: DuckLakeType) -> Any:
-    if value is None:
-        return None
-    if isinstance(t, ListOf):
-        return [_adapted(v, t.element) for v in value]
-    if isinstance(t, Struct):
-        return {f.name: _adapted(value.get(f.name), f.type) for f in t.fields}
-    return str(value) if isinstance(t, Primitive) and t.name in _AS_TEXT else value
 
 
 # --------------------------------------------------------------------------- the driver

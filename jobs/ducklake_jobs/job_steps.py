@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ducklake_operator import storage
-from ducklake_operator.catalog import Catalog
 from ducklake_operator.errors import NOTHING_COMMITTED, DuckLakeError, JobFailed
 from ducklake_operator.model.jvm_errors import innermost_jvm_error
 
@@ -18,6 +17,9 @@ from . import job_timings
 from .fault_points import fault_point
 from .run_context import JobRun
 from .task_runners import Runner, ran_on, run_in_process
+
+if TYPE_CHECKING:  # a task module's worker imports this module: not the catalog (SQLAlchemy) with it
+    from ducklake_operator.catalog import Catalog
 
 W = TypeVar("W")
 R = TypeVar("R")

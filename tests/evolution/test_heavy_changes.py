@@ -349,6 +349,7 @@ def test_the_job_commits_the_plan_made_where_it_reads(lake: Catalog, monkeypatch
     the job rewrites (its partitioning) makes the plan another one: the job is refused inside
     its commit and plans again (the plan now puts the partitioning back), never replaying a
     plan made on a catalog that moved."""
+    import ducklake_jobs.retype_task as task_side
     import ducklake_jobs.rewrite_column_type as rewrite
 
     spec = table_spec(retyped("code", "int64") + [{"name": "note", "type": "varchar"}], typeChanges="rewrite")
@@ -358,9 +359,9 @@ def test_the_job_commits_the_plan_made_where_it_reads(lake: Catalog, monkeypatch
     assert dump(lake.location) == before
 
     con = duck.attach(lake.location)
-    original, tasks = rewrite.retype_files, list[str]()
+    original, tasks = task_side.retype_files, list[str]()
 
-    def retype_then_alter(task: rewrite.RetypeTask) -> rewrite.RetypeOutput:
+    def retype_then_alter(task: task_side.RetypeTask) -> task_side.RetypeOutput:
         tasks.append(task.output)
         if len(tasks) == 1:
             con.execute("ALTER TABLE lk.t SET PARTITIONED BY (id)")

@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ducklake_jobs.ingest as job
+import ducklake_jobs.ingest_tasks as job
 from ducklake_jobs import ingest_json
 from ducklake_jobs.ingest_sources import Source
 from ducklake_jobs.lake_paths import TablePaths

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import ducklake_jobs.ingest as job
+import ducklake_jobs.ingest_tasks as tasks
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.errors import DuckLakeError
@@ -72,11 +73,11 @@ def test_a_commit_between_the_plan_and_the_commit(tmp_path: Path, monkeypatch: p
     location = new_lake(CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), tmp_path)
     src = write_files(tmp_path / "in", 2)
     monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task, and an output file, per input file
-    written = job.write_files
+    written = tasks.write_files
     runs: list[int] = []
     one_at_a_time = threading.Lock()  # the in-process tasks run in threads
 
-    def and_duckdb_commits(task: job.WriteTask) -> job.WriteResult:
+    def and_duckdb_commits(task: tasks.WriteTask) -> tasks.WriteResult:
         result = written(task)
         with one_at_a_time:
             if not runs:  # once: after the first task of the first attempt
@@ -106,9 +107,9 @@ def test_the_same_file_ingested_meanwhile_refuses_the_commit(tmp_path: Path, mon
     location = new_lake(CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), tmp_path)
     src = tmp_path / "in.json"  # no new column: the two inserts do not conflict by DuckDB's rules
     src.write_text("".join(json.dumps({"id": 1000 + i, "v": "x"}) + "\n" for i in range(ROWS)))
-    written = job.write_files
+    written = tasks.write_files
 
-    def and_another_ingest_commits(task: job.WriteTask) -> job.WriteResult:
+    def and_another_ingest_commits(task: tasks.WriteTask) -> tasks.WriteResult:
         result = written(task)
         monkeypatch.undo()  # the other ingest runs unhooked
         ingest(location, src)

@@ -567,7 +567,7 @@ def test_typed_files_read_straight_into_the_rows_as_record_by_record(
     kind's type is read by DuckDB straight into the rows written: the same table as converting
     its records one by one. A row without a value for a NOT NULL column is skipped or fails
     naming it, as record by record."""
-    import ducklake_jobs.ingest as job
+    import ducklake_jobs.ingest_tasks as job
 
     src = tmp_path / "in"
     src.mkdir()
@@ -650,8 +650,8 @@ def test_json_lines_read_in_duckdb_as_record_by_record(
     same columns, rows by rowid and report as reading every record in Python; a file with a
     key of two kinds is loaded record by record, one with a bad line left to Python, which
     skips it naming it (tests/jobs/test_ingest_json_duckdb.py compares the two in depth)."""
-    import ducklake_jobs.ingest as job
     import ducklake_jobs.ingest_json as ingest_json
+    import ducklake_jobs.ingest_tasks as job
 
     src = tmp_path / "in"
     src.mkdir()

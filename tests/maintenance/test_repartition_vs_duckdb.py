@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ducklake_jobs import parquet_writer
+from ducklake_jobs import parquet_writer, repartition_task
 from ducklake_jobs import repartition as repartition_job
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_jobs.job_template import run_operation
@@ -439,7 +439,7 @@ def test_duckdb_writes_during_the_job(catalog: Catalog, location, monkeypatch, w
     for k in range(3):
         con.execute(f"INSERT INTO lk.t SELECT i, 'b' || (i % 3), i % 2 FROM range({k * 100}, {k * 100 + 100}) t(i)")
     con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
-    original, calls = repartition_job.write_partition_task, []
+    original, calls = repartition_task.write_partition_task, []
 
     def write_then_duckdb(task):
         calls.append(task)
@@ -471,7 +471,7 @@ def test_a_batch_refused_every_time_commits_nothing(catalog: Catalog, location, 
     con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
     con.execute("INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range(300) t(i)")
     con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
-    original = repartition_job.write_partition_task
+    original = repartition_task.write_partition_task
     deletes = iter(range(300))
 
     def write_then_delete(task):
@@ -549,7 +549,7 @@ def test_each_row_is_read_once_and_written_once(catalog: Catalog, location, monk
     sizes = sorted(f.file_size_bytes for f in catalog.state().table("main", "t").data_files)
     copies: list[tuple[list[str], int]] = []  # per COPY: every Parquet file in its scratch after it, rows written
     tasks: list[Any] = []
-    write_partitioned, write_task = parquet_writer.write_partitioned, repartition_job.write_partition_task
+    write_partitioned, write_task = parquet_writer.write_partitioned, repartition_task.write_partition_task
 
     def spy_copy(con, select_sql, fields, partition_by, out_dir, *args):
         files = write_partitioned(con, select_sql, fields, partition_by, out_dir, *args)
@@ -563,7 +563,7 @@ def test_each_row_is_read_once_and_written_once(catalog: Catalog, location, monk
         tasks.append(task)
         return write_task(task)
 
-    monkeypatch.setattr(repartition_job, "write_partitioned", spy_copy)
+    monkeypatch.setattr(repartition_task, "write_partitioned", spy_copy)
     monkeypatch.setattr(repartition_job, "write_partition_task", spy_task)
     result = run_operation(catalog, "repartition", "main.t", {"targetFileSize": sizes[-1] * 2})
     assert result["filesRead"] == 4 and len(tasks) == len(copies) == 2  # two source files per task

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from ducklake_jobs import retype_task
 from ducklake_jobs import rewrite_column_type as job
 from ducklake_jobs.housekeeping import delete_orphan_files
 from ducklake_jobs.job_template import run_operation
@@ -372,9 +373,9 @@ def numbers(location: CatalogLocation, tmp_path: Path) -> Lake:
 
 def test_rows_inserted_while_rewriting_are_rewritten_too(numbers: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
     con = duck.attach(numbers.location)
-    original, inserted = job.retype_files, list[bool]()
+    original, inserted = retype_task.retype_files, list[bool]()
 
-    def retype_then_insert(task: job.RetypeTask) -> job.RetypeOutput:
+    def retype_then_insert(task: retype_task.RetypeTask) -> retype_task.RetypeOutput:
         out = original(task)
         if not inserted:  # lands while the job writes: a file and inlined rows, in the old type
             con.execute("INSERT INTO lk.t SELECT 1, 0, r FROM range(50) t(r)")
@@ -417,9 +418,9 @@ def test_a_commit_refused_for_new_rows_catches_up(numbers: Lake, monkeypatch: py
 
 def test_a_deletion_while_rewriting_makes_the_job_plan_again(numbers: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
     con = duck.attach(numbers.location)
-    original, written = job.retype_files, list[str]()
+    original, written = retype_task.retype_files, list[str]()
 
-    def retype_then_delete(task: job.RetypeTask) -> job.RetypeOutput:
+    def retype_then_delete(task: retype_task.RetypeTask) -> retype_task.RetypeOutput:
         out = original(task)
         written.append(task.output)
         if len(written) == 1:
