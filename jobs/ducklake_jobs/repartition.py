@@ -25,7 +25,6 @@ DuckDB computes them in the writing session's time zone (the same in a UTC sessi
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ducklake_operator import storage
@@ -204,11 +203,11 @@ def _tasks(
     outputs: Outputs,
     target: int,
 ) -> list[PartitionTask]:
-    """The batch's groups' files in runs of about equal size, up to about ``target`` bytes
-    (``balanced_runs``: a whole number of waves of tasks on the cores): each partition's file
-    of a task holds part of the task's input, so it stays under the target. Runs cut greedily
-    at the target left the last task alone on one core: 953 MB in runs of 512 and 441 MB
-    took 7.2 s in-process, the smaller task done at 5.6 s."""
+    """The batch's groups' files in as few runs as ``target`` bytes allow, of about equal size
+    (``balanced_runs``; not more runs to fill the cores: each adds a file per partition): each
+    partition's file of a task holds part of the task's input, so it stays under the target.
+    Runs cut greedily at the target left the last task alone on one core: 953 MB in runs of
+    512 and 441 MB took 7.2 s in-process, the smaller task done at 5.6 s."""
     t = inputs.table
     files = {f.data_file_id: f for f in t.data_files}
     delete_files = {d.data_file_id: d for d in t.delete_files if d.end_snapshot is None}
@@ -216,7 +215,7 @@ def _tasks(
     tasks = []
     for g in batch.groups:
         group = [files[i] for i in g.files]
-        for run in balanced_runs([f.file_size_bytes for f in group], target, os.cpu_count() or 1):
+        for run in balanced_runs([f.file_size_bytes for f in group], target):
             run_of = group[run.start : run.stop]
             tasks.append(
                 _task(inputs, run_of, delete_files, layouts[g.schema_version], g.schema_version, keys, outputs, s3)

@@ -57,7 +57,7 @@ def table(*files: DataFile) -> TableState:
     return TableState(1, "u", 0, "main", "t", "t/", True, 1, COLUMNS, 5, partition=spec, data_files=files)
 
 
-def test_groups_keep_the_current_specs_partitions_and_pack_to_the_target() -> None:
+def test_groups_keep_the_current_specs_partitions_in_runs_of_about_equal_size() -> None:
     t = table(
         data_file(0, 40, 7, "a"),
         data_file(1, 40, 7, "a"),
@@ -69,8 +69,8 @@ def test_groups_keep_the_current_specs_partitions_and_pack_to_the_target() -> No
     )
     plan = plan_column_rewrite(t, 9, [(("v",), parse_type("int64"))], target_file_size=100)
     assert [(g.files, g.partition_id, g.partition_values) for g in plan.groups] == [
-        ((0, 1), 7, ((0, "a"),)),
-        ((2,), 7, ((0, "a"),)),
+        ((0,), 7, ((0, "a"),)),  # 120 bytes at 100 a file: two groups, each file in the one its middle falls in
+        ((1, 2), 7, ((0, "a"),)),
         ((3,), 7, ((0, "b"),)),
         ((4, 5), None, ()),
     ]

@@ -5,7 +5,9 @@ one output file per group.
 A group holds files of one partition (files of the current spec keep their partition
 values; files of an earlier spec are written without partition values, which readers never
 prune: an earlier spec may have keyed the retyped column, whose old values' text would
-mislead them), packed in file id order up to the target file size. When the commit also
+mislead them), in file id order, in as few groups as the target file size allows, of about
+equal size (``task_balance.balanced_runs``: groups packed up to the target left a last,
+smaller one, and its core idle at the end). When the commit also
 changes the table's partitioning (a manifest's plan), the current spec is an earlier one
 from the commit on: every file is written without partition values (``repartition`` moves
 them into the new spec later), and a column only the old spec keys may be retyped. Files of
@@ -24,6 +26,7 @@ from ..model.conversions import column_rewrite_problem
 from ..model.names import find_named
 from ..model.state import ColumnState, DataFile, TableState
 from ..model.types import DuckLakeType
+from .task_balance import balanced_runs
 
 
 @dataclass(frozen=True)
@@ -176,15 +179,8 @@ def file_groups(
             by_key.setdefault(key(f), []).append(f)
     groups: list[RetypeGroup] = []
     for (partition_id, values), members in by_key.items():
-        batch: list[DataFile] = []
-        size = 0
-        for f in members:
-            if batch and size + f.file_size_bytes > target_file_size:
-                groups.append(_group(batch, partition_id, values))
-                batch, size = [], 0
-            batch.append(f)
-            size += f.file_size_bytes
-        groups.append(_group(batch, partition_id, values))
+        for run in balanced_runs([f.file_size_bytes for f in members], target_file_size):
+            groups.append(_group(members[run.start : run.stop], partition_id, values))
     return tuple(groups)
 
 
