@@ -31,6 +31,7 @@ from ducklake_operator.evolution.routing import convert_record
 from ducklake_operator.model.names import fold
 from ducklake_operator.model.partitioning import (
     hive_directory,
+    key_sql,
     needs_ducklake_functions,
     transform_sql,
 )
@@ -49,6 +50,7 @@ from .parquet_writer import (
     scratch_connection,
     scratch_session,
     write_parquet,
+    write_partitioned,
 )
 
 BATCH = 8192  # converted rows handed to DuckDB at a time
@@ -383,10 +385,22 @@ def _direct_select(reader: SourceReader, level: Level, layout: tuple[ColumnState
 def _write_partitions(
     con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str, stored: list[str]
 ) -> tuple[Output, ...]:
-    """One file per partition of ``__rows`` (one file when the table has no partitioning)."""
+    """One file per partition of ``__rows`` (one file when the table has no partitioning), in
+    the order of their partition values. Without a sort order one partitioned COPY writes them
+    all (by the keys' integers where the transform gives one: ``key_sql``); a partitioned COPY
+    keeps no row order, so with one each partition is written in it, a COPY each over the rows
+    held keyed (a scan of them per partition: 300 MB of Parquet into 12 monthly partitions took
+    3.0 s that way, 1.95 s as DuckDB's insert)."""
     fields = field_ids_from_columns(task.layout)
-    order = f" ORDER BY {task.order_by}" if task.order_by else ""
     keys = [f"__p{i}" for i in range(len(task.partition))]
+    if keys and not task.order_by:
+        items = ", ".join(f"{key_sql(t, quote(c))} AS {k}" for (c, t), k in zip(task.partition, keys, strict=True))
+        files = write_partitioned(
+            con, f"SELECT *, {items} FROM __rows", fields, tuple(keys), os.path.join(scratch, "out"), task.options
+        )
+        files.sort(key=lambda f: _value_order(f.values))
+        return tuple(_store(task, f.written, f.values, stored) for f in files)
+    order = f" ORDER BY {task.order_by}" if task.order_by else ""
     groups: list[tuple[str | None, ...]] = [()]
     source = "__rows"
     if keys:
@@ -396,7 +410,7 @@ def _write_partitions(
         con.execute(f"CREATE TEMP TABLE __keyed AS SELECT *, {items} FROM __rows")
         source = "__keyed"
         groups = [tuple(r) for r in con.execute(f"SELECT DISTINCT {', '.join(keys)} FROM __keyed").fetchall()]
-        groups.sort(key=lambda g: tuple((v is None, v or "") for v in g))
+        groups.sort(key=_value_order)
     outputs: list[Output] = []
     for values in groups:
         where = " AND ".join(f"{k} IS NOT DISTINCT FROM ${k}" for k in keys)
@@ -413,14 +427,24 @@ def _write_partitions(
             task.options,
             dict(zip(keys, values, strict=True)),
         )
-        relative = new_file_name(
-            hive_directory(list(task.hive_names), values) if task.hive_names else "", marker=task.marker
-        )
-        full = task.paths.full(relative, True)
-        stored.append(full)
-        storage.store(written.local_path, full)
-        outputs.append(Output(relative, written, values))
+        outputs.append(_store(task, written, values, stored))
     return tuple(outputs)
+
+
+def _value_order(values: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
+    return tuple((v is None, v or "") for v in values)
+
+
+def _store(task: WriteTask, written: WrittenFile, values: tuple[str | None, ...], stored: list[str]) -> Output:
+    """The file stored in its partition's directory (noted in ``stored`` first: a failed store
+    is deleted too)."""
+    relative = new_file_name(
+        hive_directory(list(task.hive_names), values) if task.hive_names else "", marker=task.marker
+    )
+    full = task.paths.full(relative, True)
+    stored.append(full)
+    storage.store(written.local_path, full)
+    return Output(relative, written, values)
 
 
 # --------------------------------------------------------------------------- Arrow

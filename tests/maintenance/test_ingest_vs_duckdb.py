@@ -716,6 +716,65 @@ def test_partitioned_and_sorted_like_duckdbs_insert(lake: CatalogLocation, tmp_p
     assert read(lake, "SELECT count(*) FROM lk.t") == [(11,)]
 
 
+@pytest.mark.parametrize("runner", [run_in_process, run_on_spark], ids=["in-process", "spark"])
+def test_partitioned_like_duckdbs_insert(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unsorted partitioned table gets all its partitions from one partitioned COPY per task
+    (by month's integer, not its text): the same rows, partition values and hive directories as
+    DuckDB's insert of the same file, a NULL key in DuckDB's default partition."""
+    create = (
+        "CREATE TABLE lk.t(id BIGINT, ts TIMESTAMP, part VARCHAR)",
+        "ALTER TABLE lk.t SET PARTITIONED BY (month(ts), part)",
+    )
+    src = tmp_path / "in.parquet"
+    duckdb.execute(
+        f"COPY (SELECT i AS id, CASE WHEN i % 17 = 0 THEN NULL ELSE TIMESTAMP '2024-01-01' + INTERVAL (i * 3) DAY END "
+        f"AS ts, ['a', 'b', NULL][i % 3 + 1] AS part, (i * 0.5)::DOUBLE AS x FROM range(300) t(i)) TO '{src}' (FORMAT parquet)"
+    )
+    ours = new_lake(make_location("sqlite"), tmp_path / "ours", *create)
+    theirs = new_lake(make_location("sqlite"), tmp_path / "theirs", *create)
+    import ducklake_jobs.ingest_tasks as tasks
+    from ducklake_jobs.parquet_writer import write_partitioned
+
+    copies: list[tuple[str, ...]] = []  # in this process only: a Spark worker imports its own module
+
+    def counted(*args: Any) -> Any:
+        copies.append(args[3])
+        return write_partitioned(*args)
+
+    monkeypatch.setattr(tasks, "write_partitioned", counted)
+    report = ingest(ours, src, runner=runner)
+    assert copies == ([] if runner is run_on_spark else [("__p0", "__p1")])  # one COPY, both keys
+    duck.run_workload(
+        theirs,
+        [
+            "BEGIN",
+            "ALTER TABLE lk.t ADD COLUMN x DOUBLE",
+            f"INSERT INTO lk.t BY NAME SELECT * FROM '{src}'",
+            "COMMIT",
+        ],
+    )
+    assert report["rowsWritten"] == 300 and columns(ours) == columns(theirs)
+    rows = "SELECT id, ts, part, x FROM lk.t ORDER BY id"
+    assert read(ours, rows) == read(theirs, rows)
+
+    def files(location: CatalogLocation) -> list[tuple[Any, ...]]:
+        """Each file's directory, partition values and rows, and whether its rows' keys are its values."""
+        return read(
+            location,
+            "SELECT regexp_extract(f.path, '^(.*)/[^/]*$', 1), list(v.partition_value ORDER BY v.partition_key_index), "
+            "f.record_count, (SELECT bool_and(month(r.ts)::VARCHAR IS NOT DISTINCT FROM list(v.partition_value "
+            "ORDER BY v.partition_key_index)[1]) FROM lk.t r WHERE r.filename LIKE '%/' || f.path) "
+            "FROM __ducklake_metadata_lk.ducklake_data_file f JOIN __ducklake_metadata_lk.ducklake_file_partition_value v "
+            "USING (data_file_id) GROUP BY f.data_file_id, f.path, f.record_count ORDER BY 1",
+        )
+
+    found = files(ours)
+    assert found == files(theirs) and len(found) == 13 * 3 and all(keys_match for *_, keys_match in found)
+    assert "month=__HIVE_DEFAULT_PARTITION__/part=__HIVE_DEFAULT_PARTITION__" in [d for d, *_ in found]
+
+
 def test_spark_tasks_write_what_the_driver_would(
     make_location: Callable[[str], CatalogLocation], tmp_path: Path
 ) -> None:
