@@ -1,7 +1,8 @@
 """ingest throughput: our job vs DuckDB adding the columns and inserting the files' rows.
 
 Makes one empty table ``lk.t(id BIGINT, ts TIMESTAMP, v VARCHAR)`` (SQLite catalog, local data
-path) and about --mb MB of input in --files files of each format of --formats (``json`` lines,
+path; ``--partition-by``: partitioned, as DuckDB's ``SET PARTITIONED BY`` takes the keys) and
+about --mb MB of input in --files files of each format of --formats (``json`` lines,
 ``csv``, ``parquet``), written by DuckDB's COPY ... TO from range(): records of the table's
 columns and three new fields (``n`` BIGINT, ``s`` VARCHAR, ``d`` DOUBLE), so an ingest must add
 three columns. Then, --runs times, alternating on fresh copies of the table:
@@ -17,6 +18,7 @@ the medians to DuckDB's, CPU seconds of this process (DuckDB's and the in-proces
 the disk's sequential write+read rate as the physical limit.
 
     python bench/ingest.py [--mb 1000 --files 20 --formats json,csv,parquet --runs 3] [--no-spark]
+                           [--partition-by 'month(ts)']
 """
 
 from __future__ import annotations
@@ -61,13 +63,15 @@ CHECK = (
 )
 
 
-def make_table(root: str) -> CatalogLocation:
-    """The empty table every run ingests into (copied fresh for each)."""
+def make_table(root: str, partition_by: str = "") -> CatalogLocation:
+    """The empty table every run ingests into (copied fresh for each); ``partition_by``: its
+    keys as DuckDB's ``SET PARTITIONED BY`` takes them (none: unpartitioned)."""
     location = CatalogLocation(kind="sqlite", path=os.path.join(root, "c.sqlite"))
     Catalog.create(location, os.path.join(root, "data") + "/").close()
     duck.run_workload(
         location,
-        ["CALL lk.set_option('data_inlining_row_limit', 0)", "CREATE TABLE lk.t(id BIGINT, ts TIMESTAMP, v VARCHAR)"],
+        ["CALL lk.set_option('data_inlining_row_limit', 0)", "CREATE TABLE lk.t(id BIGINT, ts TIMESTAMP, v VARCHAR)"]
+        + ([f"ALTER TABLE lk.t SET PARTITIONED BY ({partition_by})"] if partition_by else []),
     )
     return location
 
@@ -198,6 +202,7 @@ def main() -> None:
     parser.add_argument("--formats", "--format", default="json", help="json, csv, parquet, or several: json,csv")
     parser.add_argument("--runs", type=int, default=3, help="runs of each contender, alternating")
     parser.add_argument("--no-spark", action="store_true", help="DuckDB and in-process only")
+    parser.add_argument("--partition-by", default="", help="the table's keys, as DuckDB takes them: 'month(ts)'")
     args = parser.parse_args()
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if unknown := [f for f in formats if f not in FORMATS]:
@@ -206,7 +211,7 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-ingest-")
     base = os.path.join(work, "base")
     os.makedirs(base)
-    make_table(base)
+    make_table(base, args.partition_by)
     spark_start_s = None
     if not args.no_spark:
         from ducklake_jobs.session import spark_session
