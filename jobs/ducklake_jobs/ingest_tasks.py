@@ -33,7 +33,6 @@ from ducklake_operator.model.partitioning import (
     hive_directory,
     key_sql,
     needs_ducklake_functions,
-    transform_sql,
 )
 from ducklake_operator.model.state import ColumnState
 from ducklake_operator.model.types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, to_duckdb_sql
@@ -46,6 +45,7 @@ from .lake_paths import TablePaths, new_file_name
 from .parquet_writer import (
     WrittenFile,
     field_ids_from_columns,
+    key_match,
     quote,
     scratch_connection,
     scratch_session,
@@ -386,11 +386,12 @@ def _write_partitions(
     con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str, stored: list[str]
 ) -> tuple[Output, ...]:
     """One file per partition of ``__rows`` (one file when the table has no partitioning), in
-    the order of their partition values. Without a sort order one partitioned COPY writes them
-    all (by the keys' integers where the transform gives one: ``key_sql``); a partitioned COPY
-    keeps no row order, so with one each partition is written in it, a COPY each over the rows
-    held keyed (a scan of them per partition: 300 MB of Parquet into 12 monthly partitions took
-    3.0 s that way, 1.95 s as DuckDB's insert)."""
+    the order of their partition values, keyed by the keys' integers where the transform gives
+    one (``key_sql``). Without a sort order one partitioned COPY writes them all (a COPY per
+    partition, each scanning the task's rows: 300 MB of Parquet into 12 monthly partitions
+    took 3.0 s, 1.95 s as DuckDB's insert). A partitioned COPY keeps no row order, so with one
+    each partition is written in it, a COPY each over the rows held in key order, whose scans
+    skip the other partitions' row groups (sorted: 3.8 -> 3.1-3.25 s, DuckDB 3.1 s)."""
     fields = field_ids_from_columns(task.layout)
     keys = [f"__p{i}" for i in range(len(task.partition))]
     if keys and not task.order_by:
@@ -401,34 +402,34 @@ def _write_partitions(
         files.sort(key=lambda f: _value_order(f.values))
         return tuple(_store(task, f.written, f.values, stored) for f in files)
     order = f" ORDER BY {task.order_by}" if task.order_by else ""
-    groups: list[tuple[str | None, ...]] = [()]
+    groups: list[tuple[Any, ...]] = [()]
     source = "__rows"
     if keys:
-        items = ", ".join(
-            f"{transform_sql(t, quote(c))} AS {k}" for (c, t), k in zip(task.partition, keys, strict=True)
-        )
-        con.execute(f"CREATE TEMP TABLE __keyed AS SELECT *, {items} FROM __rows")
+        # held in key order: each partition's scan below reads only the row groups of its keys
+        # (DuckDB skips the others by their min and max)
+        items = ", ".join(f"{key_sql(t, quote(c))} AS {k}" for (c, t), k in zip(task.partition, keys, strict=True))
+        con.execute(f"CREATE TEMP TABLE __keyed AS SELECT *, {items} FROM __rows ORDER BY {', '.join(keys)}")
         source = "__keyed"
         groups = [tuple(r) for r in con.execute(f"SELECT DISTINCT {', '.join(keys)} FROM __keyed").fetchall()]
-        groups.sort(key=_value_order)
+        groups.sort(key=lambda g: _value_order(_texts(g)))
     outputs: list[Output] = []
     for values in groups:
-        where = " AND ".join(f"{k} IS NOT DISTINCT FROM ${k}" for k in keys)
+        where, params = key_match(keys, values)
         select = (
             f"SELECT * EXCLUDE ({', '.join(keys)}) FROM {source} WHERE {where}{order}"
             if keys
             else f"SELECT * FROM {source}{order}"
         )
         written = write_parquet(
-            con,
-            select,
-            fields,
-            os.path.join(scratch, f"out-{len(outputs)}.parquet"),
-            task.options,
-            dict(zip(keys, values, strict=True)),
+            con, select, fields, os.path.join(scratch, f"out-{len(outputs)}.parquet"), task.options, params
         )
-        outputs.append(_store(task, written, values, stored))
+        outputs.append(_store(task, written, _texts(values), stored))
     return tuple(outputs)
+
+
+def _texts(values: tuple[Any, ...]) -> tuple[str | None, ...]:
+    """Partition keys as the catalog stores them (an integer key's text is its value's)."""
+    return tuple(None if v is None else str(v) for v in values)
 
 
 def _value_order(values: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:

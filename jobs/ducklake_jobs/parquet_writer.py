@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -275,6 +275,15 @@ def write_partitioned(
             )
         )
     return files
+
+
+def key_match(keys: Sequence[str], values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """A WHERE clause for the rows whose columns ``keys`` hold ``values`` (None: NULL), and its
+    parameters: plain comparisons, which DuckDB checks against a table's row groups' min and
+    max (``IS NOT DISTINCT FROM`` is not), so a scan of rows held in key order reads only the
+    row groups of those keys."""
+    where = " AND ".join(f"{k} IS NULL" if v is None else f"{k} = ${k}" for k, v in zip(keys, values, strict=True))
+    return where or "true", {k: v for k, v in zip(keys, values, strict=True) if v is not None}
 
 
 # Positional delete files as DuckDB 1.5.5 writes them (docs/ducklake-format.md §4.7): the data file's full path,

@@ -33,6 +33,7 @@ from .parquet_writer import (
     PartitionFile,
     WrittenFile,
     field_ids_from_columns,
+    key_match,
     quote,
     scratch_session,
     write_delete_file,
@@ -185,18 +186,19 @@ def _write_sorted(
 ) -> list[_Local]:
     """The rows held in DuckDB (spilling past its memory limit), then each partition's
     written in the sort order."""
-    con.execute(f"CREATE TEMP TABLE __rows AS {query}", scan.params)
+    # in key order: each partition's scan below reads only the row groups of its keys
+    con.execute(f"CREATE TEMP TABLE __rows AS {query} ORDER BY {', '.join(parts)}", scan.params)
     snapshot = quote(SNAPSHOT_ID)
     groups = con.execute(
         f"SELECT {', '.join(parts)}, min({snapshot}), max({snapshot}) FROM __rows GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     local = []
     for n, (*values, oldest, newest) in enumerate(groups):
-        match = " AND ".join(f"{p} IS NOT DISTINCT FROM $v{i}" for i, p in enumerate(parts))
+        match, params = key_match(parts, values)
         out = write_ordered(
             con,
             f"SELECT * FROM __rows WHERE {match}",
-            {f"v{i}": v for i, v in enumerate(values)},
+            params,
             OrderedOutput(
                 columns=task.columns,
                 embed_row_ids=True,  # rows of many files: never contiguous

@@ -716,16 +716,23 @@ def test_partitioned_and_sorted_like_duckdbs_insert(lake: CatalogLocation, tmp_p
     assert read(lake, "SELECT count(*) FROM lk.t") == [(11,)]
 
 
+@pytest.mark.parametrize("sorted_by", ["", "id DESC"], ids=["unsorted", "sorted"])
 @pytest.mark.parametrize("runner", [run_in_process, run_on_spark], ids=["in-process", "spark"])
 def test_partitioned_like_duckdbs_insert(
-    make_location: Callable[[str], CatalogLocation], tmp_path: Path, runner: Runner, monkeypatch: pytest.MonkeyPatch
+    make_location: Callable[[str], CatalogLocation],
+    tmp_path: Path,
+    runner: Runner,
+    monkeypatch: pytest.MonkeyPatch,
+    sorted_by: str,
 ) -> None:
     """An unsorted partitioned table gets all its partitions from one partitioned COPY per task
-    (by month's integer, not its text): the same rows, partition values and hive directories as
+    (by month's integer, not its text); a sorted one a COPY per partition, in its order, from
+    the rows held in key order: the same rows, partition values and hive directories as
     DuckDB's insert of the same file, a NULL key in DuckDB's default partition."""
     create = (
         "CREATE TABLE lk.t(id BIGINT, ts TIMESTAMP, part VARCHAR)",
         "ALTER TABLE lk.t SET PARTITIONED BY (month(ts), part)",
+        *([f"ALTER TABLE lk.t SET SORTED BY ({sorted_by})"] if sorted_by else []),
     )
     src = tmp_path / "in.parquet"
     duckdb.execute(
@@ -745,7 +752,7 @@ def test_partitioned_like_duckdbs_insert(
 
     monkeypatch.setattr(tasks, "write_partitioned", counted)
     report = ingest(ours, src, runner=runner)
-    assert copies == ([] if runner is run_on_spark else [("__p0", "__p1")])  # one COPY, both keys
+    assert copies == ([] if runner is run_on_spark or sorted_by else [("__p0", "__p1")])  # one COPY, both keys
     duck.run_workload(
         theirs,
         [
@@ -773,6 +780,12 @@ def test_partitioned_like_duckdbs_insert(
     found = files(ours)
     assert found == files(theirs) and len(found) == 13 * 3 and all(keys_match for *_, keys_match in found)
     assert "month=__HIVE_DEFAULT_PARTITION__/part=__HIVE_DEFAULT_PARTITION__" in [d for d, *_ in found]
+    if sorted_by:
+        for (path,) in read(ours, "SELECT path FROM __ducklake_metadata_lk.ducklake_data_file"):
+            ids = [
+                i for (i,) in duckdb.execute(f"SELECT id FROM '{tmp_path / 'ours' / 'main' / 't' / path}'").fetchall()
+            ]
+            assert ids == sorted(ids, reverse=True), path
 
 
 def test_spark_tasks_write_what_the_driver_would(
