@@ -1,6 +1,6 @@
 """The clause a sorted table's partitions are written with, one partition at a time: plain
-comparisons (DuckDB skips a row group whose min and max exclude them; it checks no zone map for
-``IS NOT DISTINCT FROM``), NULL keys as ``IS NULL``, and the rows it selects."""
+comparisons (DuckDB skips a row group whose min and max exclude them, and skipped far fewer
+for ``IS NOT DISTINCT FROM``), NULL keys as ``IS NULL``, and the rows it selects."""
 
 from __future__ import annotations
 
