@@ -65,6 +65,7 @@ from .parquet_writer import (
     WrittenFile,
     copy_options,
     field_ids_from_columns,
+    key_match,
     load_ducklake_functions,
     quote,
     read_delete_file,
@@ -260,7 +261,7 @@ def _write_rows(
         f"FROM ordered {'GROUP BY ' + ', '.join(part_cols) if part_cols else ''} ORDER BY ALL"
     ).fetchall()
     for row_id_start, first, last, *values in groups:
-        where = " AND ".join(f"{c} IS NOT DISTINCT FROM ?" for c in part_cols) or "true"
+        where, params = key_match(part_cols, values)
         directory = hive_directory(names, tuple(values)) if names else ""
         relative = new_file_name(directory, marker=work.marker)
         full = work.output(paths, relative)
@@ -270,11 +271,11 @@ def _write_rows(
             out_fields,
             os.path.join(scratch, "data.parquet"),
             parquet,
-            values,
+            params,
         )
         storage.store(written.local_path, full)
         deletes = con.execute(
-            f"SELECT __pos, end_snapshot FROM ordered WHERE {where} AND end_snapshot IS NOT NULL ORDER BY __pos", values
+            f"SELECT __pos, end_snapshot FROM ordered WHERE {where} AND end_snapshot IS NOT NULL ORDER BY __pos", params
         ).fetchall()
         deleted = [(int(p), int(s)) for p, s in deletes]
         delete_file = None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import duckdb
 
 from ducklake_operator import storage
-from ducklake_operator.model.partitioning import hive_directory, key_sql, needs_ducklake_functions
+from ducklake_operator.model.partitioning import hive_directory, key_sql, key_texts, needs_ducklake_functions
 from ducklake_operator.model.state import ColumnState
 
 from .file_rewrite import OrderedOutput, SourceFile, SourceScan, scan_sources, write_ordered
@@ -212,8 +212,8 @@ def _write_sorted(
             ),
             os.path.join(scratch, "sorted", str(n)),
         )
-        text = tuple(None if v is None else str(v) for v in values)  # an integer key's text is its value's
-        local.append(_Local(out.written, text if task.keys else (), out.sorted, (oldest, newest), out.deletes))
+        text = key_texts(values) if task.keys else ()
+        local.append(_Local(out.written, text, out.sorted, (oldest, newest), out.deletes))
     return local
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ducklake_operator.maintenance.delete_rewrite import plan_delete_rewrite
-from ducklake_operator.model.partitioning import hive_directory, key_names, key_sql, transform_sql
+from ducklake_operator.model.partitioning import hive_directory, key_names, key_sql, key_texts, transform_sql
 from ducklake_operator.model.state import ColumnState, DeleteFile, PartitionField, PartitionSpec, TableState
 from support.data_files import df
 
@@ -73,5 +73,6 @@ def test_partition_names_and_values() -> None:
     assert transform_sql("bucket(16)", '"id"') == 'CAST(((murmur3_32("id") & 2147483647) % 16) AS VARCHAR)'
     assert transform_sql("identity", '"cat"') == key_sql("identity", '"cat"') == 'CAST("cat" AS VARCHAR)'
     assert key_sql("month", '"ts"') == 'month("ts")'  # what a partitioned COPY hashes: an integer
+    assert key_texts((3, None, "b/x")) == ("3", None, "b/x")  # read back: the stored text
     with pytest.raises(ValueError):
         transform_sql("week", '"ts"')

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import quote
 
 from .state import ColumnState, PartitionField, PartitionSpec
@@ -32,6 +33,12 @@ def key_sql(transform: str, column_sql: str) -> str:
     if bucket:  # murmur3_32 comes with the ducklake extension
         return f"((murmur3_32({column_sql}) & 2147483647) % {bucket.group(1)})"
     raise ValueError(f"unknown partition transform {transform!r}")
+
+
+def key_texts(values: Iterable[Any]) -> tuple[str | None, ...]:
+    """The stored text of partition keys read back from ``key_sql`` expressions (an
+    integer's text is its value's; text stays itself; NULL stays None)."""
+    return tuple(None if v is None else str(v) for v in values)
 
 
 def needs_ducklake_functions(transforms: Iterable[str]) -> bool:
