@@ -2,8 +2,8 @@
 schema from what the records hold (``evolution.mode: auto``; the rules: ``evolution.auto_schema``).
 
 list the files (``ingest_sources``; files an earlier ingest of the table took in are refused
-unless ``reingest``) -> in groups of about ``GROUP_BYTES``, one task each, in-process or as
-Spark tasks:
+unless ``reingest``) -> two passes of tasks, in-process or on Spark (pass 1 in groups of about
+``GROUP_BYTES``, pass 2 of about the table's target file size: ``_write_groups``):
 
 1. read every record and note each field's shapes (``evolution.observed``); bad records fail
    the job naming file and line, or are skipped and counted (``onBadRecord``). JSON-lines
@@ -39,6 +39,7 @@ before the commit deletes every file the job wrote.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -57,7 +58,14 @@ from ducklake_operator.maintenance.task_balance import balanced_runs
 from ducklake_operator.model.file_changes import AppendFiles, NewDataFile
 from ducklake_operator.model.ingested_files import ingest_extra_info
 from ducklake_operator.model.job_params import INGEST, IngestArgs
-from ducklake_operator.model.maintenance_params import DRY_RUN, INGEST_EVOLVE, INGEST_FORMAT, ON_BAD_RECORD, REINGEST
+from ducklake_operator.model.maintenance_params import (
+    DRY_RUN,
+    INGEST_EVOLVE,
+    INGEST_FORMAT,
+    ON_BAD_RECORD,
+    REINGEST,
+    TARGET_FILE_SIZE,
+)
 from ducklake_operator.model.partitioning import (
     key_fields,
     key_names,
@@ -66,11 +74,12 @@ from ducklake_operator.model.state import TableState
 from ducklake_operator.model.types import to_duckdb_sql
 
 from .fault_points import fault_point
-from .ingest_sources import Skipped, Source, list_sources
+from .ingest_json import JsonLinesFile
+from .ingest_sources import Skipped, Source, TypedRead, list_sources
 from .ingest_tasks import Observation, ReadTask, WriteResult, WriteTask, observe_files, write_files
 from .inputs import read_inputs
 from .job_steps import Report, produce_and_commit, reason
-from .lake_paths import TablePaths, option_on, options_in_force, sort_sql, table_paths
+from .lake_paths import TablePaths, option, option_on, options_in_force, sort_sql, table_paths
 from .operation_plugin import JobContext, OperationPlugin
 from .parquet_writer import (
     copy_options,
@@ -137,14 +146,13 @@ def ingest(
     if dry_run or not records:
         return report.done(filesWritten=0, rowsWritten=0, committedSnapshot=None)
     paths = table_paths(state, t)
-    tasks = [
-        _write_task(state, t, plan, g, on_bad_record, paths, run.file_marker, s3, o)
-        for g, o in zip(groups, observations, strict=True)
-    ]
+    target = TARGET_FILE_SIZE.resolve(None, lambda key: option(state, t, key))
+    writes = _write_groups(groups, observations, target)
+    tasks = [_write_task(state, t, plan, w, on_bad_record, paths, run.file_marker, s3) for w in writes]
     stored: list[str] = []
 
     def produce() -> list[WriteResult]:
-        results = run.run_file_groups(runner, write_files, tasks, _group_bytes(groups))
+        results = run.run_file_groups(runner, write_files, tasks, _group_bytes([w.sources for w in writes]))
         for r in results:
             stored.extend(r.stored)
         failed = next((r.error for r in results if r.error), None)
@@ -211,6 +219,32 @@ def _group_bytes(groups: list[tuple[Source, ...]]) -> list[int]:
     return [sum(s.file.size for s in g) for g in groups]
 
 
+@dataclass(frozen=True)
+class _WriteGroup:
+    """Consecutive sources written by one task, with what pass 1 read of each."""
+
+    sources: tuple[Source, ...]
+    json_files: tuple[JsonLinesFile | None, ...]
+    typed: tuple[TypedRead | None, ...]
+
+
+def _write_groups(groups: list[tuple[Source, ...]], observations: list[Observation], target: int) -> list[_WriteGroup]:
+    """Pass 2's tasks: the sources again in runs of about ``target`` bytes of input (the
+    table's target file size; a whole number of waves on this machine's cores), not pass 1's
+    groups: each task writes a file per partition, so small tasks made many small files (at
+    1 GB into ``month(ts)``, 16 tasks of 64 MB wrote 192 files where DuckDB's insert writes 12)."""
+    flat = [
+        (source, o.json_files[k] if k < len(o.json_files) else None, o.typed[k] if k < len(o.typed) else None)
+        for g, o in zip(groups, observations, strict=True)
+        for k, source in enumerate(g)
+    ]
+    runs = balanced_runs([s.file.size for s, _, _ in flat], target, os.cpu_count() or 1)
+    return [
+        _WriteGroup(tuple(flat[i][0] for i in run), tuple(flat[i][1] for i in run), tuple(flat[i][2] for i in run))
+        for run in runs
+    ]
+
+
 def _not_evolving(t: TableState, plan: IngestPlan) -> str:
     """Why a run that may not add columns fails: the fields that need them (a suffixed
     column's by its marker), and what would be added."""
@@ -268,17 +302,16 @@ def _write_task(
     state: Any,
     t: TableState,
     plan: IngestPlan,
-    group: tuple[Source, ...],
+    group: _WriteGroup,
     on_bad_record: str,
     paths: TablePaths,
     marker: str,
     s3: storage.S3Config | None,
-    read: Observation,
 ) -> WriteTask:
     fields = key_fields(t.partition)
     by_id = {c.column_id: c.name for c in plan.layout}
     return WriteTask(
-        sources=group,
+        sources=group.sources,
         on_bad_record=on_bad_record,
         level=plan.level,
         layout=plan.layout,
@@ -289,8 +322,8 @@ def _write_task(
         paths=paths,
         marker=marker,
         s3=s3 or storage.s3_config(paths.directory),
-        json_files=read.json_files,
-        typed=read.typed,
+        json_files=group.json_files,
+        typed=group.typed,
     )
 
 

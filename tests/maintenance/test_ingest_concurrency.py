@@ -72,7 +72,8 @@ CONCURRENT = {
 def test_a_commit_between_the_plan_and_the_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str) -> None:
     location = new_lake(CatalogLocation(kind="sqlite", path=str(tmp_path / "c.sqlite")), tmp_path)
     src = write_files(tmp_path / "in", 2)
-    monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task, and an output file, per input file
+    monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task per input file in each pass, and an output file:
+    duck.run_workload(location, ["CALL lk.set_option('target_file_size', '1B', table_name => 't')"])
     written = tasks.write_files
     runs: list[int] = []
     one_at_a_time = threading.Lock()  # the in-process tasks run in threads

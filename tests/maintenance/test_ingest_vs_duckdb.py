@@ -788,6 +788,35 @@ def test_partitioned_like_duckdbs_insert(
             assert ids == sorted(ids, reverse=True), path
 
 
+@pytest.mark.parametrize("runner", [run_in_process, run_on_spark], ids=["in-process", "spark"])
+def test_write_tasks_fill_the_target_file_size_not_the_read_groups(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pass 2 regroups the files by the table's target file size: six small files read by
+    six tasks (a read group per file) are written by one, a file per partition, as DuckDB's
+    insert of the six writes them; with a target of one byte, a task (and a file per
+    partition) per input file."""
+    import ducklake_jobs.ingest as job
+
+    monkeypatch.setattr(job, "GROUP_BYTES", 1)  # pass 1: a task per file
+    src = tmp_path / "in"
+    for k in range(6):
+        write_json(src / f"{k}.json", [{"id": 10 * k + i, "part": "ab"[i % 2]} for i in range(10)])
+    create = ("CREATE TABLE lk.t(id BIGINT, part VARCHAR)", "ALTER TABLE lk.t SET PARTITIONED BY (part)")
+    ours = new_lake(make_location("sqlite"), tmp_path / "ours", *create)
+    theirs = new_lake(make_location("sqlite"), tmp_path / "theirs", *create)
+    report = ingest(ours, src, runner=runner)
+    duck.run_workload(theirs, [f"INSERT INTO lk.t BY NAME SELECT * FROM read_json('{src}/*.json')"])
+    count = "SELECT count(*) FROM __ducklake_metadata_lk.ducklake_data_file"
+    assert report["filesWritten"] == 2 and read(ours, count) == read(theirs, count) == [(2,)]
+    rows = "SELECT id, part FROM lk.t ORDER BY id"
+    assert read(ours, rows) == read(theirs, rows)
+    tiny = new_lake(make_location("sqlite"), tmp_path / "tiny", *create)
+    duck.run_workload(tiny, ["CALL lk.set_option('target_file_size', '1B', table_name => 't')"])
+    assert ingest(tiny, src, runner=runner)["filesWritten"] == 12
+    assert read(tiny, rows) == read(theirs, rows)
+
+
 def test_spark_tasks_write_what_the_driver_would(
     make_location: Callable[[str], CatalogLocation], tmp_path: Path
 ) -> None:
@@ -797,10 +826,11 @@ def test_spark_tasks_write_what_the_driver_would(
     src = tmp_path / "in"
     for k in range(4):
         write_json(src / f"{k}.json", records(20, 10 + k))
-    one = new_lake(make_location("sqlite"), tmp_path / "one", "CREATE TABLE lk.t(id BIGINT)")
-    two = new_lake(make_location("sqlite"), tmp_path / "two", "CREATE TABLE lk.t(id BIGINT)")
+    tiny = "CALL lk.set_option('target_file_size', '1B', table_name => 't')"  # a write task per file
+    one = new_lake(make_location("sqlite"), tmp_path / "one", "CREATE TABLE lk.t(id BIGINT)", tiny)
+    two = new_lake(make_location("sqlite"), tmp_path / "two", "CREATE TABLE lk.t(id BIGINT)", tiny)
     saved = job.GROUP_BYTES
-    job.GROUP_BYTES = 1  # a task per file
+    job.GROUP_BYTES = 1  # a read task per file
     try:
         spark = ingest(one, src, runner=run_on_spark)
         ingest(two, src)
@@ -971,8 +1001,14 @@ def test_bad_input_is_one_clear_error_and_commits_nothing(
     as itself, not as Spark's "An exception was thrown from the Python worker")."""
     import ducklake_jobs.ingest as job
 
-    monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task per file
-    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT, must BIGINT NOT NULL)"])
+    monkeypatch.setattr(job, "GROUP_BYTES", 1)  # a task per file in each pass
+    duck.run_workload(
+        lake,
+        [
+            "CREATE TABLE lk.t(id BIGINT, must BIGINT NOT NULL)",
+            "CALL lk.set_option('target_file_size', '1B', table_name => 't')",
+        ],
+    )
     make, message = BAD[case]
     path = make(tmp_path)
     before = read(lake, "SELECT count(*) FROM ducklake_snapshots('lk')")
