@@ -325,23 +325,39 @@ def _typed_reader(task: WriteTask, k: int, local: str, con: duckdb.DuckDBPyConne
 def _typed_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> bool:
     """``__rows`` as a view reading the task's files, when each is a CSV or Parquet file
     DuckDB reads straight into the rows (``_direct_select``): the rows are read once, by the
-    write of the Parquet file(s), in the files' order (DuckDB's UNION ALL keeps it)."""
+    write of the Parquet file(s), in the files' order (DuckDB's UNION ALL keeps it, and so
+    does a scan of a list of files). Consecutive files read alike (the same columns and
+    types, the same select, a CSV file's same dialect) are one scan of their list, which
+    DuckDB writes faster than a UNION ALL of a scan per file (1 GB of Parquet in 20 files, on
+    two threads: into 12 partitions 6.8 s against 10.0 s; into one file 6.0 s against 6.7 s)."""
     if len(task.typed) != len(task.sources) or any(r is None for r in task.typed):
         return False
-    selects: list[str] = []
+    runs: list[tuple[tuple[Any, ...] | None, str, SourceReader, list[str]]] = []  # (alike, select, reader, files)
     for k, (source, read) in enumerate(zip(task.sources, task.typed, strict=True)):
         if read is None or not read.rows:
             continue
-        reader = _typed_reader(task, k, read_local(source, scratch), con)
+        local = read_local(source, scratch)
+        reader = _typed_reader(task, k, local, con)
         try:
             direct = _direct_select(reader, task.level, task.layout)
         finally:
             reader.close()
         if direct is None:
             return False
-        selects.append(direct)
-    if not selects:
+        scan = reader.scan()
+        if not direct.endswith(scan):  # not a select of the file's scan: read alone
+            runs.append((None, direct, reader, [local]))
+            continue
+        select = direct[: -len(scan)]
+        columns = tuple(c.name for c in reader.columns)
+        alike = (select, source.format, reader.dialect.options if reader.dialect else None, columns, reader.types)
+        if runs and runs[-1][0] == alike:
+            runs[-1][3].append(local)
+        else:
+            runs.append((alike, select, reader, [local]))
+    if not runs:
         return False
+    selects = [select if alike is None else select + reader.scan(files) for alike, select, reader, files in runs]
     names = ", ".join(quote(c.name) for c in task.layout)
     con.execute(f"CREATE TEMP VIEW __rows ({names}) AS " + " UNION ALL ".join(selects))
     return True

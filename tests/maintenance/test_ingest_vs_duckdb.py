@@ -603,6 +603,47 @@ def test_typed_files_read_straight_into_the_rows_as_record_by_record(
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_typed_files_read_alike_are_one_scan_of_their_list(
+    make_location: Callable[[str], CatalogLocation], tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consecutive files DuckDB reads alike are one scan of their list (DuckDB writes that
+    faster than a UNION ALL of a scan each); a file of other types is a scan of its own, and
+    the rows keep the files' order: the table the record-by-record path writes."""
+    import ducklake_jobs.ingest_tasks as job
+    from ducklake_jobs.ingest_sources import SourceReader
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for name, rows, small in [("a", "range(40)", "INTEGER"), ("b", "range(40, 60)", "INTEGER"),
+                              ("c", "range(60, 70)", "BIGINT"), ("d", "range(70, 75)", "INTEGER")]:  # fmt: skip
+        typed = TYPED.replace("range(40)", rows).replace("i::INTEGER END AS small", f"i::{small} END AS small")
+        if fmt == "csv" and small == "BIGINT":  # a CSV file's types are its text's: another column makes it other
+            typed = typed.replace(" AS small,", " AS small, 1 AS other,")
+        duckdb.execute(f"COPY ({typed}) TO '{src / (name + '.' + fmt)}' (FORMAT {fmt})")
+    create = "CREATE TABLE lk.t(id BIGINT NOT NULL, name VARCHAR, f8 DOUBLE)"
+    ours = new_lake(make_location("sqlite"), tmp_path / "ours", create)
+    scans: list[int] = []
+    scan = SourceReader.scan
+
+    def noting(self: SourceReader, locals_: Any = ()) -> str:
+        if locals_:
+            scans.append(len(locals_))
+        return scan(self, locals_)
+
+    monkeypatch.setattr(SourceReader, "scan", noting)
+    assert ingest(ours, src)["rowsWritten"] == 75
+    assert scans == [2, 1, 1]  # a and b together; c (other types) alone; d after it
+    assert read(ours, "SELECT rowid, id FROM lk.t ORDER BY rowid") == [(i, i) for i in range(75)]  # the files' order
+    monkeypatch.setattr(job, "_direct_select", lambda *a: None)  # record by record, in Python
+    one_by_one = new_lake(make_location("sqlite"), tmp_path / "one-by-one", create)
+    ingest(one_by_one, src)
+    assert columns(ours) == columns(one_by_one)
+    assert read(ours, "SELECT rowid, * FROM lk.t ORDER BY rowid") == read(
+        one_by_one, "SELECT rowid, * FROM lk.t ORDER BY rowid"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_a_typed_files_longs_are_ranged_where_a_plan_reads_the_range(
     make_location: Callable[[str], CatalogLocation], tmp_path: Path, fmt: str
 ) -> None:
