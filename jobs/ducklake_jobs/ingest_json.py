@@ -597,7 +597,7 @@ class JsonLoad:
 
 def json_lines_load(found: JsonLinesFile, level: Level, layout: tuple[ColumnState, ...]) -> JsonLoad | None:
     """How to read the rows of a JSON-lines file pass 1 read in DuckDB (``found``) as
-    ``__rows`` takes them, when routing would give each value unchanged (``ingest_tasks._direct_select``'s
+    ``__rows`` takes them, when routing would give each value unchanged (``ingest_tasks._direct_items``'s
     rule for typed files): each key's values go into one column only, of their kind's own type
     (a long into a double column too); every column with a default and every NOT NULL column
     has a key that every record has (a NOT NULL one with a value). None otherwise (the file's

@@ -247,10 +247,10 @@ class SourceReader:
 
     # ------------------------------------------------------------------ CSV, Parquet
 
-    def scan(self, locals_: Sequence[str] = ()) -> str:
+    def scan(self, files: Sequence[str] = ()) -> str:
         """The table function reading a CSV or Parquet file: the rows ``records`` gives;
-        ``locals_``: of these local files instead (in order), read as this one is."""
-        return self._scan(locals_=locals_)
+        ``files``: of these local files instead (in order), read as this one is."""
+        return self._scan(files=files)
 
     def query(self, sql: str) -> tuple[Any, ...]:
         """The one row ``sql`` (over ``scan``) gives, from this reader's DuckDB."""
@@ -259,8 +259,8 @@ class SourceReader:
         assert row is not None
         return tuple(row)
 
-    def _scan(self, rejects: bool = True, locals_: Sequence[str] = ()) -> str:
-        path = f"[{', '.join(literal(p) for p in locals_)}]" if locals_ else literal(self.local)
+    def _scan(self, rejects: bool = True, files: Sequence[str] = ()) -> str:
+        path = f"[{', '.join(literal(p) for p in files)}]" if files else literal(self.local)
         if self.source.format == "parquet":
             return f"read_parquet({path})"
         # rows that do not parse are rejected rather than making the sniffer give up on the

@@ -70,8 +70,8 @@ class Observation:
     fields: Fields
     records: int
     skipped: Skipped
-    json_files: tuple[JsonLinesFile | None, ...] = ()  # per source: what DuckDB read of it (None: Python did)
-    typed: tuple[TypedRead | None, ...] = ()  # per source: what DuckDB read of a CSV or Parquet file
+    json_files: tuple[JsonLinesFile | None, ...]  # per source: what DuckDB read of it (None: Python did)
+    typed: tuple[TypedRead | None, ...]  # per source: what DuckDB read of a CSV or Parquet file
 
 
 def observe_files(task: ReadTask) -> Observation:
@@ -269,11 +269,11 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
         load()
         reader = _typed_reader(task, k, local)
         try:
-            direct = _direct_select(reader, task.level, columns)
+            direct = _direct_items(reader, task.level, columns)
             if direct is not None:
                 if batch:
                     flush()  # the rows keep the files' order
-                row = con.execute(f"INSERT INTO __rows {direct}").fetchone()
+                row = con.execute(f"INSERT INTO __rows SELECT {direct} FROM {reader.scan()}").fetchone()
                 rows += int(row[0]) if row else 0
                 continue
             typed = reader.typed
@@ -324,47 +324,48 @@ def _typed_reader(task: WriteTask, k: int, local: str, con: duckdb.DuckDBPyConne
 
 def _typed_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> bool:
     """``__rows`` as a view reading the task's files, when each is a CSV or Parquet file
-    DuckDB reads straight into the rows (``_direct_select``): the rows are read once, by the
+    DuckDB reads straight into the rows (``_direct_items``): the rows are read once, by the
     write of the Parquet file(s), in the files' order (DuckDB's UNION ALL keeps it, and so
-    does a scan of a list of files). Consecutive files read alike (the same columns and
-    types, the same select, a CSV file's same dialect) are one scan of their list, which
+    does a scan of a list of files). Consecutive files read alike (the same columns, types
+    and items; a CSV file in the same dialect pass 1 found) are one scan of their list, which
     DuckDB writes faster than a UNION ALL of a scan per file (1 GB of Parquet in 20 files, on
-    two threads: into 12 partitions 6.8 s against 10.0 s; into one file 6.0 s against 6.7 s)."""
+    two threads: into 12 partitions 6.8 s against 10.0 s; into one file 6.0 s against 6.7 s).
+    A CSV file without a dialect is a scan of its own: DuckDB would sniff a list's first file."""
     if len(task.typed) != len(task.sources) or any(r is None for r in task.typed):
         return False
-    runs: list[tuple[tuple[Any, ...] | None, str, SourceReader, list[str]]] = []  # (alike, select, reader, files)
+    runs: list[tuple[tuple[Any, ...] | None, str, SourceReader, list[str]]] = []  # (alike, items, reader, files)
     for k, (source, read) in enumerate(zip(task.sources, task.typed, strict=True)):
         if read is None or not read.rows:
             continue
         local = read_local(source, scratch)
         reader = _typed_reader(task, k, local, con)
         try:
-            direct = _direct_select(reader, task.level, task.layout)
+            items = _direct_items(reader, task.level, task.layout)
         finally:
             reader.close()
-        if direct is None:
+        if items is None:
             return False
-        scan = reader.scan()
-        if not direct.endswith(scan):  # not a select of the file's scan: read alone
-            runs.append((None, direct, reader, [local]))
-            continue
-        select = direct[: -len(scan)]
-        columns = tuple(c.name for c in reader.columns)
-        alike = (select, source.format, reader.dialect.options if reader.dialect else None, columns, reader.types)
-        if runs and runs[-1][0] == alike:
+        dialect = reader.dialect.options if reader.dialect else None
+        alike = (
+            (items, source.format, dialect, tuple(c.name for c in reader.columns), reader.types)
+            if source.format == "parquet" or dialect is not None
+            else None
+        )
+        if alike is not None and runs and runs[-1][0] == alike:
             runs[-1][3].append(local)
         else:
-            runs.append((alike, select, reader, [local]))
+            runs.append((alike, items, reader, [local]))
     if not runs:
         return False
-    selects = [select if alike is None else select + reader.scan(files) for alike, select, reader, files in runs]
     names = ", ".join(quote(c.name) for c in task.layout)
+    selects = (f"SELECT {items} FROM {reader.scan(files)}" for _, items, reader, files in runs)
     con.execute(f"CREATE TEMP VIEW __rows ({names}) AS " + " UNION ALL ".join(selects))
     return True
 
 
-def _direct_select(reader: SourceReader, level: Level, layout: tuple[ColumnState, ...]) -> str | None:
-    """The rows of a CSV or Parquet file as ``__rows`` takes them, read by DuckDB without a
+def _direct_items(reader: SourceReader, level: Level, layout: tuple[ColumnState, ...]) -> str | None:
+    """The select items of a CSV or Parquet file's rows as ``__rows`` takes them (over the
+    file's ``scan``), read by DuckDB without a
     record passing through Python, when routing would hand every value over unchanged: each
     of the file's columns (of a type of a base kind: int32, float32 and timestamp_s too) goes
     into one column only, of its kind's own type (int64, float64, timestamp: DuckDB's CAST
@@ -395,8 +396,9 @@ def _direct_select(reader: SourceReader, level: Level, layout: tuple[ColumnState
         row = reader.query(f"SELECT count(*) FROM {reader.scan()} WHERE {lacking}")
         if row[0]:
             return None
-    items = (f"CAST({quote(fed[i]) if i in fed else 'NULL'} AS {to_duckdb_sql(c.type)})" for i, c in enumerate(layout))
-    return f"SELECT {', '.join(items)} FROM {reader.scan()}"
+    return ", ".join(
+        f"CAST({quote(fed[i]) if i in fed else 'NULL'} AS {to_duckdb_sql(c.type)})" for i, c in enumerate(layout)
+    )
 
 
 def _write_partitions(
