@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import sqlalchemy as sa
 
@@ -120,6 +122,44 @@ def test_a_failing_change_rolls_back_the_whole_commit(catalog: Catalog) -> None:
     assert dump(catalog.location) == before
 
 
+def test_names_are_taken_as_duckdb_folds_them(catalog: Catalog) -> None:
+    """DuckDB folds ASCII letters only: beside its table "Ça_i", "ÇA_I" is taken and "ça_I"
+    is not; the catalog refuses and allows the same, also among many names in one commit."""
+    duck.run_workload(catalog.location, ['CREATE TABLE lk."Ça_i"(a INTEGER)', "CREATE TABLE lk.Items(a INTEGER)"])
+    before = dump(catalog.location)
+    for taken in ("ÇA_I", "ITEMS", "items"):
+        with pytest.raises(AlreadyExists):
+            catalog.commit([CreateTable("main", f"free_{i}", (Field("a", INT),)) for i in range(20)]
+                           + [CreateTable("main", taken, (Field("a", INT),))])  # fmt: skip
+        assert dump(catalog.location) == before
+    catalog.commit([CreateTable("main", "ça_I", (Field("a", INT),))])
+    con = duck.attach(catalog.location)
+    assert {r[0] for r in con.execute("SHOW TABLES FROM lk").fetchall()} == {"Items", "ça_I", "Ça_i"}
+
+
+def test_names_fold_as_duckdb_whatever_the_databases_collation(pg_server, data_path) -> None:
+    """A PostgreSQL catalog in a Turkish database, whose ``lower`` turns "I" into a dotless
+    ı: DuckDB's "ITEMS" still takes the name "items"."""
+    name = f"lake_tr_{os.getpid()}"
+    pg_server.create_database(name, icu_locale="tr-TR")
+    location = CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database=name,
+                               user=pg_server.user)  # fmt: skip
+    catalog = Catalog.create(location, data_path)
+    try:
+        with catalog.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT lower('I')")).scalar() == "ı"  # the premise
+        duck.run_workload(location, ['CREATE TABLE lk."ITEMS"(a INTEGER)'])
+        with pytest.raises(AlreadyExists):
+            catalog.commit([CreateTable("main", "items", (Field("a", INT),))])
+        tid = catalog.state().table("main", "ITEMS").table_id
+        catalog.commit([CreateTable("main", "other", (Field("a", INT),))])
+        with pytest.raises(AlreadyExists):
+            catalog.commit([RenameTable(catalog.state().table("main", "other").table_id, "main.other", "Items")])
+        catalog.commit([RenameTable(tid, "main.ITEMS", "items")])  # its own name, other letters' case
+    finally:
+        catalog.close()
+
+
 def test_drop_schema_needs_cascade_when_not_empty(catalog: Catalog) -> None:
     catalog.commit([CreateSchema("s"), CreateTable("s", "t", (Field("a", INT),))])
     schema_id = catalog.state().schemas["s"].schema_id
@@ -196,6 +236,43 @@ def test_reading_many_tables_takes_a_fixed_number_of_queries(catalog: Catalog) -
     catalog.commit([CreateTable("main", f"u{i}", (Field("a", INT),)) for i in range(300)])
     assert len(catalog.state().tables) == 303
     assert count_queries() == few <= 20
+
+
+def test_a_commit_of_many_tables_sends_a_statement_per_catalog_table(catalog: Catalog) -> None:
+    """Tables created in one commit (a storm merged by the CommitBatcher) share their inserts:
+    one per catalog table, whatever their number; each adds only its inlined-data table's
+    DDL. DuckDB reads every table, column and tag."""
+
+    def statements_of(changes: list[CreateTable]) -> list[str]:
+        sent: list[str] = []
+        listener = lambda *args: sent.append(args[2])  # noqa: E731
+        sa.event.listen(catalog.engine, "before_cursor_execute", listener)
+        try:
+            catalog.commit(changes)
+        finally:
+            sa.event.remove(catalog.engine, "before_cursor_execute", listener)
+        return sent
+
+    def tables(prefix: str, n: int) -> list[CreateTable]:
+        columns = (Field("a", INT), Field("s", parse_type("STRUCT(x INT, y VARCHAR[])"), comment="nested"))
+        return [CreateTable("main", f"{prefix}{i}", columns, tags=(("owner", f"team{i}"),)) for i in range(n)]
+
+    few, many = statements_of(tables("few", 3)), statements_of(tables("many", 30))
+    ddl = [s for s in many if s.lstrip().upper().startswith("CREATE TABLE")]
+    assert len(ddl) == 30
+    assert len(many) - len(few) == 27
+    con = duck.attach(catalog.location)
+    assert duck.scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lk'") == 33
+    assert duck.scalar(con, "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'lk'") == 66
+    assert con.execute("SELECT comment, tags FROM duckdb_tables() WHERE table_name = 'many29'").fetchone() == (
+        None,
+        {"owner": "team29"},
+    )
+    assert con.execute(
+        "SELECT comment FROM duckdb_columns() WHERE table_name = 'many29' AND column_name = 's'"
+    ).fetchone() == ("nested",)
+    con.execute("INSERT INTO lk.many29 VALUES (1, {'x': 2, 'y': ['z']})")
+    assert con.execute("SELECT a, s FROM lk.many29").fetchall() == [(1, {"x": 2, "y": ["z"]})]
 
 
 def test_catalog_in_its_own_postgres_schema(pg_location, data_path) -> None:

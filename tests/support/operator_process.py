@@ -183,7 +183,9 @@ class Profile:
         if directory and op.proc is not None:
             os.makedirs(directory, exist_ok=True)
             out = os.path.join(directory, f"{name}.speedscope.json")
-            self.spy = subprocess.Popen(["py-spy", "record", "--pid", str(op.proc.pid), "--format", "speedscope",
+            # the venv's py-spy: the bench runs as .venv/bin/python, with the venv not activated
+            spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+            self.spy = subprocess.Popen([spy if os.path.exists(spy) else "py-spy", "record", "--pid", str(op.proc.pid), "--format", "speedscope",
                                          "--rate", "200", "--nonblocking", *os.environ.get("BENCH_PYSPY_ARGS", "").split(), "--output", out],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 

@@ -91,10 +91,14 @@ class PgServer:
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
 
-    def create_database(self, name: str, owner: str | None = None) -> None:
+    def create_database(self, name: str, owner: str | None = None, icu_locale: str | None = None) -> None:
+        """``icu_locale``: the database's collation (e.g. ``tr-TR``), from ICU."""
+        options = f' OWNER "{owner}"' if owner else ""
+        if icu_locale:
+            options += f" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}' LOCALE 'C.UTF-8'"
         conn = self._superuser()
         try:
-            conn.cursor().execute(f'CREATE DATABASE "{name}"' + (f' OWNER "{owner}"' if owner else ""))
+            conn.cursor().execute(f'CREATE DATABASE "{name}"{options}')
         finally:
             conn.close()
 

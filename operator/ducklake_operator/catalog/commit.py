@@ -46,6 +46,7 @@ from .read_snapshots import load_snapshot, load_snapshots
 from .tables import CATALOG_TABLES, catalog_now
 from .write_context import CommitContext, execute_buffered
 from .write_snapshot import finish_commit
+from .write_tables import relation_names
 from .writers import write_change
 
 log = logging.getLogger(__name__)
@@ -239,7 +240,14 @@ def _attempt(
             info = extra_info() if callable(extra_info) else extra_info
             metadata = load_metadata(conn)
             check_format_version(metadata, "the catalog")
-            ctx = CommitContext(conn=conn, dialect=dialect, pg_schema=pg_schema, base=latest, metadata=metadata)
+            ctx = CommitContext(
+                conn=conn,
+                dialect=dialect,
+                pg_schema=pg_schema,
+                base=latest,
+                metadata=metadata,
+                wanted_relations=relation_names(changes),
+            )
             for change in changes:
                 write_change(change, ctx)
             if latest.snapshot_id > base[0]:

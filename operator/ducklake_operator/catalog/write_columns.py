@@ -96,9 +96,8 @@ def _add_column(change: AddColumn, ctx: CommitContext) -> None:
         first_id=_next_column_id(ctx, table_id),
         parent_id=parent_id,
     )
-    ctx.emit(CATALOG_TABLES["ducklake_column"].insert().values(rows))
-    if tags:
-        ctx.emit(CATALOG_TABLES["ducklake_column_tag"].insert().values(tags))
+    ctx.emit_rows(CATALOG_TABLES["ducklake_column"], rows)
+    ctx.emit_rows(CATALOG_TABLES["ducklake_column_tag"], tags)
     live_columns(ctx, table_id).extend(rows)
     mark_altered(ctx, table_id, versioned=True, layout=True)
 

@@ -95,9 +95,16 @@ class CommitContext:
     layout_changed: dict[int, int] = field(default_factory=dict)  # table id -> schema id: needs a new inlined table
     column_edits: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)  # (table, column) -> new values
     columns_cache: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # live column rows per table
-    # live tables and views per schema as stored (the writers' ends run after them, so this
-    # stays what the database holds for the whole attempt): one read per schema, not per table
-    relations_cache: dict[int, dict[str, int]] = field(default_factory=dict)
+    # The catalog as stored, read once per attempt (the buffered writes run after every
+    # writer, so it stays what the database holds): the live schemas, and the live tables and
+    # views found by name, per schema (folded name -> id; None: looked for, not there).
+    schemas_cache: dict[str, tuple[int, str]] | None = None
+    relations_cache: dict[int, dict[str, int | None]] = field(default_factory=dict)
+    # the relation names this commit's changes create (folded): the first lookup in a schema
+    # reads them all at once, not every relation of the schema (10,000 in a large catalog)
+    wanted_relations: frozenset[str] = frozenset()
+    # row inserts still open to more rows (``emit_rows``), by table and keys
+    _open_rows: dict[tuple[str, tuple[str, ...]], RowsInsert] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.next_catalog_id = self.base.next_catalog_id
@@ -127,13 +134,34 @@ class CommitContext:
         self.tokens.extend(tokens)
 
     def emit(self, statement: Any) -> None:
+        """Buffer a statement. It may read or change any table, so the rows emitted after it
+        are inserted after it: the open row inserts are closed."""
+        self._open_rows.clear()
         self.statements.append(statement)
+
+    def emit_ddl(self, ddl: str) -> None:
+        """Buffer the creation of a new table: nothing emitted before it reads or writes that
+        table, so the row inserts stay open across it."""
+        self.statements.append(sa.text(ddl))
 
     def emit_rows(self, table: sa.Table, rows: list[dict[str, Any]], **same: Any) -> None:
         """Insert ``rows`` (the same keys each; ``same``: values, or SQL expressions, of every
-        row) in one statement, not a statement per row (``RowsInsert``)."""
-        if rows:
+        row) in one statement, not a statement per row (``RowsInsert``). Plain rows (no
+        ``same``) join an open insert of the same table and keys: a commit creating 16
+        tables inserts their table rows, column rows, ... once each (inserts commute; any
+        other statement in between closes them, ``emit``)."""
+        if not rows:
+            return
+        if same:
             self.statements.append(RowsInsert(table, rows, same))
+            return
+        key = (table.name, tuple(rows[0]))
+        open_insert = self._open_rows.get(key)
+        if open_insert is not None:
+            open_insert.rows.extend(rows)
+            return
+        self._open_rows[key] = RowsInsert(table, list(rows), {})
+        self.statements.append(self._open_rows[key])
 
     def table_id(self, table_id: int | None, qualified: str) -> int:
         """The id of an existing table, or of one created earlier in this commit."""
@@ -164,9 +192,11 @@ class CommitContext:
 
 def live_schemas(ctx: CommitContext) -> dict[str, tuple[int, str]]:
     """Live schemas by folded name, including those created earlier in this commit."""
-    sc = CATALOG_TABLES["ducklake_schema"]
-    rows = ctx.conn.execute(sa.select(sc.c.schema_id, sc.c.schema_name).where(sc.c.end_snapshot.is_(None)))
-    out = {fold(r.schema_name): (r.schema_id, r.schema_name) for r in rows if r.schema_id not in ctx.dropped_schemas}
+    if ctx.schemas_cache is None:
+        sc = CATALOG_TABLES["ducklake_schema"]
+        rows = ctx.conn.execute(sa.select(sc.c.schema_id, sc.c.schema_name).where(sc.c.end_snapshot.is_(None)))
+        ctx.schemas_cache = {fold(r.schema_name): (r.schema_id, r.schema_name) for r in rows}
+    out = {k: v for k, v in ctx.schemas_cache.items() if v[0] not in ctx.dropped_schemas}
     out.update(ctx.new_schemas)
     return out
 
@@ -178,29 +208,50 @@ def schema_id_for(ctx: CommitContext, name: str) -> int:
     return found[0]
 
 
-def live_relations(ctx: CommitContext, schema_id: int) -> dict[str, int]:
-    """Live tables and views of a schema by folded name (they share one namespace)."""
-    stored = ctx.relations_cache.get(schema_id)
-    if stored is None:
-        t, v = CATALOG_TABLES["ducklake_table"], CATALOG_TABLES["ducklake_view"]
-        stored = {
-            fold(r.table_name): r.table_id
-            for r in ctx.conn.execute(
-                sa.select(t.c.table_id, t.c.table_name).where(t.c.schema_id == schema_id, t.c.end_snapshot.is_(None))
-            )
-        }
-        stored.update(
-            {
-                fold(r.view_name): r.view_id
-                for r in ctx.conn.execute(
-                    sa.select(v.c.view_id, v.c.view_name).where(v.c.schema_id == schema_id, v.c.end_snapshot.is_(None))
-                )
-            }
+def relation_id(ctx: CommitContext, schema_id: int, name: str) -> int | None:
+    """The id of the live table or view called ``name`` (as DuckDB matches names) in a schema,
+    also one created earlier in this commit; None: the name is free. Tables and views share
+    one namespace."""
+    folded = fold(name)
+    created = ctx.new_tables.get((schema_id, folded))
+    if created is not None:
+        return created
+    stored = ctx.relations_cache.setdefault(schema_id, {})
+    if folded not in stored:
+        wanted = sorted({folded, *ctx.wanted_relations} - stored.keys())
+        stored.update(dict.fromkeys(wanted))
+        stored.update(_stored_relations(ctx.conn, schema_id, wanted))
+    return stored[folded]
+
+
+def _stored_relations(conn: sa.Connection, schema_id: int, folded: list[str]) -> dict[str, int]:
+    """The live tables and views of a schema whose folded names are among ``folded`` (no
+    index is needed: the schema's live relations are scanned once in the database, and only
+    the matches are sent)."""
+    t, v = CATALOG_TABLES["ducklake_table"], CATALOG_TABLES["ducklake_view"]
+    found: dict[str, int] = {}
+    for start in range(0, len(folded), 1000):
+        names = folded[start : start + 1000]
+        query = sa.union_all(
+            sa.select(t.c.table_id, t.c.table_name).where(
+                t.c.schema_id == schema_id, t.c.end_snapshot.is_(None), _folded(conn, t.c.table_name).in_(names)
+            ),
+            sa.select(v.c.view_id, v.c.view_name).where(
+                v.c.schema_id == schema_id, v.c.end_snapshot.is_(None), _folded(conn, v.c.view_name).in_(names)
+            ),
         )
-        ctx.relations_cache[schema_id] = stored
-    out = dict(stored)
-    out.update({name: tid for (sid, name), tid in ctx.new_tables.items() if sid == schema_id})
-    return out
+        found.update({fold(name): int(i) for i, name in conn.execute(query)})
+    return found
+
+
+def _folded(conn: sa.Connection, column: sa.ColumnElement[str]) -> sa.ColumnElement[str]:
+    """``fold`` in SQL: ``lower`` of ASCII letters only, as SQLite's does; PostgreSQL's follows
+    the collation (a Turkish one lowers ``I`` to a dotless i), so it is given "C", under
+    which only ASCII letters change (and which is faster than ``translate``: 1.6 against
+    17.5 ms over 10,000 names)."""
+    if conn.dialect.name == "postgresql":
+        return sa.func.lower(sa.collate(column, "C"))
+    return sa.func.lower(column)
 
 
 def live_table_row(ctx: CommitContext, table_id: int, what: str) -> Row:

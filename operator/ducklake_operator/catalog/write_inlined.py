@@ -3,8 +3,6 @@ when the table may inline rows (``tables.can_inline``)."""
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
 from ..errors import SpecError
 from . import tables as tb
 from .tables import CATALOG_TABLES
@@ -24,9 +22,8 @@ def create_inlined_table(
             "column type there); set dataInliningRowLimit to 0 for this table or schema, or use time"
         )
     name = tb.inlined_table_name(table_id, ctx.base.schema_version + 1)
-    ctx.emit(sa.text(tb.create_inlined_table_ddl(ctx.dialect, ctx.pg_schema, name, columns)))
-    ctx.emit(
-        CATALOG_TABLES["ducklake_inlined_data_tables"]
-        .insert()
-        .values(table_id=table_id, table_name=name, schema_version=ctx.base.schema_version + 1)
+    ctx.emit_ddl(tb.create_inlined_table_ddl(ctx.dialect, ctx.pg_schema, name, columns))
+    ctx.emit_rows(
+        CATALOG_TABLES["ducklake_inlined_data_tables"],
+        [dict(table_id=table_id, table_name=name, schema_version=ctx.base.schema_version + 1)],
     )

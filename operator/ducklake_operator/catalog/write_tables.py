@@ -5,6 +5,7 @@ the commit transaction), allocates ids and buffers the rows (``write_context``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,9 +30,9 @@ from .tables import CATALOG_TABLES
 from .write_column_rows import column_rows, type_names, validate_fields
 from .write_context import (
     CommitContext,
-    live_relations,
     live_schemas,
     live_table_row,
+    relation_id,
     resolve_path,
     schema_id_for,
     stored_schema_name,
@@ -94,23 +95,24 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
     where = f"table {change.schema}.{change.name}"
     validate_fields(change.columns, where)
     schema_id = schema_id_for(ctx, change.schema)
-    if fold(change.name) in live_relations(ctx, schema_id):
+    if relation_id(ctx, schema_id, change.name) is not None:
         raise AlreadyExists(f"{change.schema}.{change.name} already exists")
     table_id = ctx.catalog_id()
     uuid = str(uuid7())
-    ctx.emit(
-        CATALOG_TABLES["ducklake_table"]
-        .insert()
-        .values(
-            table_id=table_id,
-            table_uuid=uuid,
-            begin_snapshot=ctx.snapshot_id,
-            end_snapshot=None,
-            schema_id=schema_id,
-            table_name=change.name,
-            path=path_for(change.name, uuid),
-            path_is_relative=True,
-        )
+    ctx.emit_rows(
+        CATALOG_TABLES["ducklake_table"],
+        [
+            dict(
+                table_id=table_id,
+                table_uuid=uuid,
+                begin_snapshot=ctx.snapshot_id,
+                end_snapshot=None,
+                schema_id=schema_id,
+                table_name=change.name,
+                path=path_for(change.name, uuid),
+                path_is_relative=True,
+            )
+        ],
     )
     all_columns: list[dict[str, Any]] = []
     all_tags: list[dict[str, Any]] = []
@@ -121,9 +123,8 @@ def _create_table(change: CreateTable, ctx: CommitContext) -> None:
         )
         all_columns += cols
         all_tags += tags
-    ctx.emit(CATALOG_TABLES["ducklake_column"].insert().values(all_columns))
-    if all_tags:
-        ctx.emit(CATALOG_TABLES["ducklake_column_tag"].insert().values(all_tags))
+    ctx.emit_rows(CATALOG_TABLES["ducklake_column"], all_columns)
+    ctx.emit_rows(CATALOG_TABLES["ducklake_column_tag"], all_tags)
     _write_tags(ctx, table_id, tuple(change.tags), created=True)
     ctx.columns_cache[table_id] = list(all_columns)
     all_types = [t for f in change.columns for t in type_names(f.type)]
@@ -164,8 +165,7 @@ def _rename_table(change: RenameTable, ctx: CommitContext) -> None:
     old_short = change.old_name.rsplit(".", 1)[-1] if "." in change.old_name else change.old_name
     if row.table_name != old_short:
         raise CommitConflict(f"rename {change.old_name}: the table is now called {row.table_name!r}; re-plan")
-    taken = live_relations(ctx, row.schema_id)
-    if fold(change.new_name) in taken and taken[fold(change.new_name)] != change.table_id:
+    if relation_id(ctx, row.schema_id, change.new_name) not in (None, change.table_id):
         raise AlreadyExists(f"cannot rename {change.old_name}: {change.new_name!r} already exists in its schema")
     t = CATALOG_TABLES["ducklake_table"]
     ctx.end_live(t, t.c.table_id == change.table_id)
@@ -220,11 +220,8 @@ def _write_tags(
         if key in current:
             ctx.end_live(tg, tg.c.object_id == object_id, tg.c.key == key)
         if value is not None:
-            ctx.emit(
-                tg.insert().values(
-                    object_id=object_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None, key=key, value=value
-                )
-            )
+            row = dict(object_id=object_id, begin_snapshot=ctx.snapshot_id, end_snapshot=None, key=key, value=value)
+            ctx.emit_rows(tg, [row])
         changed = True
     return changed
 
@@ -304,4 +301,12 @@ def write_sort(ctx: CommitContext, table_id: int, keys: tuple[SortExpression, ..
 
 
 # registered on ``writers.write_change``
+def relation_names(changes: Iterable[object]) -> frozenset[str]:
+    """The relation names (folded) that ``changes`` create or rename tables to: the names a
+    commit looks up (``write_context.relation_id``)."""
+    names = {c.name for c in changes if isinstance(c, CreateTable)}
+    names |= {c.new_name for c in changes if isinstance(c, RenameTable)}
+    return frozenset(fold(n) for n in names)
+
+
 WRITERS = (_create_schema, _drop_schema, _create_table, _drop_table, _rename_table, _set_tags, _set_option)
