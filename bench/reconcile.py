@@ -20,7 +20,8 @@ time of its first two drift passes over the whole catalog (the operator's
 native frames off, not pausing the process; ``BENCH_PYSPY_ARGS=--gil`` samples only the
 thread holding the GIL, i.e. where the CPU goes) during the creation storm and each resync, and
 writes speedscope profiles there (open them at https://www.speedscope.app, or summarise one
-with ``bench/speedscope_summary.py --thread`` on the event loop's thread). The operator logs
+with ``bench/speedscope_summary.py --thread`` on the event loop's thread), and kubectl's own
+CPU profile of each storm (``go tool pprof -top DIR/kubectl-storm-N.pprof``). The operator logs
 at ``BENCH_LOG_LEVEL`` (WARNING)."""
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def run(
     restarts: int,
     drift_interval: float,
     apply: str = "client-side",
+    validate: str = "strict",
 ) -> None:
     namespace, db = f"bench-{n}", f"reconcile_{n}_{int(time.time())}"
     server.create_database(db)
@@ -187,6 +189,12 @@ def run(
         kubectl0 = children_cpu_seconds()
         t0 = time.time()
         side = ["--server-side", "--field-manager=bench"] if apply == "server-side" else []
+        side.append(f"--validate={validate}")
+        if profile:  # kubectl's own CPU profile beside the operator's (``go tool pprof -top`` reads it)
+            side += [
+                "--profile=cpu",
+                f"--profile-output={os.path.abspath(os.path.join(profile, f'kubectl-storm-{n}.pprof'))}",
+            ]
         cluster.kubectl("apply", *side, "-n", namespace, "-f", "-", input=yaml.safe_dump_all(tables), timeout=3600)
         applied = time.time() - t0
         kubectl = children_cpu_seconds() - kubectl0  # the one child that ended meanwhile
@@ -258,7 +266,7 @@ def drift(op: Operator, args: list[str], n: int, interval: float, profile: str |
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1,100,1000")
-    parser.add_argument("--profile", help="directory for py-spy profiles of the operator")
+    parser.add_argument("--profile", help="directory for py-spy profiles of the operator (and kubectl's CPU profile)")
     parser.add_argument("--memory", action="store_true", help="trace allocations; print the largest sites at the end")
     parser.add_argument("--restarts", type=int, default=3, help="restarts measured after each creation storm")
     parser.add_argument(
@@ -267,6 +275,15 @@ def main() -> None:
         default="client-side",
         help="kubectl apply's kind: client-side (a GET and a create per object) or --server-side (one apply "
         "request per object, as Flux and Argo CD's server-side sync send)",
+    )
+    parser.add_argument(
+        "--validate",
+        choices=("strict", "false"),
+        default="strict",
+        help="kubectl apply's --validate: strict (its default) checks, before it sends the first object, "
+        "that the server validates each object's fields, parsing the API's whole OpenAPI v3 document again "
+        "for every object (kubernetes/kubernetes#127095: two thirds of its CPU here); false skips that (the "
+        "API server still checks each object against the CRD's schema, but drops unknown fields silently)",
     )
     parser.add_argument(
         "--drift-interval",
@@ -295,6 +312,7 @@ def main() -> None:
                 args.restarts,
                 args.drift_interval,
                 args.apply,
+                args.validate,
             )
     finally:
         cluster.stop()
