@@ -55,3 +55,14 @@ def test_rows_with_values_in_common_are_an_insert_of_their_own() -> None:
     ctx.emit_rows(TABLE, [{"id": 2}], table_name="t")
     ctx.emit_rows(TABLE, [{"id": 3}])
     assert shape(ctx) == [("ducklake_table", [1, 3]), ("ducklake_table", [2])]
+
+
+def test_rows_are_inserted_as_they_were_emitted() -> None:
+    """A writer edits its cached rows later in the commit (a column's new default): the
+    insert keeps the values as emitted, the edit is a row of its own."""
+    ctx = context()
+    cached = [{"id": 1, "default_value": "NULL"}]
+    ctx.emit_rows(COLUMN, cached)
+    cached[0]["default_value"] = "5"
+    inserted = ctx.statements[0]
+    assert isinstance(inserted, RowsInsert) and inserted.rows == [{"id": 1, "default_value": "NULL"}]

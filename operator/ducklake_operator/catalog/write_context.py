@@ -149,9 +149,12 @@ class CommitContext:
         row) in one statement, not a statement per row (``RowsInsert``). Plain rows (no
         ``same``) join an open insert of the same table and keys: a commit creating 16
         tables inserts their table rows, column rows, ... once each (inserts commute; any
-        other statement in between closes them, ``emit``)."""
+        other statement in between closes them, ``emit``). The rows are copied: a writer may
+        change its cached rows later in the commit (``write_columns.edit_column``), and the
+        insert is of the values as emitted."""
         if not rows:
             return
+        rows = [dict(r) for r in rows]
         if same:
             self.statements.append(RowsInsert(table, rows, same))
             return
@@ -160,7 +163,7 @@ class CommitContext:
         if open_insert is not None:
             open_insert.rows.extend(rows)
             return
-        self._open_rows[key] = RowsInsert(table, list(rows), {})
+        self._open_rows[key] = RowsInsert(table, rows, {})
         self.statements.append(self._open_rows[key])
 
     def table_id(self, table_id: int | None, qualified: str) -> int:
