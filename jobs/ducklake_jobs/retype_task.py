@@ -100,7 +100,7 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     """One pass: read, convert every retyped column, write. A value that does not convert stops
     the write when the job fails on them (DuckDB's ``error()``); a second look at the sources
     then names the first of them, or, when they become NULL, counts them."""
-    scan = scan_sources(con, task.sources, task.columns, scratch)
+    scan = scan_sources(con, task.sources, task.columns, scratch, deletion_snapshots=False)  # deleted rows go
     chains = [_chain(task.columns, r.chain) for r in task.retyped]
     values = [_leaf(chain, quote(chain[0].name)) for chain in chains]  # each retyped value, as read
 
