@@ -123,8 +123,8 @@ def _scan_sql(
     columns, else from its file's ``row_id_start + position`` and ``begin_snapshot`` (lists of
     these files only, as list literals: DuckDB makes a constant list anew for every chunk it
     reads, and a file of a few rows is a chunk); ``__deleted_at``: the snapshot that deleted
-    the row (NULL: live), or 0 for every deleted row when ``deletions`` is ``"flags"``
-    (``_register_deleted``); ``__file``, ``__row``: where it was read (index among all sources)."""
+    the row (NULL: live), or 0 for every deleted row when ``deletions`` is ``FLAGS``
+    (``_deleted_bitmaps``); ``__file``, ``__row``: where it was read (index among all sources)."""
     position = "p.file_index::BIGINT"
     contiguous = indexes == list(range(indexes[0], indexes[0] + len(indexes)))
     file = f"({position} + {indexes[0]})" if contiguous else f"({sql_list(indexes)})[{position} + 1]"
@@ -152,16 +152,12 @@ def _scan_sql(
 NO_DELETIONS, SNAPSHOTS, FLAGS = "none", "snapshots", "flags"  # how a scan marks deleted rows
 
 
-def _register_deleted(
-    con: duckdb.DuckDBPyConnection, sources: tuple[SourceFile, ...], scratch: str, rows: list[int] | None = None
-) -> bool:
+def _register_deleted(con: duckdb.DuckDBPyConnection, sources: tuple[SourceFile, ...], scratch: str) -> bool:
     """The temporary table ``deleted`` (file_index, pos, snapshot): every deleted row of the
     sources, read by DuckDB from their delete files (a file's position holds the deletion of
     the file's snapshot when it has no snapshot column), and their inlined deletions where the
     delete file does not name the position. Read into Python lists, 1.25 M deleted rows took
-    about 2 s of a 300 MB rewrite's 5; False: no source has a deleted row. ``rows``: each
-    source's row count, for a scan that only drops deleted rows: they are also a bitmap per
-    file (``_deleted_bitmaps``)."""
+    about 2 s of a 300 MB rewrite's 5; False: no source has a deleted row."""
     parts = []
     with_files = [(i, storage.fetch(src.delete_file, scratch)) for i, src in enumerate(sources) if src.delete_file]
     for has_snapshots in (True, False):
@@ -194,13 +190,12 @@ def _register_deleted(
         finally:
             con.unregister("__inlined")
     row = con.execute("SELECT EXISTS (SELECT 1 FROM deleted)").fetchone()
-    if row and row[0] and rows is not None:
-        _deleted_bitmaps(con, rows)
     return bool(row and row[0])
 
 
 def _deleted_bitmaps(con: duckdb.DuckDBPyConnection, rows: list[int]) -> None:
-    """The temporary table ``deleted_bits`` (file_index, bits): a file's deleted positions as
+    """The temporary table ``deleted_bits`` (file_index, bits), from ``deleted`` and each
+    source's row count ``rows``: a file's deleted positions as
     one bitstring, whose bit ``pos`` is set. A scan that drops deleted rows then joins one row
     per file, not every deleted row (a hash table of millions), and tests a bit: 1.3 GB with a
     quarter of its rows deleted, 4.00 -> 3.24 s (both on two threads). ``bitstring_agg`` takes
@@ -270,8 +265,12 @@ def scan_sources(
         hidden_of.append(names & HIDDEN_FIELD_IDS.keys())
         hidden_here |= hidden_of[-1]
         rows.append(meta.metadata.num_rows)
-    with_deletes = _register_deleted(con, sources, scratch, None if deletion_snapshots else rows)
-    deletions = (SNAPSHOTS if deletion_snapshots else FLAGS) if with_deletes else NO_DELETIONS
+    with_deletes = _register_deleted(con, sources, scratch)
+    deletions = NO_DELETIONS
+    if with_deletes:
+        deletions = SNAPSHOTS if deletion_snapshots else FLAGS
+        if not deletion_snapshots:
+            _deleted_bitmaps(con, rows)
     scans = []  # per layout: its select items and sources
     for found, (found_sources, _) in layouts.items():
         # files of an older layout (a rewrite's output) are read in the group's layout

@@ -300,7 +300,6 @@ def write_sort(ctx: CommitContext, table_id: int, keys: tuple[SortExpression, ..
     )
 
 
-# registered on ``writers.write_change``
 def relation_names(changes: Iterable[object]) -> frozenset[str]:
     """The relation names (folded) that ``changes`` create or rename tables to: the names a
     commit looks up (``write_context.relation_id``)."""
@@ -309,4 +308,5 @@ def relation_names(changes: Iterable[object]) -> frozenset[str]:
     return frozenset(fold(n) for n in names)
 
 
+# registered on ``writers.write_change``
 WRITERS = (_create_schema, _drop_schema, _create_table, _drop_table, _rename_table, _set_tags, _set_option)
