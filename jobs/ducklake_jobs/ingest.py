@@ -11,7 +11,12 @@ unless ``reingest``) -> two passes of tasks, in-process or on Spark (pass 1 in g
    files in one query (``ingest_json``: the same notes, but for the extents no plan for the
    table reads, ``auto_schema.extents_read``; no record through Python); a CSV or Parquet
    file's columns are its types, with the ranges of the long columns whose extents a plan
-   reads (none: a Parquet file is not scanned, its footer counts its rows);
+   reads (none: a Parquet file is not scanned, its footer counts its rows). A CSV file's
+   types are first its default sample's, where pass 2 can prove them value by value as it
+   writes (``csv_checks``; no long column's range wanted): such a file is not scanned in
+   pass 1 at all, and a value or row that refutes them (or any failure of a task writing
+   such a file) deletes what was written and reads every file again, the CSV files' types
+   sniffed over every row (``csvSampleRefuted`` in the report);
 2. the driver merges the notes and plans the columns to add and where each value goes
    (``evolution.auto_schema.plan_ingest``, pure), with the ids the commit will give them;
 3. read every record again, convert it into a row of the evolved table
@@ -133,53 +138,101 @@ def ingest(
     groups = _groups(sources)
     runner = report.runner(run, runner, report.fields["bytesRead"])
     s3 = storage.s3_config(path)
-    reads = [ReadTask(g, on_bad_record, s3, extents_read(t)) for g in groups]
-    observations, skipped = _observe(runner, run, reads, _group_bytes(groups))
-    plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
-    records = sum(o.records for o in observations)
-    report.fields.update(
-        records=records,
-        recordsSkipped=skipped.count,
-        **({"firstSkipped": skipped.first} if skipped.first else {}),
-        columnsAdded=plan.describe(),
-    )
-    if plan.changes and not evolve:
-        raise DuckLakeError(_not_evolving(t, plan))
-    if dry_run or not records:
-        return report.done(filesWritten=0, rowsWritten=0, committedSnapshot=None)
-    paths = table_paths(state, t)
-    target = TARGET_FILE_SIZE.resolve(None, lambda key: option(state, t, key))
-    writes = _write_groups(groups, observations, target)
-    tasks = [_write_task(state, t, plan, w, on_bad_record, paths, run.file_marker, s3) for w in writes]
-    stored: list[str] = []
+    job = _Ingest(catalog, inputs.base, t, state, groups, sources, on_bad_record, evolve, reingest, author, runner, run)
+    # CSV files in their default sample's types, proven as pass 2 writes them (``csv_checks``):
+    # a value or row they do not hold for, and every file is read again sniffed over every row
+    if not dry_run and any(s.format == "csv" for s in sources):
+        try:
+            return job.attempt(report, s3, sample_types=True)
+        except _SampleRefuted as exc:
+            report.fields.update(csvTypesFromSample=0, csvSampleRefuted=str(exc))
+    return job.attempt(report, s3, sample_types=False, dry_run=dry_run)
 
-    def produce() -> list[WriteResult]:
-        results = run.run_file_groups(runner, write_files, tasks, _group_bytes([w.sources for w in writes]))
-        for r in results:
-            stored.extend(r.stored)
-        failed = next((r.error for r in results if r.error), None)
-        if failed is not None:
-            raise JobFailed(f"{failed}; {NOTHING_COMMITTED}")
-        return results
 
-    def commit(results: list[WriteResult]) -> CommitResult:
-        for r in results:
-            skipped.merge(r.skipped)
-        done = _written(results, skipped)
-        change = _append_change(t, inputs.base, plan, results, sources, reingest)
-        extra = ingest_extra_info(t.table_id, change.sources, run.extra_info(report.done(**done)))
-        message = f"ingest {t.qualified_name}: {len(sources)} files, {done['rowsWritten']} rows" + (
-            f", {len(plan.changes)} columns added" if plan.changes else ""
+class _SampleRefuted(DuckLakeError):
+    """A CSV file's rows do not all hold in its sample's types (nothing was committed)."""
+
+    cleanable = True
+
+
+@dataclass(frozen=True)
+class _Ingest:
+    """One ingest's inputs, for ``attempt``."""
+
+    catalog: Catalog
+    base: int
+    t: TableState
+    state: Any
+    groups: list[tuple[Source, ...]]
+    sources: list[Source]
+    on_bad_record: str
+    evolve: bool
+    reingest: bool
+    author: str
+    runner: Runner
+    run: JobRun
+
+    def attempt(
+        self, report: Report, s3: storage.S3Config | None, *, sample_types: bool, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Both passes and the commit; ``sample_types``: CSV files read in their default
+        sample's types where ``SourceReader`` can prove them as pass 2 writes them (raises
+        ``_SampleRefuted`` when they do not hold)."""
+        t, run, groups, sources = self.t, self.run, self.groups, self.sources
+        reads = [ReadTask(g, self.on_bad_record, s3, extents_read(t), sample_types) for g in groups]
+        observations, skipped = _observe(self.runner, run, reads, _group_bytes(groups))
+        plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
+        records = sum(o.records for o in observations)
+        uncounted = sum(1 for o in observations for r in o.typed if r is not None and r.rows is None)
+        report.fields.update(
+            records=records,
+            recordsSkipped=skipped.count,
+            **({"firstSkipped": skipped.first} if skipped.first else {}),
+            columnsAdded=plan.describe(),
+            **({"csvTypesFromSample": uncounted} if sample_types else {}),
         )
-        return _commit(catalog, t, plan, change, author, message, extra, rebased)
+        if plan.changes and not self.evolve:
+            raise DuckLakeError(_not_evolving(t, plan))
+        if dry_run or not (records or uncounted):
+            return report.done(filesWritten=0, rowsWritten=0, committedSnapshot=None)
+        paths = table_paths(self.state, t)
+        target = TARGET_FILE_SIZE.resolve(None, lambda key: option(self.state, t, key))
+        writes = _write_groups(groups, observations, target)
+        tasks = [_write_task(self.state, t, plan, w, self.on_bad_record, paths, run.file_marker, s3) for w in writes]
+        stored: list[str] = []
 
-    rebased: list[int] = []  # snapshots the commit was tried again on
-    results, committed = produce_and_commit(lambda: stored, produce, commit, committing=run.committing)
-    return report.done(
-        **_written(results, skipped),
-        committedSnapshot=committed.snapshot_id,
-        **({"rebased": len(rebased)} if rebased else {}),
-    )
+        def produce() -> list[WriteResult]:
+            results = run.run_file_groups(self.runner, write_files, tasks, _group_bytes([w.sources for w in writes]))
+            for r in results:
+                stored.extend(r.stored)
+            refuted = next((r.error for r in results if r.refuted), None)
+            if refuted is not None:
+                raise _SampleRefuted(refuted)
+            failed = next((r.error for r in results if r.error), None)
+            if failed is not None:
+                raise JobFailed(f"{failed}; {NOTHING_COMMITTED}")
+            if uncounted:  # the rows of the files pass 1 did not count, as written
+                report.fields["records"] = records + sum(r.uncounted for r in results)
+            return results
+
+        def commit(results: list[WriteResult]) -> CommitResult:
+            for r in results:
+                skipped.merge(r.skipped)
+            done = _written(results, skipped)
+            change = _append_change(t, self.base, plan, results, sources, self.reingest)
+            extra = ingest_extra_info(t.table_id, change.sources, run.extra_info(report.done(**done)))
+            message = f"ingest {t.qualified_name}: {len(sources)} files, {done['rowsWritten']} rows" + (
+                f", {len(plan.changes)} columns added" if plan.changes else ""
+            )
+            return _commit(self.catalog, t, plan, change, self.author, message, extra, rebased)
+
+        rebased: list[int] = []  # snapshots the commit was tried again on
+        results, committed = produce_and_commit(lambda: stored, produce, commit, committing=run.committing)
+        return report.done(
+            **_written(results, skipped),
+            committedSnapshot=committed.snapshot_id,
+            **({"rebased": len(rebased)} if rebased else {}),
+        )
 
 
 def _observe(runner: Runner, run: JobRun, tasks: list[ReadTask], sizes: list[int]) -> tuple[list[Observation], Skipped]:

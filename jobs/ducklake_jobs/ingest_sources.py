@@ -2,8 +2,9 @@
 ``s3://``), their format, and their records, one at a time, with the file and line each came
 from. JSON lines are parsed here (each value keeps its own type, a number with a fraction or an
 exponent its exact text as a Decimal); CSV and Parquet are read by an in-process DuckDB,
-whose column types are the values' types. A CSV file's types are sniffed over every row
-(``CsvDialect``): they hold for the whole file, and the later scans name them, sniffing nothing.
+whose column types are the values' types. A CSV file's types hold for every row
+(``CsvDialect``): its default sample's, proven value by value as an ingest writes the file
+(``csv_checks``), else sniffed over every row; the later scans name them, sniffing nothing.
 A record that cannot be read is a ``BadRecord``; a file that is not what its format says is a
 ``DuckLakeError`` whatever ``onBadRecord`` says.
 """
@@ -31,6 +32,7 @@ from ducklake_operator.model.names import fold
 from ducklake_operator.model.types import DuckLakeType, parse_type
 from ducklake_operator.model.value_kinds import LONG, UnreadableType
 
+from . import csv_checks
 from .ingest_json import plain_bytes
 from .parquet_writer import literal, quote, scratch_connection
 
@@ -127,6 +129,11 @@ class CsvDialect:
 
     options: str
     sampled: bool = False
+    # the types are the default sample's, not yet proven for the later rows: a scan reads the
+    # columns whose reader cast bends a value that does not fit as text and proves each value
+    # (``csv_checks``); an ingest that meets one that does not fit, or a row that does not
+    # parse, reads the file again as sniffed over every row
+    sample_types: bool = False
 
 
 # The options of a sniffer's prompt that say how a file splits into rows and fields: found on
@@ -134,6 +141,10 @@ class CsvDialect:
 # finds the header, in about a third of the time of one that looks for them over every row
 # (0.4 s against 1.2 s for 34 MB on one thread).
 _QUOTED_OPTIONS = ("delim", "quote", "escape", "new_line", "comment")  # and skip, a number
+# the options of a sample's prompt whose types ``csv_checks`` proves as the file is read
+_SAMPLE_OPTIONS = frozenset({*_QUOTED_OPTIONS, "skip", "auto_detect", "header", "columns", "ignore_errors"})
+_ISO_DATES = ("dateformat", "'%Y-%m-%d'")  # the sniffer names the format of plain dates too
+FIRST_ROWS = 2048  # of a file, surely in the sniffer's sample (its first 20,480 rows)
 _DIALECT = re.compile(rf", ({'|'.join(_QUOTED_OPTIONS)})=('(?:[^']|'')*')|, (skip)=(\d+)")
 
 
@@ -142,7 +153,7 @@ class TypedRead:
     """What pass 1 read of a CSV or Parquet file, for pass 2: its rows (those that parse) and
     how a CSV file reads."""
 
-    rows: int
+    rows: int | None  # None: not counted (a CSV file in its sample's types: pass 2 counts it)
     dialect: CsvDialect | None = None
 
 
@@ -165,6 +176,7 @@ class SourceReader:
         dialect: CsvDialect | None = None,
         extents: frozenset[tuple[str, str]] | None = None,
         con: duckdb.DuckDBPyConnection | None = None,
+        sample_types: bool = False,
     ) -> None:
         """``skipped``: where skipped records are counted (None: they were counted already, by
         a reader of the same file that read its rows and ranges too: this one does not);
@@ -173,13 +185,17 @@ class SourceReader:
         (``auto_schema.extents_read``): the long columns' ranges found (None: all of them);
         ``con``: the caller's DuckDB to read with, left open (None: one of its own, about
         10 ms to open and close); not for a CSV file read with rejects counted, nor for
-        ``records``, whose scan the caller's next query would end."""
+        ``records``, whose scan the caller's next query would end; ``sample_types``: a CSV file
+        not sniffed yet is read in its default sample's types where they can be proven as the
+        file is read (``CsvDialect.sample_types``): neither its rows nor its rejects are
+        counted (``count`` is None), the pass that writes it proves them."""
         self.source, self.local, self.on_bad_record, self.skipped = source, local, on_bad_record, skipped
-        self.dialect, self.extents = dialect, extents
+        self.dialect, self.extents, self.sample_types = dialect, extents, sample_types
         self.columns: tuple[TypedField, ...] = ()
         self.types: tuple[DuckLakeType, ...] = ()  # of ``columns``, as DuckDB reads them
+        self._sql_types: tuple[str, ...] = ()  # the same, as DuckDB spells them
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
-        self._rows = 0  # of a CSV or Parquet file (those that parse)
+        self._rows: int | None = 0  # of a CSV or Parquet file (those that parse; None: not counted)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._owned = con is None
         if source.format != "json":
@@ -259,14 +275,20 @@ class SourceReader:
         assert row is not None
         return tuple(row)
 
-    def _scan(self, rejects: bool = True, files: Sequence[str] = ()) -> str:
+    def _scan(self, rejects: bool = True, files: Sequence[str] = (), proven: bool = True) -> str:
         path = f"[{', '.join(literal(p) for p in files)}]" if files else literal(self.local)
         if self.source.format == "parquet":
             return f"read_parquet({path})"
         # rows that do not parse are rejected rather than making the sniffer give up on the
         # dialect; without a dialect, every row sniffed (the types hold for the whole file)
         options = self.dialect.options if self.dialect is not None else "sample_size = -1, ignore_errors = true"
-        return f"read_csv({path}, {options}{', store_rejects = true' if rejects else ''})"
+        stored = ", store_rejects = true" if rejects else ""
+        if self.dialect is None or not self.dialect.sample_types or not proven or not self._sql_types:
+            return f"read_csv({path}, {options}{stored})"
+        names, types = [c.name for c in self.columns], list(self._sql_types)
+        as_read = f"{_without_columns(options)}, {csv_checks.columns_option(names, csv_checks.read_types(types))}"
+        stored = csv_checks.STORE_REJECTS if rejects else ""  # apart: pass 1 counted the others
+        return csv_checks.proven_select(names, types, f"read_csv({path}, {as_read}{stored})")
 
     def _sniff(self, on_sample: bool = True) -> CsvDialect | None:
         """The file's types from DuckDB's sniffer over every row (a sample would not do: a
@@ -302,6 +324,50 @@ class SourceReader:
             found["quote"] = found["escape"] = "'\"'"
         return "".join(f", {key} = {value}" for key, value in found.items())
 
+    def _sample_dialect_typed(self) -> CsvDialect | None:
+        """The file's dialect and types as DuckDB's sniffer finds them on its default sample
+        (the dialect as ``_sample_dialect`` gives it), to be proven as the file is read; None
+        when the prompt has options beyond the dialect, header and columns (date formats, a
+        decimal separator: not proven by ``csv_checks``)."""
+        given = self._sample_dialect()
+        if not given:
+            return None
+        try:
+            prompt = self._prompt(given)
+        except duckdb.Error:
+            return None
+        head, tail = f"FROM read_csv('{self.local}', ", ");"
+        if not (prompt.startswith(head) and prompt.endswith(tail)):
+            return None
+        options = prompt[len(head) : -len(tail)]
+        if any(key not in _SAMPLE_OPTIONS and (key, value) != _ISO_DATES for key, value in _options(options)):
+            return None
+        return CsvDialect(options, sampled=True, sample_types=True)
+
+    def _sample_holds(self) -> bool:
+        """Whether the sample's types can be proven as the file is read: each is one
+        ``csv_checks`` proves, no long column's range is wanted (a plan reads those before
+        anything is written), the first rows hold a row, and a value in every VARCHAR column
+        (a column the sample has no value in is VARCHAR, whatever the later rows hold)."""
+        assert self._con is not None
+        if not csv_checks.provable(self._sql_types):
+            return False
+        if any(
+            c.shape.kind == LONG and (self.extents is None or (fold(c.name), LONG) in self.extents)
+            for c in self.columns
+        ):
+            return False
+        texts = [c.name for c, t in zip(self.columns, self._sql_types, strict=True) if t == "VARCHAR"]
+        counts = "".join(f", count({quote(n)})" for n in texts)
+        scan = self._scan(rejects=False, proven=False)
+        try:
+            row = self._con.execute(
+                f"SELECT count(*){counts} FROM (SELECT * FROM {scan} LIMIT {FIRST_ROWS})"
+            ).fetchone()
+        except duckdb.Error:
+            return False
+        return row is not None and all(row)
+
     def _prompt(self, options: str) -> str:
         """The ``read_csv`` call DuckDB's sniffer writes for the file, sniffed with ``options``
         (rows that do not parse ignored, so they do not make it give up on the dialect)."""
@@ -328,7 +394,8 @@ class SourceReader:
         assert self._con is not None
         path = self.source.file.path
         if self.source.format == "csv" and self.dialect is None:
-            self.dialect = self._sniff(on_sample)  # pass 2 is handed pass 1's
+            # pass 2 is handed pass 1's
+            self.dialect = (self._sample_dialect_typed() if self.sample_types else None) or self._sniff(on_sample)
         described = self._read_columns()
         columns: list[TypedField] = []
         types: list[DuckLakeType] = []
@@ -342,6 +409,7 @@ class SourceReader:
                     "convert it (to text, or a supported type) first"
                 ) from None
         self.columns, self.types = tuple(columns), tuple(types)
+        self._sql_types = tuple(str(r[1]) for r in described)
         names: dict[str, str] = {}
         for c in columns:
             other = names.setdefault(fold(c.name), c.name)
@@ -349,6 +417,12 @@ class SourceReader:
                 raise DuckLakeError(
                     f"ingest: columns {other} and {c.name} of {path} name the same column (names are case-insensitive)"
                 )
+        if self.dialect is not None and self.dialect.sample_types and counting:
+            if self._sample_holds():
+                self._rows = None
+                return
+            self.sample_types, self.dialect = False, None  # sniffed over every row instead
+            return self._describe(counting, on_sample)
         if not counting:
             return
         longs = [
@@ -389,9 +463,10 @@ class SourceReader:
         for line, message in rejected:
             self.bad(f"{self.source.file.path}:{line}", f"not a CSV row of this file ({message})")
 
-    def count(self) -> int:
-        """The rows of a CSV or Parquet file (those that parse)."""
-        return int(self._rows)
+    def count(self) -> int | None:
+        """The rows of a CSV or Parquet file (those that parse; None: a CSV file read in its
+        sample's types, which the pass that writes it counts)."""
+        return None if self._rows is None else int(self._rows)
 
     def _typed(self) -> Generator[Record, None, None]:
         assert self._con is not None
@@ -406,6 +481,26 @@ class SourceReader:
                     yield Record(f"{path}:row {row_number}", dict(zip(names, row, strict=True)))
         except duckdb.Error as exc:
             raise DuckLakeError(f"ingest: cannot read {path}: {_first_line(str(exc))}") from None
+
+
+def _options(options: str) -> list[tuple[str, str]]:
+    """The ``key=value`` options of a sniffer's prompt, in order (a comma inside a quoted
+    text or the braces of ``columns`` is no separator)."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(options):
+        if ch == "'":
+            quoted = not quoted  # a doubled quote inside a text flips twice
+        elif not quoted and ch in "{}":
+            depth += 1 if ch == "{" else -1
+        elif not quoted and depth == 0 and ch == ",":
+            parts.append(options[start:i])
+            start = i + 1
+    parts.append(options[start:])
+    return [(p.split("=", 1)[0].strip(), p.split("=", 1)[1].strip() if "=" in p else "") for p in parts if p.strip()]
+
+
+def _without_columns(options: str) -> str:
+    return ", ".join(f"{key}={value}" for key, value in _options(options) if key != "columns")
 
 
 def _first_line(text: str) -> str:

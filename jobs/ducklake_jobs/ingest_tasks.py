@@ -39,6 +39,7 @@ from ducklake_operator.model.state import ColumnState
 from ducklake_operator.model.types import Decimal, DuckLakeType, ListOf, MapOf, Primitive, Struct, to_duckdb_sql
 from ducklake_operator.model.value_kinds import DUCKLAKE_TYPE
 
+from .csv_checks import REFUTED, SAMPLE_REJECTS
 from .ingest_json import SAMPLE_RECORDS, JsonLinesFile, JsonLoad, create_macros, json_lines_load, observe_json_lines
 from .ingest_sources import Skipped, Source, SourceReader, TypedRead, read_local
 from .job_steps import reason
@@ -63,6 +64,7 @@ class ReadTask:
     on_bad_record: str
     s3: storage.S3Config | None = None
     extents: frozenset[tuple[str, str]] | None = None  # noted by DuckDB's readers (None: all)
+    sample_types: bool = False  # CSV files in their sample's types, proven by pass 2 (``csv_checks``)
 
 
 @dataclass(frozen=True)
@@ -99,14 +101,22 @@ def observe_files(task: ReadTask) -> Observation:
                 parquet = scratch_connection()
                 closing.callback(parquet.close)
             con = parquet if source.format == "parquet" else None
-            reader = SourceReader(source, local_copy, task.on_bad_record, skipped, extents=task.extents, con=con)
+            reader = SourceReader(
+                source,
+                local_copy,
+                task.on_bad_record,
+                skipped,
+                extents=task.extents,
+                con=con,
+                sample_types=task.sample_types and source.format == "csv",
+            )
             try:
                 if reader.typed is not None:
                     rows = reader.count()
                     typed[k] = TypedRead(rows, reader.dialect)
-                    if rows:
+                    if rows is None or rows:  # uncounted: its first rows hold a row
                         observe_typed(fields, reader.columns, reader.ranges)
-                    records += rows
+                    records += rows or 0
                     continue
                 for record in reader.records():
                     try:
@@ -190,6 +200,10 @@ class WriteResult:
     skipped: Skipped = field(default_factory=Skipped)
     stored: tuple[str, ...] = ()  # full paths of every file written, to delete on failure
     error: str | None = None
+    uncounted: int = 0  # rows of the files pass 1 did not count (CSV files in their sample's types)
+    # ``error`` may come of a CSV file read in its sample's types (a value or row they do not
+    # hold for, or a row misread in the sample's dialect): the job reads its files again
+    refuted: bool = False
 
 
 def write_files(task: WriteTask) -> WriteResult:
@@ -199,22 +213,41 @@ def write_files(task: WriteTask) -> WriteResult:
     bucketed = needs_ducklake_functions(t for _, t in task.partition)
     try:
         with scratch_session(task.s3, "ducklake-ingest-", ducklake_functions=bucketed) as (con, scratch):
-            rows, skipped = _load_rows(con, task, scratch)
-            outputs = _write_partitions(con, task, scratch, stored) if rows else ()
-        return WriteResult(outputs, rows, skipped, tuple(stored))
+            counted, uncounted, skipped = _load_rows(con, task, scratch)
+            outputs = _write_partitions(con, task, scratch, stored) if counted or uncounted != 0 else ()
+            if uncounted is None:  # the view's rows are counted as written
+                uncounted = sum(o.written.record_count for o in outputs) - counted
+            if any(r is not None and r.rows is None for r in task.typed):
+                _no_rejects(con)
+        return WriteResult(outputs, counted + uncounted, skipped, tuple(stored), uncounted=uncounted)
     except Exception as exc:  # noqa: BLE001  (reported to the driver, which deletes what was stored)
         message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
-        return WriteResult(stored=tuple(stored), error=message)
+        sampled = any(r is not None and r.rows is None for r in task.typed)
+        return WriteResult(stored=tuple(stored), error=message, refuted=sampled or REFUTED in message)
 
 
-def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> tuple[int, Skipped]:
+def _no_rejects(con: duckdb.DuckDBPyConnection) -> None:
+    """Raise ``REFUTED`` when a scan of a CSV file in its sample's types rejected a row: the
+    file is read again as sniffed over every row, which may read the row (the reader of pass 1
+    counts or fails rows that do not parse, naming them)."""
+    try:
+        row = con.execute(f"SELECT count(*), min(line) FROM {SAMPLE_REJECTS}").fetchone()
+    except duckdb.CatalogException:  # DuckDB creates it with the first rejected row
+        return
+    if row and row[0]:
+        raise DuckLakeError(f"ingest: line {row[1]} of a CSV file does not parse {REFUTED}")
+
+
+def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> tuple[int, int | None, Skipped]:
     """Convert every record into ``__rows`` (a DuckDB temp table in the layout's types; a view
-    of the files when DuckDB reads all of them alike, ``_json_view``)."""
+    of the files when DuckDB reads all of them alike, ``_json_view``): the rows pass 1
+    counted, and those of the files it did not count (None: a view's, counted as written)."""
     columns = task.layout
     if _json_view(con, task, scratch):
-        return sum(f.records for f in task.json_files if f is not None), Skipped()
+        return sum(f.records for f in task.json_files if f is not None), 0, Skipped()
     if _typed_view(con, task, scratch):
-        return sum(r.rows for r in task.typed if r is not None), Skipped()
+        counted = sum(r.rows or 0 for r in task.typed if r is not None)
+        return counted, (None if any(r is not None and r.rows is None for r in task.typed) else 0), Skipped()
     con.execute(
         "CREATE TEMP TABLE __rows (" + ", ".join(f"{quote(c.name)} {to_duckdb_sql(c.type)}" for c in columns) + ")"
     )
@@ -226,7 +259,7 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
         + " FROM __batch"
     )
     batch: list[list[Any]] = []
-    rows, skipped = 0, Skipped()
+    rows, uncounted, skipped = 0, 0, Skipped()
 
     def flush() -> None:
         arrays = [
@@ -268,6 +301,7 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
             continue
         load()
         reader = _typed_reader(task, k, local)
+        before = rows
         try:
             direct = _direct_items(reader, task.level, columns)
             if direct is not None:
@@ -291,10 +325,13 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
                     flush()
         finally:
             reader.close()
+            read = task.typed[k] if k < len(task.typed) else None
+            if read is not None and read.rows is None:
+                uncounted += rows - before
     load()
     if batch:
         flush()
-    return rows, skipped
+    return rows - uncounted, uncounted, skipped
 
 
 def _json_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -> bool:
@@ -335,7 +372,7 @@ def _typed_view(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) -
         return False
     runs: list[tuple[tuple[Any, ...] | None, str, SourceReader, list[str]]] = []  # (alike, items, reader, files)
     for k, (source, read) in enumerate(zip(task.sources, task.typed, strict=True)):
-        if read is None or not read.rows:
+        if read is None or read.rows == 0:
             continue
         local = read_local(source, scratch)
         reader = _typed_reader(task, k, local, con)

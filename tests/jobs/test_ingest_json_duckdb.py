@@ -506,7 +506,7 @@ def loaded(
     con = scratch_connection()
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            rows, skipped = job._load_rows(con, task, scratch)
+            rows, _, skipped = job._load_rows(con, task, scratch)
             found_rows = con.execute("SELECT * FROM __rows").fetchall()
             return rows, skipped.count, [tuple(nan_free(v) for v in row) for row in found_rows]
     finally:

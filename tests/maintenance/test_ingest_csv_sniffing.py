@@ -1,9 +1,12 @@
-"""A CSV file's types are sniffed over every row and hold for every row: files whose later rows
-do not fit the types of DuckDB's default sample (a value of another type, a column with no
-value in the sample) get the types DuckDB's ``read_csv(..., sample_size = -1)`` gives, and no
-row that parses is rejected or changed. The whole-file sniff is given the dialect the sample
-shows (a quarter of the time); a file with a row that does not split so is sniffed again, its
-dialect found over every row too. Pass 2 reads with pass 1's dialect and sniffs nothing."""
+"""A CSV file's types hold for every row: files whose later rows do not fit the types of
+DuckDB's default sample (a value of another type, a column with no value in the sample) get the
+types DuckDB's ``read_csv(..., sample_size = -1)`` gives, and no row that parses is rejected or
+changed. The sample's types are tried first and proven as pass 2 writes the file
+(``csv_checks``); where they hold, no sniff over every row is made (``csvTypesFromSample``);
+where a value or a row refutes them, the files are read again sniffed over every row
+(``csvSampleRefuted``), the whole-file sniff given the dialect the sample shows (a quarter of
+the time), and a file with a row that does not split so is sniffed again, its dialect found
+over every row too. Pass 2 reads with pass 1's dialect and sniffs nothing."""
 
 from __future__ import annotations
 
@@ -22,13 +25,21 @@ ROWS = 30_000  # beyond the sniffer's default sample (its first 20,479 rows)
 LATE = 25_000  # the row from which the file's values differ from the sample's
 
 # column b of each: what its rows hold before LATE and from it on. (Read with the sample's
-# types, the fraction would be no rejected row: DuckDB's CSV reader rounds 2.5 into a BIGINT.)
+# types by DuckDB's CSV reader, most would be no rejected row: it rounds 2.5 into a BIGINT,
+# reads a DATE from a timestamp's text and a TIMESTAMP from one with an offset, dropping it.)
+DAYS = "(DATE '2024-01-01' + (i % 300)::INTEGER)"
 FILES = {
     "no value in the sample, numbers later": ("NULL", "i::VARCHAR"),
     "numbers in the sample, text later": ("i::VARCHAR", "CASE WHEN i = {late} THEN 'x' ELSE i::VARCHAR END"),
     "whole numbers in the sample, a fraction later": ("i::VARCHAR", "(i + 0.5)::VARCHAR"),
-    "dates in the sample, a non-date later": ("(DATE '2024-01-01' + (i % 300)::INTEGER)::VARCHAR", "'2024-13-01'"),
+    "whole numbers in the sample, an exponent later": ("i::VARCHAR", "'5e-1'"),
+    "whole numbers in the sample, leading zeros later": ("i::VARCHAR", "'007'"),
+    "dates in the sample, a non-date later": (f"{DAYS}::VARCHAR", "'2024-13-01'"),
+    "dates in the sample, a date and time later": (f"{DAYS}::VARCHAR", "'2024-01-02 10:00:00'"),
+    "times in the sample, an offset later": (f"({DAYS} + INTERVAL 1 HOUR)::VARCHAR", "'2024-01-02 10:00:00+05'"),
+    "booleans in the sample, a number later": ("(i % 2 = 0)::VARCHAR", "'1'"),
 }
+UNSAMPLED = "no value in the sample, numbers later"  # its sample's types are not tried
 
 
 def write_csv(path: Path, early: str, late: str) -> Path:
@@ -87,8 +98,46 @@ def test_types_hold_for_every_row(tmp_path: Path, sniffs: list[tuple[str, bool]]
     lake = table_of_a(tmp_path)
     report = ingest(lake, path)
     assert (report["records"], report["recordsSkipped"], report["rowsWritten"]) == (ROWS, 0, ROWS)
+    assert report["csvTypesFromSample"] == 0
+    assert ("csvSampleRefuted" in report) == (name != UNSAMPLED)
     assert sniffs == [(str(path), True)]  # pass 1's, in the sample's dialect; pass 2 none
     assert as_duckdb_reads(lake) == whole_file(path)
+
+
+def test_the_sample_s_types_that_hold_are_not_sniffed_over_every_row(
+    tmp_path: Path, sniffs: list[tuple[str, bool]]
+) -> None:
+    """Files of every type the sample's types are proven for, in one pass: the same table as
+    with types sniffed over every row, and no such sniff."""
+    values = (
+        "i AS a, i * 7 - 3 AS b, CASE WHEN i % 5 = 0 THEN NULL ELSE i / 4 END AS c, 's' || i AS d, i % 3 = 0 AS e, "
+        f"{DAYS} AS f, TIMESTAMP '2024-01-01 00:00:00.25' + INTERVAL (i) SECOND AS g"
+    )
+    paths = [tmp_path / "in" / f"{k}.csv" for k in range(3)]
+    paths[0].parent.mkdir()
+    for k, path in enumerate(paths):
+        duckdb.execute(f"COPY (SELECT {values} FROM range({k * ROWS}, {(k + 1) * ROWS}) r(i)) TO '{path}' (HEADER)")
+    lake = table_of_a(tmp_path)
+    report = ingest(lake, paths[0].parent)
+    assert (report["records"], report["rowsWritten"], report["csvTypesFromSample"]) == (3 * ROWS, 3 * ROWS, 3)
+    assert "csvSampleRefuted" not in report and sniffs == []
+    con = duckdb.connect()
+    try:
+        scan = f"read_csv('{paths[0].parent}/*.csv', sample_size = -1)"
+        types = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()]
+        rows = con.execute(f"SELECT * FROM {scan} ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+    assert types == [
+        ("a", "BIGINT"),
+        ("b", "BIGINT"),
+        ("c", "DOUBLE"),
+        ("d", "VARCHAR"),
+        ("e", "BOOLEAN"),
+        ("f", "DATE"),
+        ("g", "TIMESTAMP"),
+    ]
+    assert as_duckdb_reads(lake) == (types, rows)
 
 
 def test_a_row_that_does_not_parse_is_skipped_by_line(tmp_path: Path, sniffs: list[tuple[str, bool]]) -> None:
@@ -98,6 +147,7 @@ def test_a_row_that_does_not_parse_is_skipped_by_line(tmp_path: Path, sniffs: li
     report = ingest(lake, path, onBadRecord="skip")
     assert (report["records"], report["recordsSkipped"], report["rowsWritten"]) == (ROWS, 1, ROWS)
     assert report["firstSkipped"][0].startswith(f"{path}:{ROWS + 2}: not a CSV row of this file (")
+    assert "does not parse" in report["csvSampleRefuted"]  # so it was read again
     assert sniffs == [(str(path), True), (str(path), False)]  # the row did not split as the sample's
     assert as_duckdb_reads(lake) == whole_file(path)
 
@@ -124,7 +174,10 @@ def test_rows_that_split_otherwise_later_read_as_over_the_whole_file(
     skipped = len(lines.splitlines()) - parsed
     assert (report["records"], report["recordsSkipped"]) == (ROWS + parsed, skipped)
     assert as_duckdb_reads(lake) == whole_file(path)
-    assert sniffs[0] == (str(path), True) and len(sniffs) == 1 + bool(skipped)
+    if "csvSampleRefuted" in report:  # a row the sample's dialect does not read: read again
+        assert sniffs[0] == (str(path), True) and len(sniffs) == 1 + bool(skipped)
+    else:  # the sample's dialect and types read every row
+        assert sniffs == [] and not skipped
 
 
 @pytest.mark.parametrize(
@@ -145,6 +198,6 @@ def test_dialects_of_the_sample_read_as_over_the_whole_file(
     lake = table_of_a(tmp_path)
     report = ingest(lake, path)
     assert report["recordsSkipped"] == 0 and report["rowsWritten"] == ROWS
-    assert sniffs == [(str(path), True)]
+    assert (sniffs, report["csvTypesFromSample"]) == ([], 1)  # the sample's dialect and types hold
     types, rows = whole_file(path)
     assert as_duckdb_reads(lake, [name for name, _ in types]) == (types, rows)

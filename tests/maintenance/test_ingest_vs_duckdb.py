@@ -635,6 +635,7 @@ def test_typed_files_read_alike_are_one_scan_of_their_list(
     assert scans == [2, 1, 1]  # a and b together; c (other types) alone; d after it
     if fmt == "csv":  # without the dialect pass 1 found, DuckDB would sniff a list's first file only
         monkeypatch.setattr(SourceReader, "_sniff", lambda self, on_sample=True: None)
+        monkeypatch.setattr(SourceReader, "_sample_dialect_typed", lambda self: None)
         scans.clear()
         assert ingest(new_lake(make_location("sqlite"), tmp_path / "sniffed", create), src)["rowsWritten"] == 75
         assert scans == [1, 1, 1, 1]

@@ -1,0 +1,73 @@
+"""A CSV file read in the types DuckDB's sniffer finds on its default sample, each value proven
+to fit as the file is read (pure SQL text; ``ingest_sources.SourceReader`` runs it).
+
+The sniffer's sample is a file's first rows; ``read_csv(..., sample_size = -1)`` types every
+row, but alone, at a fraction of the parallel reader's rate, and an ingest then reads the file
+twice more (to count it, to write it). A column's type over every row is the first of the
+sniffer's candidates every value fits; the sample refuted the candidates before the sample's
+type, so when every later value fits that type too, it is the whole file's type as well. The
+proof is made while the file is written, in one pass: a value that does not fit raises
+``REFUTED`` and the ingest reads its files again with types from every row.
+
+DuckDB's CSV reader does not refuse every value that does not fit: it rounds ``2.5`` into a
+BIGINT, reads ``2024-01-02 10:00:00`` into a DATE and ``10:00:00+05`` into a TIMESTAMP without
+its offset, where the sniffer over every row gives DOUBLE, VARCHAR, TIMESTAMPTZ. Columns of
+those types are read as text and cast here, each value first matched against the plain form
+the sniffer takes for the type (narrower where in doubt: a form the sniffer also takes, such as
+``+5``, ``007`` or ``t``, refutes the sample and costs the second reading, never a value). A
+DOUBLE or VARCHAR column is read by the reader itself, which rejects what does not fit (a
+rejected row refutes the sample too)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .parquet_writer import literal, quote
+
+REFUTED = "unlike the CSV sample's types"  # in the error a misfit raises
+SAMPLE_REJECTS = "__sample_rejects"  # the rows a scan in a sample's types rejected (DuckDB's table)
+STORE_REJECTS = f", store_rejects = true, rejects_table = '{SAMPLE_REJECTS}', rejects_scan = '__sample_scans'"
+
+# the plain forms of the values of a type whose reader cast bends what does not fit
+_FORMS = {
+    "BIGINT": "0|-?[1-9][0-9]*",  # the sniffer takes 007 and +5 for text
+    "BOOLEAN": "(?i)true|false",
+    "DATE": "[0-9]{4}-[0-9]{2}-[0-9]{2}",
+    "TIMESTAMP": r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?",
+}
+READ_AS_IS = frozenset({"DOUBLE", "VARCHAR"})  # the reader's cast refuses what does not fit
+PROVABLE = READ_AS_IS | _FORMS.keys()
+
+
+def provable(types: Sequence[str]) -> bool:
+    """Whether every type (DuckDB's spelling) can be proven value by value as read."""
+    return all(t in PROVABLE for t in types)
+
+
+def read_types(types: Sequence[str]) -> list[str]:
+    """The types the reader is given: text for the columns proven here."""
+    return ["VARCHAR" if t in _FORMS else t for t in types]
+
+
+def columns_option(names: Sequence[str], types: Sequence[str]) -> str:
+    """``read_csv``'s ``columns`` option for ``names`` in ``types``."""
+    return "columns = {" + ", ".join(f"{literal(n)}: {literal(t)}" for n, t in zip(names, types, strict=True)) + "}"
+
+
+def proven_select(names: Sequence[str], types: Sequence[str], scan: str) -> str:
+    """A subquery of ``scan`` (read in ``read_types``) giving each column in its type: a value
+    of a proven column in its plain form is cast (``TRY_CAST``: out of range is no fit either);
+    any other raises ``REFUTED``."""
+    items = []
+    for name, sql_type in zip(names, types, strict=True):
+        column = quote(name)
+        form = _FORMS.get(sql_type)
+        if form is None:
+            items.append(column)
+            continue
+        misfit = f"error({literal(f'ingest: a value of column {name} is {REFUTED} ({sql_type}): ')} || {column})"
+        items.append(
+            f"CASE WHEN {column} IS NULL THEN NULL::{sql_type} ELSE coalesce(CASE WHEN regexp_full_match("
+            f"{column}, {literal(form)}) THEN TRY_CAST({column} AS {sql_type}) END, {misfit}) END AS {column}"
+        )
+    return f"(SELECT {', '.join(items)} FROM {scan})"
