@@ -275,7 +275,7 @@ class SourceReader:
         assert row is not None
         return tuple(row)
 
-    def _scan(self, rejects: bool = True, files: Sequence[str] = (), proven: bool = True) -> str:
+    def _scan(self, rejects: bool = True, files: Sequence[str] = ()) -> str:
         path = f"[{', '.join(literal(p) for p in files)}]" if files else literal(self.local)
         if self.source.format == "parquet":
             return f"read_parquet({path})"
@@ -283,7 +283,7 @@ class SourceReader:
         # dialect; without a dialect, every row sniffed (the types hold for the whole file)
         options = self.dialect.options if self.dialect is not None else "sample_size = -1, ignore_errors = true"
         stored = ", store_rejects = true" if rejects else ""
-        if self.dialect is None or not self.dialect.sample_types or not proven or not self._sql_types:
+        if self.dialect is None or not self.dialect.sample_types or not self._sql_types:
             return f"read_csv({path}, {options}{stored})"
         names, types = [c.name for c in self.columns], list(self._sql_types)
         as_read = f"{_without_columns(options)}, {csv_checks.columns_option(names, csv_checks.read_types(types))}"
@@ -348,7 +348,9 @@ class SourceReader:
         """Whether the sample's types can be proven as the file is read: each is one
         ``csv_checks`` proves, no long column's range is wanted (a plan reads those before
         anything is written), the first rows hold a row, and a value in every VARCHAR column
-        (a column the sample has no value in is VARCHAR, whatever the later rows hold)."""
+        (a column the sample has no value in is VARCHAR, whatever the later rows hold), and
+        they are proven as read (a file of a form the checks do not take, ``2024-01-02
+        10:00:00.250`` say, is sniffed over every row at once, not after a wasted pass 2)."""
         assert self._con is not None
         if not csv_checks.provable(self._sql_types):
             return False
@@ -359,7 +361,7 @@ class SourceReader:
             return False
         texts = [c.name for c, t in zip(self.columns, self._sql_types, strict=True) if t == "VARCHAR"]
         counts = "".join(f", count({quote(n)})" for n in texts)
-        scan = self._scan(rejects=False, proven=False)
+        scan = self._scan(rejects=False)  # proven: values of a form the checks refuse are found early
         try:
             row = self._con.execute(
                 f"SELECT count(*){counts} FROM (SELECT * FROM {scan} LIMIT {FIRST_ROWS})"
