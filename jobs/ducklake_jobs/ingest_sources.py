@@ -196,6 +196,7 @@ class SourceReader:
         self._sql_types: tuple[str, ...] = ()  # the same, as DuckDB spells them
         self.ranges: dict[str, tuple[int | None, int | None]] = {}
         self._rows: int | None = 0  # of a CSV or Parquet file (those that parse; None: not counted)
+        self._given: str | None = None  # ``_sample_dialect``'s
         self._con: duckdb.DuckDBPyConnection | None = None
         self._owned = con is None
         if source.format != "json":
@@ -312,7 +313,13 @@ class SourceReader:
     def _sample_dialect(self) -> str:
         """``, delim = ',', quote = ...``: how the file splits into rows and fields, as DuckDB's
         sniffer finds it on its default sample; '' when it cannot say. A sample with no quoted
-        field reads quotes as RFC 4180 does (``"``, doubled inside), as later rows may quote."""
+        field reads quotes as RFC 4180 does (``"``, doubled inside), as later rows may quote.
+        Sniffed once a reader (the sample's types tried first, the whole-file sniff after)."""
+        if self._given is None:
+            self._given = self._sniffed_sample_dialect()
+        return self._given
+
+    def _sniffed_sample_dialect(self) -> str:
         try:
             prompt = self._prompt("")
         except duckdb.Error:
