@@ -38,6 +38,8 @@ FILES = {
     "dates in the sample, a date and time later": (f"{DAYS}::VARCHAR", "'2024-01-02 10:00:00'"),
     "times in the sample, an offset later": (f"({DAYS} + INTERVAL 1 HOUR)::VARCHAR", "'2024-01-02 10:00:00+05'"),
     "booleans in the sample, a number later": ("(i % 2 = 0)::VARCHAR", "'1'"),
+    "fractions in the sample, digits grouped later": ("(i + 0.25)::VARCHAR", "'1_000.5'"),
+    "fractions in the sample, a sign later": ("(i + 0.25)::VARCHAR", "'+1.5'"),
 }
 UNSAMPLED = "no value in the sample, numbers later"  # its sample's types are not tried
 
