@@ -17,6 +17,7 @@ import duckdb
 import pytest
 
 import ducklake_jobs.ingest_sources as sources
+from ducklake_jobs.task_runners import run_on_spark
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from support import duck
 from support.ingest_runs import ingest
@@ -103,6 +104,18 @@ def test_types_hold_for_every_row(tmp_path: Path, sniffs: list[tuple[str, bool]]
     assert report["csvTypesFromSample"] == 0
     assert ("csvSampleRefuted" in report) == (name != UNSAMPLED)
     assert sniffs == [(str(path), True)]  # pass 1's, in the sample's dialect; pass 2 none
+    assert as_duckdb_reads(lake) == whole_file(path)
+
+
+@pytest.mark.parametrize("refuted", [True, False], ids=["refuted", "proven"])
+def test_on_spark_a_refuted_sample_is_read_again_and_a_proven_one_not(tmp_path: Path, refuted: bool) -> None:
+    """Pass 2's tasks on Spark workers prove the sample's types, and the driver hears of a
+    refutation from them: a fraction after whole numbers ends as over the whole file there too."""
+    path = write_csv(tmp_path / "in.csv", "i::VARCHAR", "(i + 0.5)::VARCHAR" if refuted else "i::VARCHAR")
+    lake = table_of_a(tmp_path)
+    report = ingest(lake, path, runner=run_on_spark)
+    assert (report["ranOn"], report["rowsWritten"]) == ("spark", ROWS)
+    assert ("csvSampleRefuted" in report, report["csvTypesFromSample"]) == (refuted, 0 if refuted else 1)
     assert as_duckdb_reads(lake) == whole_file(path)
 
 
