@@ -183,7 +183,7 @@ class _Ingest:
         observations, skipped = _observe(self.runner, run, reads, _group_bytes(groups))
         plan = plan_ingest(t, merged(o.fields for o in observations), column_defaults(t))
         records = sum(o.records for o in observations)
-        uncounted = sum(1 for o in observations for r in o.typed if r is not None and r.rows is None)
+        uncounted = sum(1 for o in observations for r in o.typed if r is not None and r.uncounted)
         report.fields.update(
             records=records,
             recordsSkipped=skipped.count,

@@ -16,7 +16,6 @@ import fnmatch
 import gzip
 import json
 import posixpath
-import re
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -140,12 +139,11 @@ class CsvDialect:
 # the default sample and given to the whole-file sniff, which then only types the columns and
 # finds the header, in about a third of the time of one that looks for them over every row
 # (0.4 s against 1.2 s for 34 MB on one thread).
-_QUOTED_OPTIONS = ("delim", "quote", "escape", "new_line", "comment")  # and skip, a number
+_DIALECT_OPTIONS = ("delim", "quote", "escape", "new_line", "comment", "skip")
 # the options of a sample's prompt whose types ``csv_checks`` proves as the file is read
-_SAMPLE_OPTIONS = frozenset({*_QUOTED_OPTIONS, "skip", "auto_detect", "header", "columns", "ignore_errors"})
+_SAMPLE_OPTIONS = frozenset({*_DIALECT_OPTIONS, "auto_detect", "header", "columns", "ignore_errors"})
 _ISO_DATES = ("dateformat", "'%Y-%m-%d'")  # the sniffer names the format of plain dates too
 FIRST_ROWS = 2048  # of a file, surely in the sniffer's sample (its first 20,480 rows)
-_DIALECT = re.compile(rf", ({'|'.join(_QUOTED_OPTIONS)})=('(?:[^']|'')*')|, (skip)=(\d+)")
 
 
 @dataclass(frozen=True)
@@ -155,6 +153,10 @@ class TypedRead:
 
     rows: int | None  # None: not counted (a CSV file in its sample's types: pass 2 counts it)
     dialect: CsvDialect | None = None
+
+    @property
+    def uncounted(self) -> bool:
+        return self.rows is None
 
 
 @dataclass(frozen=True)
@@ -305,10 +307,8 @@ class SourceReader:
             if given:
                 return self._sniff(on_sample=False)
             raise DuckLakeError(f"ingest: {path} is not a CSV file DuckDB can read ({_first_line(str(exc))})") from None
-        head, tail = f"FROM read_csv('{self.local}', ", ");"
-        if not (prompt.startswith(head) and prompt.endswith(tail)):
-            return None
-        return CsvDialect(prompt[len(head) : -len(tail)], sampled=bool(given))
+        options = self._prompt_options(prompt)
+        return None if options is None else CsvDialect(options, sampled=bool(given))
 
     def _sample_dialect(self) -> str:
         """``, delim = ',', quote = ...``: how the file splits into rows and fields, as DuckDB's
@@ -324,8 +324,10 @@ class SourceReader:
             prompt = self._prompt("")
         except duckdb.Error:
             return ""
-        found = {m[0] or m[2]: m[1] or m[3] for m in _DIALECT.findall(prompt)}
-        if set(found) != {*_QUOTED_OPTIONS, "skip"}:
+        found = {
+            k: v for k, v in _options(prompt.removeprefix("FROM read_csv(").removesuffix(");")) if k in _DIALECT_OPTIONS
+        }
+        if set(found) != set(_DIALECT_OPTIONS):
             return ""
         if found["quote"] == "''":
             found["quote"] = found["escape"] = "'\"'"
@@ -343,13 +345,30 @@ class SourceReader:
             prompt = self._prompt(given)
         except duckdb.Error:
             return None
+        options = self._prompt_options(prompt)
+        if options is None or any(
+            key not in _SAMPLE_OPTIONS and (key, value) != _ISO_DATES for key, value in _options(options)
+        ):
+            return None
+        return CsvDialect(options, sampled=True, sample_types=True)
+
+    def _prompt_options(self, prompt: str) -> str | None:
+        """The options of a sniffer's prompt after this file's path; None when the prompt does
+        not name the file as written (the scans then sniff for themselves)."""
         head, tail = f"FROM read_csv('{self.local}', ", ");"
         if not (prompt.startswith(head) and prompt.endswith(tail)):
             return None
-        options = prompt[len(head) : -len(tail)]
-        if any(key not in _SAMPLE_OPTIONS and (key, value) != _ISO_DATES for key, value in _options(options)):
-            return None
-        return CsvDialect(options, sampled=True, sample_types=True)
+        return prompt[len(head) : -len(tail)]
+
+    def _ranged_longs(self) -> list[str]:
+        """The top-level long columns whose range a plan reads (``extents``)."""
+        return [
+            c.name
+            for c in self.columns
+            if c.shape.dims == 0
+            and c.shape.kind == LONG
+            and (self.extents is None or (fold(c.name), LONG) in self.extents)
+        ]
 
     def _sample_holds(self) -> bool:
         """Whether the sample's types can be proven as the file is read: each is one
@@ -361,10 +380,7 @@ class SourceReader:
         assert self._con is not None
         if not csv_checks.provable(self._sql_types):
             return False
-        if any(
-            c.shape.kind == LONG and (self.extents is None or (fold(c.name), LONG) in self.extents)
-            for c in self.columns
-        ):
+        if self._ranged_longs():
             return False
         texts = [c.name for c, t in zip(self.columns, self._sql_types, strict=True) if t == "VARCHAR"]
         counts = "".join(f", count({quote(n)})" for n in texts)
@@ -434,13 +450,7 @@ class SourceReader:
             return self._describe(counting, on_sample)
         if not counting:
             return
-        longs = [
-            c.name
-            for c in columns
-            if c.shape.dims == 0
-            and c.shape.kind == LONG
-            and (self.extents is None or (fold(c.name), LONG) in self.extents)
-        ]
+        longs = self._ranged_longs()
         # one scan of the whole file: a CSV file's rejects are stored by its end (a Parquet
         # file's count alone is its footer's)
         items = "".join(f", min({quote(n)}), max({quote(n)})" for n in longs)

@@ -217,13 +217,17 @@ def write_files(task: WriteTask) -> WriteResult:
             outputs = _write_partitions(con, task, scratch, stored) if counted or uncounted != 0 else ()
             if uncounted is None:  # the view's rows are counted as written
                 uncounted = sum(o.written.record_count for o in outputs) - counted
-            if any(r is not None and r.rows is None for r in task.typed):
+            if _sampled(task):
                 _no_rejects(con)
         return WriteResult(outputs, counted + uncounted, skipped, tuple(stored), uncounted=uncounted)
     except Exception as exc:  # noqa: BLE001  (reported to the driver, which deletes what was stored)
         message = str(exc) if isinstance(exc, DuckLakeError) else reason(exc)
-        sampled = any(r is not None and r.rows is None for r in task.typed)
-        return WriteResult(stored=tuple(stored), error=message, refuted=sampled or REFUTED in message)
+        return WriteResult(stored=tuple(stored), error=message, refuted=_sampled(task))
+
+
+def _sampled(task: WriteTask) -> bool:
+    """Whether a source of the task is a CSV file in its sample's types (pass 2 proves them)."""
+    return any(r is not None and r.uncounted for r in task.typed)
 
 
 def _no_rejects(con: duckdb.DuckDBPyConnection) -> None:
@@ -247,7 +251,7 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
         return sum(f.records for f in task.json_files if f is not None), 0, Skipped()
     if _typed_view(con, task, scratch):
         counted = sum(r.rows or 0 for r in task.typed if r is not None)
-        return counted, (None if any(r is not None and r.rows is None for r in task.typed) else 0), Skipped()
+        return counted, (None if _sampled(task) else 0), Skipped()
     con.execute(
         "CREATE TEMP TABLE __rows (" + ", ".join(f"{quote(c.name)} {to_duckdb_sql(c.type)}" for c in columns) + ")"
     )
@@ -326,7 +330,7 @@ def _load_rows(con: duckdb.DuckDBPyConnection, task: WriteTask, scratch: str) ->
         finally:
             reader.close()
             read = task.typed[k] if k < len(task.typed) else None
-            if read is not None and read.rows is None:
+            if read is not None and read.uncounted:
                 uncounted += rows - before
     load()
     if batch:
