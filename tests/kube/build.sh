@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the test cluster's binaries (etcd, kube-apiserver, kube-controller-manager, and the
-# node's kube-scheduler, kubelet and kube-proxy) from the Go modules pinned in go.mod, and the
+# Build the test cluster's binaries (etcd, kube-apiserver, kube-controller-manager, the node's
+# kube-scheduler, kubelet and kube-proxy, and the kubectl of the same release) from the Go
+# modules pinned in go.mod, and the
 # node's cluster DNS, CoreDNS, from coredns/go.mod (a module of its own: its Kubernetes client
 # is not the one k8s.io/kubernetes pins), once per machine and version: they are cached under
 # ~/.cache/ducklake-operator/kube/<version>-<hash of the inputs>/. Prints the bin directory.
@@ -11,7 +12,10 @@ cd "$HERE"
 VERSION="$(awk '$1 == "k8s.io/kubernetes" || ($1 == "require" && $2 == "k8s.io/kubernetes") {print $NF; exit}' go.mod)"
 KEY="$(cat go.mod go.sum etcd/main.go coredns/go.mod coredns/go.sum build.sh | sha256sum | cut -c1-12)"
 OUT="${XDG_CACHE_HOME:-$HOME/.cache}/ducklake-operator/kube/$VERSION-$KEY"
-COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+# kubectl of the cluster's own release, not a distribution's: kubectl supports one minor
+# version of skew, and before 1.34 it parsed the API server's whole OpenAPI document again for
+# every object it applied (kubernetes/kubernetes#127095; cached since #132003)
+COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 built() { local c; for c in etcd coredns "${COMMANDS[@]}"; do [ -x "$OUT/bin/$c" ] || return 1; done; }
 if built; then
   echo "$OUT/bin"; exit 0
@@ -25,8 +29,10 @@ if built; then
 fi
 command -v go >/dev/null || { echo "build.sh: the Go toolchain is needed to build the test cluster (https://go.dev/dl)" >&2; exit 1; }
 minor="${VERSION#v1.}"; minor="${minor%%.*}"
-pkg=k8s.io/component-base/version
-LDFLAGS="-s -w -X $pkg.gitVersion=$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+LDFLAGS="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do  # kubectl's client version: client-go's
+  LDFLAGS+=" -X $pkg.gitVersion=$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
 tmp="$OUT.tmp.$$"; rm -rf "$tmp"; mkdir -p "$tmp/bin"
 start=$(date +%s)
 echo "build.sh: building the test cluster $VERSION into $OUT (first run on this machine: minutes)" >&2

@@ -41,7 +41,8 @@ SERVICE_CIDR = "10.96.0.0/16"
 
 
 def binaries() -> str:
-    """Directory holding etcd, kube-apiserver and kube-controller-manager (built once)."""
+    """Directory holding etcd, kube-apiserver, kube-controller-manager, the node's binaries
+    and kubectl (built once)."""
     out = subprocess.run(["bash", BUILD], capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         raise RuntimeError(f"building the test cluster failed:\n{out.stderr[-4000:]}")
@@ -422,9 +423,10 @@ class KubeCluster:
         return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
-        """kubectl against this cluster; returns stdout (raises with stderr when check)."""
+        """kubectl (the cluster's own release's) against this cluster; returns stdout (raises
+        with stderr when check)."""
         out = subprocess.run(
-            ["kubectl", "--kubeconfig", self.kubeconfig, *args],
+            [f"{self.bin_dir}/kubectl", "--kubeconfig", self.kubeconfig, *args],
             input=input,
             capture_output=True,
             text=True,
@@ -436,7 +438,7 @@ class KubeCluster:
 
     def kubectl_result(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["kubectl", "--kubeconfig", self.kubeconfig, *args],
+            [f"{self.bin_dir}/kubectl", "--kubeconfig", self.kubeconfig, *args],
             input=input,
             capture_output=True,
             text=True,
