@@ -7,7 +7,9 @@ sequential write+read rate as the physical limit:
 
 * repartition from none to month(ts): DuckDB inserting the table into a table partitioned by
   month(ts) (what a DuckDB user does today), ours in-process, ours on Spark local[2] (with and
-  without session start-up), in --runs paired rounds (ratios: median, min, max);
+  without session start-up), in --runs paired rounds (ratios: median, min, max); and in each
+  round DuckDB's own partitioned COPY of the rows without and with both lineage columns,
+  whose ratio is the bound keeping lineage sets on ours;
 * the varchar -> int64 column type rewrite of ``v``: DuckDB's CREATE TABLE AS SELECT ... CAST
   vs the ``rewriteColumnType`` job, the same three ways; both sides write files of --target
   (``target_file_size``: the job's file groups, one Spark task each).
@@ -95,7 +97,27 @@ def repartition(base: str, mb: float, spark_start_s: float, runs: int) -> dict[s
         shutil.rmtree(os.path.dirname(con_path(name, base)), ignore_errors=True)
         return seconds
 
-    rounds = []
+    def lineage_cost(name: str) -> tuple[float, float]:
+        """DuckDB's own partitioned COPY of the table's rows, without and then with both
+        lineage columns (what the job writes and DuckDB's insert does not): their ratio bounds
+        ours against DuckDB's insert, whatever else the job does."""
+        con = duck.attach(copy(base, name))
+        out = os.path.join(os.path.dirname(con_path(name, base)), "copy")
+
+        def written(lineage: str) -> float:
+            shutil.rmtree(out, ignore_errors=True)
+            sql = f"COPY (SELECT *{lineage}, month(ts) AS m FROM lk.t) TO '{out}' (FORMAT parquet, PARTITION_BY (m))"
+            return timed(lambda: con.execute(sql))
+
+        seconds = [
+            written(lineage)
+            for lineage in ("", ", rowid AS _ducklake_internal_row_id, snapshot_id AS _ducklake_internal_snapshot_id")
+        ]
+        con.close()
+        shutil.rmtree(os.path.dirname(con_path(name, base)), ignore_errors=True)
+        return seconds[0], seconds[1]
+
+    rounds, costs = [], []
     for r in range(runs):
         rounds.append(
             (
@@ -104,8 +126,17 @@ def repartition(base: str, mb: float, spark_start_s: float, runs: int) -> dict[s
                 ours(f"spark-repartition-{r}", run_on_spark),
             )
         )
+        costs.append(lineage_cost(f"lineage-cost-{r}"))
     duck_s = statistics.median(d for d, _, _ in rounds)
     line("repartition, DuckDB INSERT INTO month(ts) table", duck_s, mb)
+    plain_s, lineage_s = (statistics.median(c[i] for c in costs) for i in (0, 1))
+    print(
+        f"{'repartition, DuckDB COPY PARTITION_BY, rows only':<52} {plain_s:7.2f} s\n"
+        f"{'repartition, the same with both lineage columns':<52} {lineage_s:7.2f} s  the bound they set on "
+        f"ours: median {statistics.median(p / w for p, w in costs):.2f} "
+        f"(min {min(p / w for p, w in costs):.2f}, max {max(p / w for p, w in costs):.2f})",
+        flush=True,
+    )
     for what, ratios, seconds in (
         ("ours in-process", [d / o for d, o, _ in rounds], [o for _, o, _ in rounds]),
         (
