@@ -13,3 +13,10 @@ def test_local_driver_jvm_runs_with_the_quick_start_options() -> None:
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert set(LOCAL_DRIVER_JAVA_OPTIONS.split()) <= set(arguments), arguments
     assert session.sparkContext.parallelize([1, 2], 2).map(lambda x: x * 10).collect() == [10, 20]
+
+
+def test_local_session_draws_no_console_progress_bar() -> None:
+    """Started from Python, a local session is a "pyspark-shell" to Spark, which would draw
+    its progress bar (carriage returns) on the job's stderr, among the log lines."""
+    context = spark_session().sparkContext
+    assert context._jsc.sc().progressBar().isEmpty()

@@ -73,7 +73,7 @@ def run_document(
         "operation": operation,
         "params": params or {},
         "inProcessBelow": in_process_below,
-        "spark": {"master": master, "conf": {"spark.ui.showConsoleProgress": "false"}},
+        "spark": {"master": master, "conf": {}},
     }
 
 
