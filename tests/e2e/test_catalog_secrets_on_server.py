@@ -48,9 +48,7 @@ def test_a_secret_the_chart_does_not_grant_is_said_until_a_helm_upgrade_grants_i
         f'User "system:serviceaccount:{RELEASE_NS}:{SERVICE_ACCOUNT}" cannot get resource "secrets"' in ready["message"]
     )
     assert f"add lake-pg to rbac.catalogSecrets.{namespace}" in ready["message"]
-    assert any(
-        e["reason"] == "CredentialsInvalid" and "may not read Secret" in e["message"] for e in kube.events("lake")
-    )
+    kube.event("lake", "CredentialsInvalid", containing="may not read Secret")
     assert not is_ready(kube.get("dlt", "orders"))
 
     kube.grant_secrets("lake-pg")  # helm upgrade --reuse-values --set-json rbac.catalogSecrets.<namespace>=[...]

@@ -38,7 +38,7 @@ def test_table_lifecycle(kube, operator, tmp_path) -> None:
     path = str(tmp_path / "lake.sqlite")
     location = CatalogLocation(kind="sqlite", path=path)
     duck.run_workload(location, ["INSERT INTO lk.orders VALUES (1, 10)"])
-    assert any(e["reason"] == "Applied" for e in kube.events("orders"))
+    kube.event("orders", "Applied")
 
     # a new column: one snapshot, generation observed
     orders["spec"]["columns"].append({"name": "note", "type": "varchar"})
@@ -59,7 +59,7 @@ def test_table_lifecycle(kube, operator, tmp_path) -> None:
     blocked = kube.get("dlt", "orders")
     assert blocked["status"]["pendingPlan"]["hash"] and condition(blocked, "Ready")["reason"] == "Blocked"
     assert blocked["status"]["blockedChanges"][0]["allow"]
-    assert any(e["reason"] == "Blocked" for e in kube.events("orders"))
+    kube.event("orders", "Blocked")
     time.sleep(1.5)  # the point: no retry loop commits it a while later
     assert snapshots(location) == before
 
@@ -85,7 +85,7 @@ def test_table_lifecycle(kube, operator, tmp_path) -> None:
     kube.delete("dlt", "orders")
     wait_for("table deleted", lambda: kube.get("dlt", "orders") is None)
     wait_for("catalog deleted", lambda: kube.get("dlc", "lake") is None, timeout=30)
-    assert any(e["reason"] == "Deleted" for e in kube.events("lake"))
+    kube.event("lake", "Deleted")
     assert not os.path.exists(path)
 
 

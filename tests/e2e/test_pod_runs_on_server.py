@@ -200,7 +200,7 @@ def test_an_image_not_on_the_node_fails_the_run_at_once_and_is_not_retried(kube,
         "; nothing was committed, it left no uncommitted files; not retried: another attempt would fail the same way"
     )
     assert "attemptFailure" not in status and kube.get("job", batch) is None and kube.list("leases") == []
-    assert any(e["reason"] == "Failed" and "ErrImageNeverPull" in e["message"] for e in kube.events("never-pulled"))
+    kube.event("never-pulled", "Failed", containing="ErrImageNeverPull")
     described = kube.kubectl("describe", "ducklakejob", "never-pulled")
     assert "ErrImageNeverPull" in described and "Failed" in described
 

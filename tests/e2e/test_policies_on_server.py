@@ -256,4 +256,4 @@ def test_two_policies_due_at_once_on_one_table_run_one_after_the_other(kube, ope
         second = ended_going_on(kube, waiter, marker)["status"]
     assert first["state"] == second["state"] == "Succeeded", (first, second)
     assert first["startTime"] <= first["completionTime"] <= second["startTime"] <= second["completionTime"]
-    assert any(e["reason"] == "Waiting" and waiting in e["message"] for e in kube.events(waiter))
+    kube.event(waiter, "Waiting", containing=waiting)

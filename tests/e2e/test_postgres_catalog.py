@@ -52,7 +52,7 @@ def test_wrong_password_is_said_without_the_password(kube, operator, pg_server, 
     failed = wait_for("unreachable", lambda: condition(kube.get("dlc", "lake"), "Ready").get("reason") == "CatalogUnreachable"
                       and kube.get("dlc", "lake"))  # fmt: skip
     assert "authentication failed" in condition(failed, "Ready")["message"]
-    assert any(e["reason"] == "CatalogUnreachable" for e in kube.events("lake"))
+    kube.event("lake", "CatalogUnreachable")
     said = everything_said(kube, operator, "lake")
     assert "not-the-Pa55word" not in said and password not in said
 

@@ -177,5 +177,5 @@ def test_a_held_table_stays_held_across_an_operator_restart(kube, operator, tmp_
         second = ended_going_on(kube, "second", marker)["status"]
     assert first["state"] == second["state"] == "Succeeded" and first["attempts"] == second["attempts"] == 1
     assert first["completionTime"] <= second["startTime"]
-    assert any(e["reason"] == "Waiting" and "DuckLakeJob first" in e["message"] for e in kube.events("second"))
+    kube.event("second", "Waiting", containing="DuckLakeJob first")
     assert kube.list("leases") == []

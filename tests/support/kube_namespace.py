@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from support.kube_cluster import KubeCluster
-from support.operator_process import grant_secrets
+from support.operator_process import grant_secrets, wait_for
 
 
 class Kube:
@@ -49,6 +49,17 @@ class Kube:
 
     def events(self, name: str) -> builtins.list[dict[str, Any]]:
         return [e for e in self.list("events") if e["involvedObject"].get("name") == name]
+
+    def event(self, name: str, reason: str, containing: str = "") -> dict[str, Any]:
+        """The first event of ``reason`` about ``name`` whose message has ``containing``, once
+        it is there: kopf posts a handler's events from a queue of its own, so one may reach
+        the API server after the status the same handler patched."""
+        return wait_for(
+            f"a {reason} event about {name}" + (f" saying {containing!r}" if containing else ""),
+            lambda: next(
+                (e for e in self.events(name) if e["reason"] == reason and containing in e.get("message", "")), None
+            ),
+        )
 
     def _path(self, kind: str) -> str | None:
         """The REST path of the kind's objects in this namespace: a poll by kubectl spawns a
