@@ -53,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("ducklake_jobs").setLevel(logging.INFO)
 
     from .launched_program import run_job  # after argument parsing: --help needs neither DuckDB nor the catalog
+    from .pyspark_path import prefer_installed
+
+    prefer_installed()  # under spark-submit, PySpark from its package: pyspark.zip would be compiled again
 
     with events_on_stdout() as write:
         return run_job(args.run_file, write, os.environ)

@@ -23,12 +23,14 @@ LOCAL_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # The JVM and its Python workers talk over Unix domain sockets (Spark 4.1+; the files go to
 # java.io.tmpdir, /tmp: the pods' emptyDir) rather than loopback TCP: a task's round trip
 # took about 26 ms there, 4-6 ms this way (local[2], 100 tasks that do nothing: 2.6-2.8 s
-# against 0.43-0.63 s). A session started from Python is a "pyspark-shell" to Spark, which
-# would draw its console progress bar (carriage returns) among the job's log lines. A run's
-# own spark.conf setting wins.
+# against 0.43-0.63 s). The workers' daemon imports PySpark from its installed package, not
+# from pyspark.zip (``spark_daemon``). A session started from Python is a "pyspark-shell" to
+# Spark, which would draw its console progress bar (carriage returns) among the job's log
+# lines. A run's own spark.conf setting wins.
 SESSION_DEFAULTS = (
     ("spark.ui.enabled", "false"),
     ("spark.python.unix.domain.socket.enabled", "true"),
+    ("spark.python.daemon.module", "ducklake_jobs.spark_daemon"),
     ("spark.ui.showConsoleProgress", "false"),
 )
 

@@ -20,3 +20,16 @@ def test_local_session_draws_no_console_progress_bar() -> None:
     its progress bar (carriage returns) on the job's stderr, among the log lines."""
     context = spark_session().sparkContext
     assert context._jsc.sc().progressBar().isEmpty()
+
+
+def test_workers_import_pyspark_from_its_package_not_from_pyspark_zip() -> None:
+    """Spark puts pyspark.zip first on its workers' path; compiled from there again by every
+    new daemon and worker, PySpark's modules took 0.6-1.0 s before a session's first task."""
+
+    def where(_: int) -> list[str]:
+        import sys
+
+        return [str(sys.modules[m].__file__) for m in ("pyspark", "pyspark.worker", "py4j")]
+
+    files = spark_session().sparkContext.parallelize([0], 1).map(where).collect()[0]
+    assert all(".zip" not in f for f in files), files
