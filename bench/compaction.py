@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.physical import print_limits  # noqa: E402
+from bench.spark_start import spark_start_seconds  # noqa: E402
 
 from ducklake_jobs.compact import compact  # noqa: E402
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
@@ -138,11 +139,7 @@ def main() -> None:
         f"(built in {time.perf_counter() - t0:.0f} s)"
     )
 
-    from ducklake_jobs.session import spark_session
-
-    t0 = time.perf_counter()
-    spark_session()
-    start_s = time.perf_counter() - t0
+    start_s = spark_start_seconds()
     theirs: list[float] = []
     own: list[float] = []
     spark: list[float] = []

@@ -38,6 +38,7 @@ import duckdb  # noqa: E402
 from bench.compaction import copy  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
 from bench.rewrite import cpu_timed, spread_line  # noqa: E402
+from bench.spark_start import spark_start_seconds  # noqa: E402
 
 from ducklake_jobs.job_template import run_operation  # noqa: E402
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
@@ -214,11 +215,7 @@ def main() -> None:
     make_table(base, args.partition_by)
     spark_start_s = None
     if not args.no_spark:
-        from ducklake_jobs.session import spark_session
-
-        t0 = time.perf_counter()
-        spark_session()
-        spark_start_s = time.perf_counter() - t0  # once per process: every "incl. start" figure adds it
+        spark_start_s = spark_start_seconds()  # once per process: every "incl. start" figure adds it
     rates: dict[str, float] = {}
     try:
         for fmt in formats:

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.compaction import copy, data_files, median, spread  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
+from bench.spark_start import spark_start_seconds  # noqa: E402
 
 from ducklake_jobs.job_template import run_operation  # noqa: E402
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
@@ -247,9 +248,7 @@ def main() -> None:
     _, size = build(base, args.mb, args.files)
     mb = size / 1e6
     print(f"table: {args.files} files, {mb:.0f} MB of Parquet (built in {time.perf_counter() - t0:.0f} s)")
-    from ducklake_jobs.session import spark_session
-
-    spark_start_s = timed(spark_session)  # once per process: both jobs' "incl. start" figures add it
+    spark_start_s = spark_start_seconds()  # once per process: both jobs' "incl. start" figures add it
     rates: dict[str, float] = {}
     if args.only != "retype":
         rates.update(repartition(base, mb, spark_start_s, args.runs))

@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
@@ -28,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from bench.compaction import build, data_files, fresh_copy, median, rotated, spread  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
 from bench.rewrite import cpu_timed  # noqa: E402
+from bench.spark_start import spark_start_seconds  # noqa: E402
 
 from ducklake_jobs.rewrite_deletes import rewrite_deletes  # noqa: E402
 from ducklake_jobs.task_runners import Runner, run_in_process, run_on_spark  # noqa: E402
@@ -51,11 +51,7 @@ def main() -> None:
     mb = size / 1e6
     threshold = args.deleted / 2
     print(f"table: {args.files} files, {mb:.0f} MB of Parquet, 1/{every} of every file's rows deleted")
-    from ducklake_jobs.session import spark_session
-
-    t0 = time.perf_counter()
-    spark_session()  # shared by the Spark rounds, as by one job program; its start is added apart
-    start_s = time.perf_counter() - t0
+    start_s = spark_start_seconds()  # the session shared by the Spark rounds; its start is added apart
     seconds: dict[str, list[float]] = {"duckdb": [], "ours": [], "spark": []}
     cpu: dict[str, list[float]] = {"duckdb": [], "ours": []}  # this process's threads (Spark's JVM is not)
 
