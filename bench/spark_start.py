@@ -11,10 +11,10 @@ import time
 
 def spark_start_seconds() -> float:
     """Start the bench's Spark session; the seconds a new job program's session costs it."""
-    from ducklake_jobs.session import spark_session
+    from ducklake_jobs.session import spark_context
 
     t0 = time.perf_counter()
-    context = spark_session().sparkContext
+    context = spark_context()
     started = time.perf_counter() - t0
 
     def stage() -> float:

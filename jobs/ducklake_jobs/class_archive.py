@@ -47,11 +47,11 @@ def java_options() -> tuple[str, Dump | None]:
     return f"-XX:ArchiveClassesAtExit={dump.written} {QUIET}", dump
 
 
-def publish(session: Any, dump: Dump, timeout: float = 60.0) -> None:
-    """Stop the session, wait for its JVM to exit (it writes the archive then), and move the
-    archive into place; nothing when the JVM does not exit in time or wrote nothing."""
-    proc = getattr(getattr(session.sparkContext, "_gateway", None), "proc", None)
-    session.stop()
+def publish(context: Any, dump: Dump, timeout: float = 60.0) -> None:
+    """Stop the SparkContext, wait for its JVM to exit (it writes the archive then), and move
+    the archive into place; nothing when the JVM does not exit in time or wrote nothing."""
+    proc = getattr(getattr(context, "_gateway", None), "proc", None)
+    context.stop()
     if proc is None:
         return
     try:

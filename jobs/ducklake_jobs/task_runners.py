@@ -103,11 +103,11 @@ def run_on_spark(
     """One Spark task per item; tasks do their own I/O with pyarrow/DuckDB (exact control of
     the Parquet files, and no Hadoop S3 jars needed), their DuckDB sized to the task. The
     session (``master``, ``conf``) starts only when there are items."""
-    from .session import spark_session
+    from .session import spark_context
 
     if not items:
         return []
-    context = spark_session(master, conf).sparkContext
+    context = spark_context(master, conf)
     threads = task_resources.threads_per_task(
         context.master, int(context.getConf().get("spark.task.cpus", "1")), len(items), os.cpu_count() or 1
     )

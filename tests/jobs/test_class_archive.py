@@ -15,13 +15,13 @@ from typing import Any
 # a session's JVM: its SharedArchiveFile option (HotSpot's own view of it), and a task's result
 CHILD = """
 import json
-from ducklake_jobs.session import spark_session
-session = spark_session("local[1]")
-jvm = session.sparkContext._jvm
+from ducklake_jobs.session import spark_context
+context = spark_context("local[1]")
+jvm = context._jvm
 bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
     jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
 print(json.dumps({"archive": bean.getVMOption("SharedArchiveFile").getValue(),
-                  "result": session.sparkContext.parallelize([1, 2], 2).map(lambda x: x * 10).collect()}))
+                  "result": context.parallelize([1, 2], 2).map(lambda x: x * 10).collect()}))
 """
 
 
