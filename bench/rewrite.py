@@ -31,7 +31,7 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.compaction import copy, data_files, median, spread  # noqa: E402
+from bench.compaction import copy, data_files, fresh_copy, median, spread  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
 from bench.spark_start import spark_start_seconds  # noqa: E402
 
@@ -102,21 +102,21 @@ def repartition(base: str, mb: float, spark_start_s: float, runs: int) -> dict[s
         """DuckDB's own partitioned COPY of the table's rows, without and then with both
         lineage columns (what the job writes and DuckDB's insert does not): their ratio bounds
         ours against DuckDB's insert, whatever else the job does."""
-        con = duck.attach(copy(base, name))
-        out = os.path.join(os.path.dirname(con_path(name, base)), "copy")
+        with fresh_copy(base, name) as location:
+            con = duck.attach(location)
+            out = os.path.join(os.path.dirname(con_path(name, base)), "copy")
 
-        def written(lineage: str) -> float:
-            shutil.rmtree(out, ignore_errors=True)
-            sql = f"COPY (SELECT *{lineage}, month(ts) AS m FROM lk.t) TO '{out}' (FORMAT parquet, PARTITION_BY (m))"
-            return timed(lambda: con.execute(sql))
+            def written(lineage: str) -> float:
+                shutil.rmtree(out, ignore_errors=True)
+                sql = (
+                    f"COPY (SELECT *{lineage}, month(ts) AS m FROM lk.t) TO '{out}' (FORMAT parquet, PARTITION_BY (m))"
+                )
+                return timed(lambda: con.execute(sql))
 
-        seconds = [
-            written(lineage)
-            for lineage in ("", ", rowid AS _ducklake_internal_row_id, snapshot_id AS _ducklake_internal_snapshot_id")
-        ]
-        con.close()
-        shutil.rmtree(os.path.dirname(con_path(name, base)), ignore_errors=True)
-        return seconds[0], seconds[1]
+            plain = written("")
+            lineage = written(", rowid AS _ducklake_internal_row_id, snapshot_id AS _ducklake_internal_snapshot_id")
+            con.close()
+        return plain, lineage
 
     rounds, costs = [], []
     for r in range(runs):
