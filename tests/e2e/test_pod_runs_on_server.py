@@ -138,10 +138,12 @@ def test_a_run_as_a_spark_application_follows_its_state(
     assert state(kube, "completing") == "Succeeded" and kube.list("leases") == []
 
 
-def test_a_spark_application_run_without_the_spark_operator_fails_and_launches_nothing(
+def test_a_spark_application_run_without_the_spark_operator_fails_and_the_next_launches_once_it_is_there(
     kube, operator, cluster, tmp_path
 ) -> None:
-    """The Spark Operator's CRD is taken away for this test (and put back after)."""
+    """The Spark Operator's CRD is taken away for this test, then put back: the next run
+    launches at once (the operator asks the API server again, it does not go on believing
+    what it found a moment ago)."""
     small_files_lake(kube, tmp_path, inserts=1)
     cluster.kubectl("delete", "crd", SPARK_APPLICATION_CRD, "--ignore-not-found", "--wait=true")
     try:
@@ -155,6 +157,12 @@ def test_a_spark_application_run_without_the_spark_operator_fails_and_launches_n
         in (status["message"])
     )
     assert [c["metadata"]["name"] for c in kube.list("configmaps")] in ([], ["kube-root-ca.crt"])
+    kube.apply(job("there", spark={"launcher": "SparkApplication", "image": IMAGE}))
+    status = wait_for("the next run launched or ended", lambda: (
+        s if (s := (kube.get("dlj", "there") or {}).get("status") or {}).get("state") in ("Running", "Failed") else None))  # fmt: skip
+    assert status["state"] == "Running", status["message"]
+    kube.kubectl("patch", "dlj", "there", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+    assert ended(kube, "there")["status"]["state"] == "Cancelled"
 
 
 def driver_pod(kube, batch: str) -> str:

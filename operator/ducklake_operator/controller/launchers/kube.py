@@ -31,7 +31,7 @@ from .render import render_config_map, render_job, render_spark_application
 from .spec import JOB, SPARK_APPLICATION, Launched, LaunchSpec, Observed, attempt_selector
 
 ApiClientFactory = Callable[[], Any]  # -> kubernetes.client.ApiClient
-DISCOVERY_CACHE_SECONDS = 30.0  # how long "installed or not" is believed
+DISCOVERY_CACHE_SECONDS = 30.0  # how long "installed" is believed
 
 
 @lru_cache(maxsize=1)
@@ -66,7 +66,7 @@ class KubeLauncher:
         self._cache_seconds = cache_seconds
         self._clock, self._wall_clock = clock, wall_clock
         self._grace = grace_from_env() if unschedulable_grace is None else unschedulable_grace
-        self._checked: tuple[float, str | None] | None = None
+        self._served_at: float | None = None  # when discovery last found ``plural`` served
         self._lock = threading.Lock()
 
     def render(self, spec: LaunchSpec) -> dict[str, Any]:
@@ -78,11 +78,13 @@ class KubeLauncher:
     # ------------------------------------------------------------------ Launcher
 
     def available(self) -> str | None:
-        """None when the cluster serves ``plural`` (API discovery, believed for a while)."""
+        """None when the cluster serves ``plural`` (API discovery). That it does is believed
+        for a while; that it does not is asked afresh each time: a run fails for good on it,
+        and a Spark Operator installed a moment ago must not fail the next run."""
         now = self._clock()
         with self._lock:
-            if self._checked is not None and now - self._checked[0] < self._cache_seconds:
-                return self._checked[1]
+            if self._served_at is not None and now - self._served_at < self._cache_seconds:
+                return None
         try:
             listed = self._custom().get_api_resources(self.group, self.version)
             served = any(r.name == self.plural for r in listed.resources or [])
@@ -90,10 +92,9 @@ class KubeLauncher:
             if exc.status != 404:  # 404: the group/version is not served at all
                 raise
             served = False
-        answer = None if served else self.not_installed
         with self._lock:
-            self._checked = (now, answer)
-        return answer
+            self._served_at = now if served else None
+        return None if served else self.not_installed
 
     def launch(self, spec: LaunchSpec) -> Launched:
         config_map, obj = render_config_map(spec), self.render(spec)  # a bad setting: nothing created
@@ -194,7 +195,7 @@ class KubeLauncher:
         message = _api_message(exc)
         if exc.status == 404 and what.startswith(self.kind):
             with self._lock:
-                self._checked = None  # the resource may have gone since it was checked
+                self._served_at = None  # the resource may have gone since it was checked
             problem = self.available()
             if problem is not None:
                 return LauncherNotInstalled(problem)
