@@ -312,3 +312,32 @@ def test_a_refused_launch_says_what_the_api_server_said_and_goes_once_it_is_acce
     assert kube.get("sparkapplication", app) is not None
     kube.kubectl("patch", "dlj", "refused", "--type=merge", "-p", '{"spec": {"cancel": true}}')
     assert ended(kube, "refused")["status"]["state"] == "Cancelled"
+
+
+def test_a_run_that_waited_for_its_table_and_is_then_refused_says_what_the_api_server_said(
+    kube, operator, tmp_path, spark_application_crd
+) -> None:
+    """What a Pending run waits for is its message until something else holds it up."""
+    small_files_lake(kube, tmp_path, inserts=1)
+    spark = {"launcher": "SparkApplication", "image": IMAGE}
+    kube.apply(job("first", spark=spark))
+    launched(kube, "first", 1)
+    kube.apply(job("second", spark=spark))
+    wait_for("second waiting for the table", lambda: (
+        (kube.get("dlj", "second").get("status") or {}).get("waitingFor") == "DuckLakeJob first, which holds table main.orders"))  # fmt: skip
+    hook = f"refuse-{kube.namespace}"
+    install_refusing_webhook(kube.cluster, hook, kube.namespace)
+    try:
+        kube.kubectl("patch", "dlj", "first", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+        assert ended(kube, "first")["status"]["state"] == "Cancelled"
+        status = wait_for("the server's words", lambda: (
+            s if "failed calling webhook" in (s := kube.get("dlj", "second").get("status") or {}).get("message", "") else None))  # fmt: skip
+        assert status["message"].startswith(
+            "waiting: a request to the API server failed, trying again in 5 s: HTTP 500"
+        )
+        assert not status.get("waitingFor") and status["state"] == "Pending"
+    finally:
+        kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
+    launched(kube, "second", 1)
+    kube.kubectl("patch", "dlj", "second", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+    assert ended(kube, "second")["status"]["state"] == "Cancelled" and kube.list("leases") == []

@@ -258,8 +258,10 @@ async def tick_once(
         said = ctl.scrub(_one_line(exc))
         log.warning("run %s/%s: %s", spec.ref.namespace, spec.ref.name, said)
         tick = Tick(again_in=5.0)
-        if (status.get("state") or "") != RUNNING and not status.get("waitingFor"):  # e.g. a webhook refused the launch
-            tick.status["message"] = f"waiting: a request to the API server failed, trying again in 5 s: {said}"
+        if (status.get("state") or "") != RUNNING:  # e.g. a webhook refused the launch
+            # what it waited for before (its table, a slot) is not what holds it up now
+            tick.status.update(waitingFor=None, message=f"waiting: a request to the API server failed, trying again "
+                                                        f"in 5 s: {said}")  # fmt: skip
     written = await ctl.call(write_status, body, status, tick)
     runs.published(status, written)
     for type_, reason, message in tick.events:
