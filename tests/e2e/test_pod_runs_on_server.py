@@ -314,10 +314,11 @@ def test_a_refused_launch_says_what_the_api_server_said_and_goes_once_it_is_acce
     assert ended(kube, "refused")["status"]["state"] == "Cancelled"
 
 
-def test_a_run_that_waited_for_its_table_and_is_then_refused_says_what_the_api_server_said(
+def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_nothing_once_cancelled(
     kube, operator, tmp_path, spark_application_crd
 ) -> None:
-    """What a Pending run waits for is its message until something else holds it up."""
+    """What a Pending run waits for is its message until something else holds it up. The
+    table's Lease it took in the tick whose launch was refused goes when it is cancelled."""
     small_files_lake(kube, tmp_path, inserts=1)
     spark = {"launcher": "SparkApplication", "image": IMAGE}
     kube.apply(job("first", spark=spark))
@@ -336,8 +337,11 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_what_the_api_s
             "waiting: a request to the API server failed, trying again in 5 s: HTTP 500"
         )
         assert not status.get("waitingFor") and status["state"] == "Pending"
+        assert [lease["spec"]["holderIdentity"] for lease in kube.list("leases")] == [
+            kube.get("dlj", "second")["metadata"]["uid"]]  # fmt: skip
+        kube.kubectl("patch", "dlj", "second", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+        status = ended(kube, "second")["status"]
     finally:
         kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
-    launched(kube, "second", 1)
-    kube.kubectl("patch", "dlj", "second", "--type=merge", "-p", '{"spec": {"cancel": true}}')
-    assert ended(kube, "second")["status"]["state"] == "Cancelled" and kube.list("leases") == []
+    assert status["state"] == "Cancelled" and status["message"] == "cancelled: spec.cancel is true; nothing was launched"
+    assert kube.list("leases") == []

@@ -30,6 +30,11 @@ def lease_name(kind: str, *parts: str) -> str:
     return f"ducklake-{kind}-{digest}"
 
 
+def slot_names(prefix: tuple[str, ...], slots: int) -> list[str]:
+    """The Leases of ``slots`` slots named after ``prefix``."""
+    return [lease_name("slot", *prefix, str(i)) for i in range(slots)]
+
+
 class Leases:
     """Acquire and release Leases for runs. ``alive(namespace, job name, uid)`` says whether
     a holder still runs (its DuckLakeJob exists, is that uid, and has not ended)."""
@@ -82,7 +87,7 @@ class Leases:
         """One of ``slots`` Leases named after ``prefix``: the name of the one taken, or None
         when all are held. ``taken``: names believed held, tried last (each try of a held
         one costs requests)."""
-        names = [lease_name("slot", *prefix, str(i)) for i in range(slots)]
+        names = slot_names(prefix, slots)
         for name in sorted(names, key=lambda n: n in taken):
             if self.acquire(namespace, name, holder, what) is None:
                 return name

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,7 @@ from ..catalog_pool import CatalogPool
 from ..launchers.spec import Launched, Launcher, Observed
 from ..status import condition, table_health
 from .attempts import FIGURES, attempt_failure, exit_code, failure_reason, launched_attempt, run_report, time_left
-from .locks import Holder, Leases, lease_name
+from .locks import Holder, Leases, lease_name, slot_names
 from .run_context import RunContext
 from .run_document import attempt_spec
 from .tick import RETRY_BACKOFF, RETRY_BACKOFF_CAP, WAIT_INTERVAL, Tick, parse_stamp, stamp, with_duration
@@ -265,7 +265,9 @@ class Runs:
                     tick.status["message"] = f"{why}: stopping {launched.kind} {launched.name}"
                     return tick
                 running = True
-        self._unlock(spec, uid, tick, status)
+        # a run never launched may hold Leases its status does not list: taken in a tick the
+        # API server then failed (a launch a webhook refused), whose record went with it
+        self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx) if launched is None else ())
         if launched is None:
             return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
         if ctx.catalog is None:
@@ -396,7 +398,7 @@ class Runs:
         namespace, holder = spec.ref.namespace or "default", Holder(uid, spec.ref.name)
         held = [n for n in status.get("locks") or []]
         what = f"table {spec.table}" if spec.table else f"catalog-wide maintenance of {spec.catalog}"
-        name = lease_name("table", namespace, spec.catalog, fold(spec.table) if spec.table else "*")
+        name = self._lock_names(spec, ctx)[0]
         other = self.leases.acquire(namespace, name, holder, what)
         if other is not None:
             self._release(namespace, held, uid)
@@ -414,8 +416,20 @@ class Runs:
         tick.status["locks"] = held
         return None
 
-    def _unlock(self, spec: JobSpec, uid: str, tick: Tick, status: Mapping[str, Any]) -> None:
-        self._release(spec.ref.namespace or "default", list(status.get("locks") or []), uid)
+    @staticmethod
+    def _lock_names(spec: JobSpec, ctx: RunContext) -> list[str]:
+        """Every Lease the run may take: its table's (a catalog-wide run: the catalog's)
+        first, then its catalog's slots."""
+        namespace = spec.ref.namespace or "default"
+        table = lease_name("table", namespace, spec.catalog, fold(spec.table) if spec.table else "*")
+        return [table, *slot_names((namespace, spec.catalog), ctx.max_jobs or 0)]
+
+    def _unlock(
+        self, spec: JobSpec, uid: str, tick: Tick, status: Mapping[str, Any], also: Collection[str] = ()
+    ) -> None:
+        """Release the Leases the status lists, and ``also`` these (each only if the run holds it)."""
+        held = list(status.get("locks") or [])
+        self._release(spec.ref.namespace or "default", held + [n for n in also if n not in held], uid)
         tick.status["locks"] = []
 
     def _release(self, namespace: str, names: list[str], uid: str) -> None:
