@@ -343,5 +343,7 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_n
         status = ended(kube, "second")["status"]
     finally:
         kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
-    assert status["state"] == "Cancelled" and status["message"] == "cancelled: spec.cancel is true; nothing was launched"
+    assert (
+        status["state"] == "Cancelled" and status["message"] == "cancelled: spec.cancel is true; nothing was launched"
+    )
     assert kube.list("leases") == []
