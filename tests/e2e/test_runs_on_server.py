@@ -138,6 +138,7 @@ def test_bad_requests_fail_at_once_and_launch_nothing(kube, operator, tmp_path) 
         assert "launched" not in run["status"], name
     assert kube.list("jobs") == []
     assert [c["metadata"]["name"] for c in kube.list("configmaps")] in ([], ["kube-root-ca.crt"])
+    assert kube.list("leases") == []  # no-image took its table's Lease before its launch failed
 
 
 def test_a_catalog_that_is_not_ready_fails_the_run(kube, operator, tmp_path) -> None:

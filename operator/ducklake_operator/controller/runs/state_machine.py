@@ -126,12 +126,14 @@ class Runs:
         start = parse_stamp(status.get("startTime")) or now  # a retry's run started with its first attempt
         left = time_left(spec.timeout_seconds, start, now)
         if left == 0:  # a retry that waited (for its table, a slot, its window) past the run's deadline
+            self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx))  # see _stop
             return tick.end(FAILED, f"timed out after {spec.timeout_seconds} s (retries included) before attempt "
                             f"{attempt} could start; it was not launched", now, generation)  # fmt: skip
         busy = waits_for(spec, uid, ctx, now)
         if busy is not None:
             return self._waiting(tick, status, busy)
         if ctx.catalog is None:  # deleted since the run was accepted
+            self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx))  # see _stop
             return tick.end(FAILED, f"DuckLakeCatalog {spec.catalog!r} no longer exists; nothing was launched", now,
                             generation)  # fmt: skip
         waiting = self._lock(spec, uid, status, ctx, tick)
@@ -427,9 +429,10 @@ class Runs:
     def _unlock(
         self, spec: JobSpec, uid: str, tick: Tick, status: Mapping[str, Any], also: Collection[str] = ()
     ) -> None:
-        """Release the Leases the status lists, and ``also`` these (each only if the run holds it)."""
-        held = list(status.get("locks") or [])
-        self._release(spec.ref.namespace or "default", held + [n for n in also if n not in held], uid)
+        """Release the Leases the status lists, those this tick took, and ``also`` these (each
+        only if the run holds it)."""
+        names = dict.fromkeys([*(status.get("locks") or []), *(tick.status.get("locks") or []), *also])
+        self._release(spec.ref.namespace or "default", list(names), uid)
         tick.status["locks"] = []
 
     def _release(self, namespace: str, names: list[str], uid: str) -> None:
