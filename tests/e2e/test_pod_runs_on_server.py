@@ -18,7 +18,7 @@ from typing import Any
 from support.manifests import table
 from support.operator_process import condition, is_ready, wait_for
 from support.pod_states import NEVER_PULLED, bind, oom_killed, patch_pod_status, scheduled, unschedulable, waiting
-from support.runs import PG_PASSWORD, data_files, ended, job, pg_lake, small_files_lake, state
+from support.runs import PG_PASSWORD, cancel, data_files, ended, job, pg_lake, small_files_lake, state
 from support.spark_operator import SPARK_APPLICATION_CRD, install_spark_application_crd
 from support.webhooks import install_refusing_webhook
 
@@ -132,7 +132,7 @@ def test_a_run_as_a_spark_application_follows_its_state(
     assert "FAILED: driver container failed with ExitCode: 1; nothing was committed" in failed["status"]["message"]
     assert ended(kube, "completing")["status"]["state"] == "Succeeded"
     name = launched(kube, "cancelled", 1)["name"]
-    kube.kubectl("patch", "dlj", "cancelled", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+    cancel(kube, "cancelled")
     assert ended(kube, "cancelled")["status"]["state"] == "Cancelled"
     wait_for("the application deleted", lambda: kube.get("sparkapplication", name) is None)
     assert state(kube, "completing") == "Succeeded" and kube.list("leases") == []
@@ -161,7 +161,7 @@ def test_a_spark_application_run_without_the_spark_operator_fails_and_the_next_l
     status = wait_for("the next run launched or ended", lambda: (
         s if (s := (kube.get("dlj", "there") or {}).get("status") or {}).get("state") in ("Running", "Failed") else None))  # fmt: skip
     assert status["state"] == "Running", status["message"]
-    kube.kubectl("patch", "dlj", "there", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+    cancel(kube, "there")
     assert ended(kube, "there")["status"]["state"] == "Cancelled"
 
 
@@ -310,7 +310,7 @@ def test_a_refused_launch_says_what_the_api_server_said_and_goes_once_it_is_acce
         kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
     app = launched(kube, "refused", 1)["name"]  # tried again: launched once the server accepts it
     assert kube.get("sparkapplication", app) is not None
-    kube.kubectl("patch", "dlj", "refused", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+    cancel(kube, "refused")
     assert ended(kube, "refused")["status"]["state"] == "Cancelled"
 
 
@@ -329,7 +329,7 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_n
     hook = f"refuse-{kube.namespace}"
     install_refusing_webhook(kube.cluster, hook, kube.namespace)
     try:
-        kube.kubectl("patch", "dlj", "first", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+        cancel(kube, "first")
         assert ended(kube, "first")["status"]["state"] == "Cancelled"
         status = wait_for("the server's words", lambda: (
             s if "failed calling webhook" in (s := kube.get("dlj", "second").get("status") or {}).get("message", "") else None))  # fmt: skip
@@ -339,7 +339,7 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_n
         assert not status.get("waitingFor") and status["state"] == "Pending"
         assert [lease["spec"]["holderIdentity"] for lease in kube.list("leases")] == [
             kube.get("dlj", "second")["metadata"]["uid"]]  # fmt: skip
-        kube.kubectl("patch", "dlj", "second", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+        cancel(kube, "second")
         status = ended(kube, "second")["status"]
     finally:
         kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)

@@ -19,6 +19,7 @@ from support.operator_process import wait_for
 from support.runs import (
     IN_PROCESS,
     LOCAL,
+    cancel,
     commit_report,
     data_files,
     ended,
@@ -59,7 +60,7 @@ def test_a_cancelled_run_stops_its_processes_and_commits_nothing(kube, operator,
     kube.apply(job("cancel-me", spark=LOCAL))  # Spark: seconds to start, time to cancel it
     pid = spark_pid(running(kube, "cancel-me"))
     if how == "spec.cancel":
-        kube.kubectl("patch", "dlj", "cancel-me", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+        cancel(kube, "cancel-me")
         status = ended(kube, "cancel-me", timeout=60)["status"]
         assert status["state"] == "Cancelled", status
         assert status["message"].startswith("cancelled: spec.cancel is true; nothing was committed")
@@ -138,7 +139,7 @@ def test_a_run_stopped_after_its_commit_landed_succeeded_and_is_not_run_again(ku
         if how == "SIGKILL":
             os.kill(spark_pid(run), signal.SIGKILL)
         else:
-            kube.kubectl("patch", "dlj", "landed", "--type=merge", "-p", '{"spec": {"cancel": true}}')
+            cancel(kube, "landed")
         status = ended(kube, "landed", timeout=60)["status"]
     assert status["state"] == "Succeeded" and status["attempts"] == 1, status
     con = duck.attach(location, con=duck.connect())

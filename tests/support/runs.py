@@ -68,6 +68,11 @@ def policy(name: str, **spec: Any) -> dict[str, Any]:
     return manifest("DuckLakeMaintenancePolicy", name, {"catalogRef": {"name": "lake"}, **spec})
 
 
+def cancel(kube, name: str) -> None:
+    """Set the run's ``spec.cancel``, as a user does."""
+    kube.kubectl("patch", "dlj", name, "--type=merge", "-p", '{"spec": {"cancel": true}}')
+
+
 def state(kube, name: str) -> str | None:
     return ((kube.get("dlj", name) or {}).get("status") or {}).get("state")
 
