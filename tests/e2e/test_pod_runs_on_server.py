@@ -318,7 +318,8 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_n
     kube, operator, tmp_path, spark_application_crd
 ) -> None:
     """What a Pending run waits for is its message until something else holds it up. The
-    table's Lease it took in the tick whose launch was refused goes when it is cancelled."""
+    table's Lease it took before the launch that was refused is in its status, and goes when
+    it is cancelled."""
     small_files_lake(kube, tmp_path, inserts=1)
     spark = {"launcher": "SparkApplication", "image": IMAGE}
     kube.apply(job("first", spark=spark))
@@ -337,8 +338,10 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_n
             "waiting: a request to the API server failed, trying again in 5 s: HTTP 500"
         )
         assert not status.get("waitingFor") and status["state"] == "Pending"
-        assert [lease["spec"]["holderIdentity"] for lease in kube.list("leases")] == [
-            kube.get("dlj", "second")["metadata"]["uid"]]  # fmt: skip
+        leases = kube.list("leases")
+        assert [lease["spec"]["holderIdentity"] for lease in leases] == [kube.get("dlj", "second")["metadata"]["uid"]]
+        # written to its status before the launch the webhook refused
+        assert status["locks"] == [leases[0]["metadata"]["name"]]
         cancel(kube, "second")
         status = ended(kube, "second")["status"]
     finally:

@@ -139,6 +139,12 @@ class Runs:
         waiting = self._lock(spec, uid, status, ctx, tick)
         if waiting is not None:
             return self._waiting(tick, status, waiting)
+        if tick.status["locks"] != list(status.get("locks") or []):
+            # taken now: written to the status before anything is launched, so a launch the API
+            # server fails (the tick raises, its writes are lost) leaves them listed
+            tick.status.update(waitingFor=None, message=f"launching attempt {attempt}")
+            tick.again_in = 0.0
+            return tick
         catalog, _ = self.pool.catalog(ctx.catalog)
         landed = find_job_commit(catalog, uid)
         if landed is not None:
@@ -267,8 +273,8 @@ class Runs:
                     tick.status["message"] = f"{why}: stopping {launched.kind} {launched.name}"
                     return tick
                 running = True
-        # a run never launched may hold Leases its status does not list: taken in a tick the
-        # API server then failed (a launch a webhook refused), whose record went with it
+        # a run never launched may hold a Lease its status does not list: taken in a tick that
+        # failed before writing it (the API server failing the slot's Lease after the table's)
         self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx) if launched is None else ())
         if launched is None:
             return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
@@ -396,25 +402,28 @@ class Runs:
 
     def _lock(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, tick: Tick) -> str | None:
         """Take the table's Lease (a catalog-wide run: the catalog's), then a catalog slot;
-        None when all are ours, else what the run waits for (holding nothing)."""
+        None when all are ours, else what the run waits for (holding nothing). Leases the
+        status lists are ours already: written by an earlier tick of this run once taken."""
         namespace, holder = spec.ref.namespace or "default", Holder(uid, spec.ref.name)
-        held = [n for n in status.get("locks") or []]
+        held = list(status.get("locks") or [])
         what = f"table {spec.table}" if spec.table else f"catalog-wide maintenance of {spec.catalog}"
-        name = self._lock_names(spec, ctx)[0]
-        other = self.leases.acquire(namespace, name, holder, what)
-        if other is not None:
-            self._release(namespace, held, uid)
-            return f"DuckLakeJob {other.name}, which holds {what}"
-        held += [name] if name not in held else []
-        if ctx.max_jobs:
+        table, *slots = self._lock_names(spec, ctx)
+        if table not in held:
+            other = self.leases.acquire(namespace, table, holder, what)
+            if other is not None:
+                self._unlock(spec, uid, tick, status)
+                return f"DuckLakeJob {other.name}, which holds {what}"
+            held.append(table)
+        if slots and not set(slots) & set(held):
             taken = {name for o in ctx.others if o.uid != uid for name in o.locks}  # tried last
             slot = self.leases.acquire_slot(
-                namespace, (namespace, spec.catalog), ctx.max_jobs, holder, f"catalog {spec.catalog}", taken
+                namespace, (namespace, spec.catalog), len(slots), holder, f"catalog {spec.catalog}", taken
             )
             if slot is None:
-                self._release(namespace, held, uid)
+                tick.status["locks"] = held
+                self._unlock(spec, uid, tick, status)
                 return f"a slot in catalog {spec.catalog}: {ctx.max_jobs} runs (maxJobsPerCatalog) running"
-            held += [slot] if slot not in held else []
+            held.append(slot)
         tick.status["locks"] = held
         return None
 
