@@ -91,6 +91,20 @@ def _converted(column: ColumnState, ref: str, leaves: dict[int, Callable[[str], 
     return f"CASE WHEN {ref} IS NULL THEN NULL ELSE struct_pack({parts}) END"
 
 
+def _convert(r: TaskColumn, value: str) -> str:
+    return f"CAST({conversion_sql(r.old_type, r.new_type, value)} AS {to_duckdb_sql(r.new_type)})"
+
+
+def converted_value(r: TaskColumn, value: str, on_cast_error: str) -> str:
+    """DuckDB SQL of what the job writes for ``value`` (an expression of ``r``'s old type):
+    its conversion, NULL where it does not convert, or, when the job fails on such values, an
+    ``error()`` that stops the write."""
+    if on_cast_error != "fail":
+        return _convert(r, value)
+    # coalesce evaluates its second argument only where the first is NULL
+    return f"coalesce({_convert(r, value)}, CASE WHEN {value} IS NULL THEN NULL ELSE error('{CAST_FAILED}') END)"
+
+
 def retype_files(task: RetypeTask) -> RetypeOutput:
     with scratch_session(task.s3) as (con, scratch):
         return _retype(con, task, scratch)
@@ -104,14 +118,8 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     chains = [_chain(task.columns, r.chain) for r in task.retyped]
     values = [_leaf(chain, quote(chain[0].name)) for chain in chains]  # each retyped value, as read
 
-    def convert(r: TaskColumn, value: str) -> str:
-        return f"CAST({conversion_sql(r.old_type, r.new_type, value)} AS {to_duckdb_sql(r.new_type)})"
-
     def leaf(r: TaskColumn) -> Callable[[str], str]:
-        if task.on_cast_error != "fail":
-            return lambda v: convert(r, v)
-        # coalesce evaluates its second argument only where the first is NULL
-        return lambda v: f"coalesce({convert(r, v)}, CASE WHEN {v} IS NULL THEN NULL ELSE error('{CAST_FAILED}') END)"
+        return lambda v: converted_value(r, v, task.on_cast_error)
 
     leaves = {r.chain[-1]: leaf(r) for r in task.retyped}
     tops = [c for c in task.columns if any(r.chain[0] == c.column_id for r in task.retyped)]
@@ -141,7 +149,7 @@ def _retype(con: duckdb.DuckDBPyConnection, task: RetypeTask, scratch: str) -> R
     none: tuple[tuple[tuple[int, str], ...], ...] = tuple(() for _ in task.retyped)
     if out is not None and task.on_cast_error == "fail":
         return _stored(task, out.written, tuple(0 for _ in task.retyped), none, row_id_start)
-    fails = [f"{v} IS NOT NULL AND {convert(r, v)} IS NULL" for r, v in zip(task.retyped, values, strict=True)]
+    fails = [f"{v} IS NOT NULL AND {_convert(r, v)} IS NULL" for r, v in zip(task.retyped, values, strict=True)]
     counts = con.execute(
         "SELECT "
         + ", ".join(f"count(*) FILTER (WHERE {f})" for f in fails)
