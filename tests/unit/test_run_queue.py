@@ -87,6 +87,26 @@ def test_runs_waiting_for_a_table_or_a_retry_are_not_ahead() -> None:
     assert waits_for(spec("me", "main.w"), "me", ctx("2026-01-01T11:30:00Z", others, max_jobs=2), NOW) is not None
 
 
+def test_a_run_holding_its_leases_waits_only_for_its_window() -> None:
+    """Its Leases taken and written, it launches next: a run created before it and due since
+    (its retry) is ahead for a slot by creation order, but the slot is this run's already.
+    Counted, each would wait for the other for good. Its window closed, it waits (and gives
+    its Leases back)."""
+    mine = OtherRun("w2", "me", "main.w", "Pending", "2026-01-01T11:20:00Z", True)
+    due = other("w1", "main.y", "2026-01-01T11:10:00Z", retry_at="2026-01-01T11:59:00Z")
+    at = ctx("2026-01-01T11:20:00Z", [mine, due], max_jobs=1)
+    assert waits_for(spec("w2", "main.w"), "me", at, NOW) is not None  # as one that holds nothing
+    assert waits_for(spec("w2", "main.w"), "me", at, NOW, holding=True) is None
+    # w1 waits for the slot this run holds
+    assert waits_for(spec("w1", "main.y"), "uid-w1", at, NOW) == (
+        "a slot in catalog lake: 1 of 1 runs (maxJobsPerCatalog) running, 0 waiting before this one"
+    )
+    closed = ctx("2026-01-01T11:20:00Z", [mine, due], max_jobs=1, policy="uid-nightly", windows={"uid-nightly": NIGHT})
+    assert waits_for(spec("w2", "main.w"), "me", closed, NOW, holding=True) == (
+        "the maintenance window 22:00-04:00 UTC of DuckLakeMaintenancePolicy nightly, closed until 2026-01-01 22:00 UTC"
+    )
+
+
 def test_no_limit_no_wait_but_for_the_table() -> None:
     others = [other(f"r{i}", f"main.t{i}", "2026-01-01T11:00:00Z", holds=True) for i in range(50)]
     assert waits_for(spec("me", "main.w"), "me", ctx("2026-01-01T11:30:00Z", others), NOW) is None

@@ -129,8 +129,9 @@ class Runs:
             self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx))  # see _stop
             return tick.end(FAILED, f"timed out after {spec.timeout_seconds} s (retries included) before attempt "
                             f"{attempt} could start; it was not launched", now, generation)  # fmt: skip
-        busy = waits_for(spec, uid, ctx, now)
-        if busy is not None:
+        busy = waits_for(spec, uid, ctx, now, holding=bool(status.get("locks")))
+        if busy is not None:  # a waiting run holds nothing (its window closed while it held them)
+            self._unlock(spec, uid, tick, status)
             return self._waiting(tick, status, busy)
         if ctx.catalog is None:  # deleted since the run was accepted
             self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx))  # see _stop

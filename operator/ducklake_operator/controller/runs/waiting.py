@@ -26,16 +26,20 @@ def window_wait(policy: PolicyWindow | None, now: float) -> str | None:
             f"closed until {describe_instant(opens, window_zone(policy.window))}")  # fmt: skip
 
 
-def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float) -> str | None:
+def waits_for(spec: JobSpec, uid: str, ctx: RunContext, now: float, *, holding: bool = False) -> str | None:
     """What the controller's own view of the catalog's runs says a run waits for (None: try
     the Leases), so waiting runs cost no API calls; the Leases decide when this says go.
+    ``holding``: the run has taken its Leases (its status lists them) and not launched yet:
+    it waits only for its window, since the Leases have decided the rest (a run created
+    before it, due since, would otherwise count as ahead for the slot it holds, and each
+    wait for the other).
     A run of a policy whose window is closed waits for it to open (``window_wait``). A run
     waits for the run holding its table (a catalog-wide run: the catalog-wide one), and for
     a slot when the runs holding slots and the runs waiting for one, created before it, fill
     ``maxJobsPerCatalog``; a run waiting for a table, a retry or its window does not count
     as ahead."""
     closed = window_wait(ctx.windows.get(ctx.policy or ""), now)
-    if closed is not None:
+    if closed is not None or holding:
         return closed
     others = [o for o in ctx.others if o.uid != uid]
     held = {fold(o.table) if o.table else "*": o for o in others if o.holds}
