@@ -15,6 +15,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from ducklake_operator.controller.launchers.spec import object_name
 from support.manifests import table
 from support.operator_process import condition, is_ready, wait_for
 from support.pod_states import NEVER_PULLED, bind, oom_killed, patch_pod_status, scheduled, unschedulable, waiting
@@ -338,15 +339,25 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_n
             "waiting: a request to the API server failed, trying again in 5 s: HTTP 500"
         )
         assert not status.get("waitingFor") and status["state"] == "Pending"
+        attempt = object_name("second", kube.get("dlj", "second")["metadata"]["uid"], 1)
         leases = kube.list("leases")
         assert [lease["spec"]["holderIdentity"] for lease in leases] == [kube.get("dlj", "second")["metadata"]["uid"]]
         # written to its status before the launch the webhook refused
         assert status["locks"] == [leases[0]["metadata"]["name"]]
+        # the launch created the attempt's ConfigMap before the SparkApplication was refused
+        assert [m["metadata"]["name"] for m in attempt_config_maps(kube, "second")] == [attempt]
         cancel(kube, "second")
         status = ended(kube, "second")["status"]
     finally:
         kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
-    assert (
-        status["state"] == "Cancelled" and status["message"] == "cancelled: spec.cancel is true; nothing was launched"
+    assert status["state"] == "Cancelled" and status["message"] == (
+        f"cancelled: spec.cancel is true; what its unfinished launch of SparkApplication {attempt} had created was "
+        "deleted; nothing was committed, it left no uncommitted files"
     )
-    assert kube.list("leases") == []
+    assert kube.list("leases") == [] and attempt_config_maps(kube, "second") == []
+
+
+def attempt_config_maps(kube: Any, job_name: str) -> list[dict[str, Any]]:
+    """The ConfigMaps of the DuckLakeJob's attempts (owned by it)."""
+    uid = kube.get("dlj", job_name)["metadata"]["uid"]
+    return [m for m in kube.list("configmaps") if uid in {o["uid"] for o in m["metadata"].get("ownerReferences") or []}]

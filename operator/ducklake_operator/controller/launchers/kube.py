@@ -106,7 +106,7 @@ class KubeLauncher:
             spec,
             "ConfigMap",
             lambda: core.create_namespaced_config_map(ns, config_map, field_validation="Strict"),
-            lambda: core.api_client.sanitize_for_serialization(core.read_namespaced_config_map(spec.name, ns)),
+            lambda: self._read_config_map(spec),
         )
         try:
             self._create(
@@ -115,12 +115,41 @@ class KubeLauncher:
                 lambda: custom.create_namespaced_custom_object(
                     self.group, self.version, ns, self.plural, obj, field_validation="Strict"
                 ),
-                lambda: custom.get_namespaced_custom_object(self.group, self.version, ns, self.plural, spec.name),
+                lambda: self._read_object(spec),
             )
         except LaunchFailed:
             _deleted(lambda: core.delete_namespaced_config_map(spec.name, ns))  # nothing half-launched stays
             raise
-        return Launched(self.kind, spec.name, {"namespace": ns, "pods": attempt_selector(spec)})
+        return self._launched(spec)
+
+    def leftover(self, spec: LaunchSpec) -> Launched | None:
+        """The attempt's ConfigMap or object, when either is there and this run's."""
+        for read in (self._read_config_map, self._read_object):
+            try:
+                found = read(spec)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            if spec.owner.uid in {o.get("uid") for o in found.get("metadata", {}).get("ownerReferences") or []}:
+                return self._launched(spec)
+        return None
+
+    def _read_config_map(self, spec: LaunchSpec) -> dict[str, Any]:
+        core = self._core()
+        return dict(
+            core.api_client.sanitize_for_serialization(core.read_namespaced_config_map(spec.name, spec.namespace))
+        )
+
+    def _read_object(self, spec: LaunchSpec) -> dict[str, Any]:
+        return dict(
+            self._custom().get_namespaced_custom_object(
+                self.group, self.version, spec.namespace, self.plural, spec.name
+            )
+        )
+
+    def _launched(self, spec: LaunchSpec) -> Launched:
+        return Launched(self.kind, spec.name, {"namespace": spec.namespace, "pods": attempt_selector(spec)})
 
     def observe(self, launched: Launched) -> Observed:
         """The object's status, and what its pods say (``observe.with_pods``): a pod that

@@ -122,6 +122,11 @@ class LocalLauncher:
             raise LaunchFailed(f"could not start the job program {self._program[0]}: {exc.strerror or exc}") from None
         return proc
 
+    def leftover(self, spec: LaunchSpec) -> Launched | None:
+        """The attempt's program when a launch of it recorded one."""
+        known = _read_json(os.path.join(self._dir, f"{spec.name}.launch.json"))
+        return Launched(self.kind, spec.name, known) if known is not None else None
+
     def release(self, launched: Launched) -> None:
         """The run says the attempt no longer runs: its program's place is free."""
         with self._lock:

@@ -128,6 +128,11 @@ class Launcher(Protocol):
         """The run's status no longer shows the attempt running: what the launcher held for
         it (a Local program's place) is free."""
 
+    def leftover(self, spec: LaunchSpec) -> Launched | None:
+        """What a launch of ``spec`` that never returned left behind (a first object created
+        and the next refused, or one the server stored while its answer was lost), to be
+        stopped as a launched attempt is; None when nothing of it is there."""
+
 
 def launch_spec(
     *,

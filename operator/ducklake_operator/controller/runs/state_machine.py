@@ -126,17 +126,14 @@ class Runs:
         start = parse_stamp(status.get("startTime")) or now  # a retry's run started with its first attempt
         left = time_left(spec.timeout_seconds, start, now)
         if left == 0:  # a retry that waited (for its table, a slot, its window) past the run's deadline
-            self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx))  # see _stop
-            return tick.end(FAILED, f"timed out after {spec.timeout_seconds} s (retries included) before attempt "
-                            f"{attempt} could start; it was not launched", now, generation)  # fmt: skip
+            return self._stop(spec, uid, status, ctx, now, FAILED, f"timed out after {spec.timeout_seconds} s "
+                              f"(retries included) before attempt {attempt} could start")  # fmt: skip
         busy = waits_for(spec, uid, ctx, now, holding=bool(status.get("locks")))
         if busy is not None:  # a waiting run holds nothing (its window closed while it held them)
             self._unlock(spec, uid, tick, status)
             return self._waiting(tick, status, busy)
         if ctx.catalog is None:  # deleted since the run was accepted
-            self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx))  # see _stop
-            return tick.end(FAILED, f"DuckLakeCatalog {spec.catalog!r} no longer exists; nothing was launched", now,
-                            generation)  # fmt: skip
+            return self._stop(spec, uid, status, ctx, now, FAILED, f"DuckLakeCatalog {spec.catalog!r} no longer exists")
         waiting = self._lock(spec, uid, status, ctx, tick)
         if waiting is not None:
             return self._waiting(tick, status, waiting)
@@ -264,6 +261,9 @@ class Runs:
         (their node unreachable: they go when it is back)."""
         tick = Tick(status={"attemptFailure": None})
         launched = launched_attempt(status)
+        unfinished = launched is None and bool(status.get("locks"))
+        if unfinished:  # it held its Leases, so a launch may have begun and never returned
+            launched = self._leftover(spec, uid, status, ctx)
         running = False
         if launched is not None:
             launcher = self._launcher(launched)
@@ -279,6 +279,9 @@ class Runs:
         self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx) if launched is None else ())
         if launched is None:
             return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
+        if unfinished:  # what it left was deleted above; the run's status never showed it running
+            self._launcher(launched).release(launched)
+            why += f"; what its unfinished launch of {launched.kind} {launched.name} had created was deleted"
         if ctx.catalog is None:
             return tick.end(state, f"{why}; {CATALOG_GONE.format(spec.catalog)}", now, spec.ref.generation)
         keep = None
@@ -290,6 +293,13 @@ class Runs:
         if after.landed is not None:
             return self._succeeded(tick, spec, uid, status, ctx, after.landed, now, note=f"{why}, but it had committed")
         return tick.end(state, f"{why}; {after.committed}, {after.files}", now, spec.ref.generation)
+
+    def _leftover(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext) -> Launched | None:
+        """What a launch of the run's next attempt that never returned left behind, if anything."""
+        launcher = self.launchers.get(str(ctx.spark.get("launcher")))
+        if launcher is None:
+            return None
+        return launcher.leftover(attempt_spec(spec, uid, ctx, int(status.get("attempts") or 0) + 1, None))
 
     def published(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
         """The run's status went from ``before`` to ``after`` on the API server: an attempt
