@@ -260,10 +260,10 @@ class Runs:
         are ended, and the catalog decides at once, even while its pods have not stopped
         (their node unreachable: they go when it is back)."""
         tick = Tick(status={"attemptFailure": None})
-        launched = launched_attempt(status)
-        unfinished = launched is None and bool(status.get("locks"))
-        if unfinished:  # it held its Leases, so a launch may have begun and never returned
-            launched = self._leftover(spec, uid, status, ctx)
+        leftover = None
+        if status.get("state") != RUNNING and status.get("locks"):  # a launch may have begun and never returned
+            leftover = self._leftover(spec, uid, status, ctx)
+        launched = leftover or launched_attempt(status)  # else its last attempt's (a retry's), if any
         running = False
         if launched is not None:
             launcher = self._launcher(launched)
@@ -274,12 +274,12 @@ class Runs:
                     tick.status["message"] = f"{why}: stopping {launched.kind} {launched.name}"
                     return tick
                 running = True
-        # a run never launched may hold a Lease its status does not list: taken in a tick that
-        # failed before writing it (the API server failing the slot's Lease after the table's)
-        self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx) if launched is None else ())
+        # a run whose status shows no launch may hold a Lease it does not list: taken in a tick
+        # that failed before writing it (the API server failing the slot's Lease after the table's)
+        self._unlock(spec, uid, tick, status, also=self._lock_names(spec, ctx) if launched in (None, leftover) else ())
         if launched is None:
             return tick.end(state, f"{why}; nothing was launched", now, spec.ref.generation)
-        if unfinished:  # what it left was deleted above; the run's status never showed it running
+        if leftover is not None:  # deleted above; the run's status never showed it running
             self._launcher(launched).release(launched)
             why += f"; what its unfinished launch of {launched.kind} {launched.name} had created was deleted"
         if ctx.catalog is None:
