@@ -88,3 +88,23 @@ def test_programs_an_earlier_operator_started_count_too(tmp_path: Any) -> None:
     second = after.launch(attempt("b", "uid-b"))  # its place is free: started
     assert second.detail["pid"] != running.detail["pid"]
     ended(after, second)
+
+
+def test_a_launch_whose_run_never_recorded_it_is_found_and_stopped(tmp_path: Any) -> None:
+    """The operator started the program and its run's status was never written (the API
+    server failed the write): a run that then ends finds the program by its launch record,
+    as a restarted operator would, and stops it. An attempt never launched leaves nothing."""
+    hold = tmp_path / "hold"
+    hold.write_text("")
+
+    def launcher() -> LocalLauncher:
+        return LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
+                             env={"HOLD_FILE": str(hold), "PATH": os.environ["PATH"]}, grace_seconds=2)  # fmt: skip
+
+    started = launcher().launch(attempt("a", "uid-a"))
+    found = launcher().leftover(attempt("a", "uid-a"))
+    assert found == started and launcher().observe(found).state == "Running"
+    later = launcher()
+    later.cancel(found)
+    assert later.stopped(found) and later.observe(found).state != "Running"
+    assert launcher().leftover(attempt("b", "uid-b")) is None
