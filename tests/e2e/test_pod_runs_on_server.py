@@ -357,6 +357,37 @@ def test_a_run_that_waited_for_its_table_and_is_then_refused_says_so_and_holds_n
     assert kube.list("leases") == [] and attempt_config_maps(kube, "second") == []
 
 
+def test_a_retry_whose_launch_was_refused_leaves_nothing_once_cancelled(
+    kube, operator, tmp_path, spark_application_crd
+) -> None:
+    """A retry's status still shows its first attempt, which had stopped; what the refused
+    launch of its second left (the second attempt's ConfigMap) goes when it is cancelled."""
+    small_files_lake(kube, tmp_path, inserts=1)
+    kube.apply(job("again", retries=1, spark={"launcher": "SparkApplication", "image": IMAGE}))
+    first = launched(kube, "again", 1)["name"]
+    second = object_name("again", kube.get("dlj", "again")["metadata"]["uid"], 2)
+    hook = f"refuse-retry-{kube.namespace}"
+    install_refusing_webhook(kube.cluster, hook, kube.namespace)
+    try:
+        patch_status(kube, "sparkapplication", first, {"applicationState": {
+            "state": "FAILED", "errorMessage": "driver container failed with ExitCode: 1"}, "driverInfo": {}})  # fmt: skip
+        wait_for("the second launch refused", lambda: "failed calling webhook" in (
+            kube.get("dlj", "again")["status"].get("message") or ""))  # fmt: skip
+        status = kube.get("dlj", "again")["status"]
+        assert status["state"] == "Pending" and status["launched"]["name"] == first and status["locks"]
+        assert second in [m["metadata"]["name"] for m in attempt_config_maps(kube, "again")]
+        cancel(kube, "again")
+        status = ended(kube, "again")["status"]
+    finally:
+        kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
+    assert status["state"] == "Cancelled" and status["message"].startswith(
+        f"cancelled: spec.cancel is true; what its unfinished launch of SparkApplication {second} had created was "
+        "deleted; nothing was committed"
+    )
+    assert second not in [m["metadata"]["name"] for m in attempt_config_maps(kube, "again")]
+    assert kube.list("leases") == []
+
+
 def attempt_config_maps(kube: Any, job_name: str) -> list[dict[str, Any]]:
     """The ConfigMaps of the DuckLakeJob's attempts (owned by it)."""
     uid = kube.get("dlj", job_name)["metadata"]["uid"]
