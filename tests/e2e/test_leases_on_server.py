@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ducklake_operator.api.v1alpha1.names import JOB_ANNOTATION
 from ducklake_operator.api.v1alpha1.names import LOCK_ANNOTATION as WHAT_ANNOTATION
-from ducklake_operator.controller.runs.locks import Holder, Leases, lease_name
+from ducklake_operator.controller.runs.locks import Holder, Leases, lease_name, slot_names
 from support.operator_process import service_account_kubeconfig
 
 A, B, C = Holder("uid-a", "compact-a"), Holder("uid-b", "rewrite-b"), Holder("uid-c", "compact-c")
@@ -105,11 +105,11 @@ def test_only_the_holder_releases_its_lease(kube, api) -> None:
 
 def test_a_catalogs_slots_fill_up_and_free(kube, api) -> None:
     locks = leases(api, {A.uid, B.uid, C.uid})
-    prefix = (kube.namespace, "lake")
-    first = locks.acquire_slot(kube.namespace, prefix, 2, A, "catalog lake")
-    second = locks.acquire_slot(kube.namespace, prefix, 2, B, "catalog lake", taken=[first] if first else [])
+    slots = slot_names((kube.namespace, "lake"), 2)
+    first = locks.acquire_slot(kube.namespace, slots, A, "catalog lake")
+    second = locks.acquire_slot(kube.namespace, slots, B, "catalog lake", taken=[first] if first else [])
     assert first and second and first != second
-    assert locks.acquire_slot(kube.namespace, prefix, 2, C, "catalog lake") is None  # both held
-    assert locks.acquire_slot(kube.namespace, prefix, 2, A, "catalog lake") == first  # A's own, again
+    assert locks.acquire_slot(kube.namespace, slots, C, "catalog lake") is None  # both held
+    assert locks.acquire_slot(kube.namespace, slots, A, "catalog lake") == first  # A's own, again
     locks.release(kube.namespace, first, A.uid)
-    assert locks.acquire_slot(kube.namespace, prefix, 2, C, "catalog lake", taken=[second]) == first
+    assert locks.acquire_slot(kube.namespace, slots, C, "catalog lake", taken=[second]) == first

@@ -26,6 +26,13 @@ def attempt(name: str, uid: str) -> LaunchSpec:
                        spark={"launcher": "Local"}, env_from_secrets=[], timeout_seconds=None, env={})  # fmt: skip
 
 
+def holding(tmp_path: Any, **settings: Any) -> LocalLauncher:
+    """A launcher (a new one per call, as after an operator restart) of programs that run
+    while ``tmp_path/hold`` exists; state in ``tmp_path/runs``."""
+    return LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
+                         env={"HOLD_FILE": str(tmp_path / "hold"), "PATH": os.environ["PATH"]}, **settings)  # fmt: skip
+
+
 def ended(launcher: LocalLauncher, launched: Launched, timeout: float = 30) -> str:
     deadline = time.time() + timeout
     while (state := launcher.observe(launched).state) == "Running" and time.time() < deadline:
@@ -36,8 +43,7 @@ def ended(launcher: LocalLauncher, launched: Launched, timeout: float = 30) -> s
 def test_at_most_max_runs_programs_run_at_once(tmp_path: Any) -> None:
     hold = tmp_path / "hold"
     hold.write_text("")
-    launcher = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
-                             env={"HOLD_FILE": str(hold), "PATH": os.environ["PATH"]}, max_runs=2)  # fmt: skip
+    launcher = holding(tmp_path, max_runs=2)
     first, second = launcher.launch(attempt("a", "uid-a")), launcher.launch(attempt("b", "uid-b"))
     with pytest.raises(LauncherBusy, match="at most 2 at once"):
         launcher.launch(attempt("c", "uid-c"))
@@ -72,13 +78,8 @@ def test_a_place_no_run_releases_is_free_a_while_after_its_program_exited(tmp_pa
 def test_programs_an_earlier_operator_started_count_too(tmp_path: Any) -> None:
     hold = tmp_path / "hold"
     hold.write_text("")
-
-    def launcher() -> LocalLauncher:
-        return LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
-                             env={"HOLD_FILE": str(hold), "PATH": os.environ["PATH"]}, max_runs=1)  # fmt: skip
-
-    running = launcher().launch(attempt("a", "uid-a"))
-    after = launcher()  # the operator restarted
+    running = holding(tmp_path, max_runs=1).launch(attempt("a", "uid-a"))
+    after = holding(tmp_path, max_runs=1)  # the operator restarted
     assert after.observe(running).state == "Running"  # found again, and counted
     with pytest.raises(LauncherBusy):
         after.launch(attempt("b", "uid-b"))
@@ -96,15 +97,10 @@ def test_a_launch_whose_run_never_recorded_it_is_found_and_stopped(tmp_path: Any
     as a restarted operator would, and stops it. An attempt never launched leaves nothing."""
     hold = tmp_path / "hold"
     hold.write_text("")
-
-    def launcher() -> LocalLauncher:
-        return LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
-                             env={"HOLD_FILE": str(hold), "PATH": os.environ["PATH"]}, grace_seconds=2)  # fmt: skip
-
-    started = launcher().launch(attempt("a", "uid-a"))
-    found = launcher().leftover(attempt("a", "uid-a"))
-    assert found == started and launcher().observe(found).state == "Running"
-    later = launcher()
+    started = holding(tmp_path).launch(attempt("a", "uid-a"))
+    found = holding(tmp_path).leftover(attempt("a", "uid-a"))  # another operator process, as after a restart
+    assert found == started and holding(tmp_path).observe(found).state == "Running"
+    later = holding(tmp_path, grace_seconds=2)
     later.cancel(found)
     assert later.stopped(found) and later.observe(found).state != "Running"
-    assert launcher().leftover(attempt("b", "uid-b")) is None
+    assert holding(tmp_path).leftover(attempt("b", "uid-b")) is None

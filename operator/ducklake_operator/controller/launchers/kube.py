@@ -131,7 +131,7 @@ class KubeLauncher:
                 if exc.status == 404:
                     continue
                 raise
-            if spec.owner.uid in {o.get("uid") for o in found.get("metadata", {}).get("ownerReferences") or []}:
+            if _owned(found, spec):
                 return self._launched(spec)
         return None
 
@@ -215,9 +215,7 @@ class KubeLauncher:
         except ApiException as exc:
             if exc.status != 409:
                 raise self._refused(exc, what) from None
-        existing = read()  # AlreadyExists: ours, from an earlier launch of this attempt?
-        owners = {o.get("uid") for o in existing.get("metadata", {}).get("ownerReferences") or []}
-        if spec.owner.uid not in owners:
+        if not _owned(read(), spec):  # AlreadyExists: ours, from an earlier launch of this attempt?
             raise LaunchFailed(f"{what} already exists and does not belong to DuckLakeJob {spec.owner.name}")
 
     def _refused(self, exc: ApiException, what: str) -> Exception:
@@ -263,6 +261,11 @@ class SparkApplicationLauncher(KubeLauncher):
 
     def read_status(self, obj: dict[str, Any]) -> Observed:
         return observe_spark_application(obj)
+
+
+def _owned(obj: dict[str, Any], spec: LaunchSpec) -> bool:
+    """Whether the run of ``spec`` owns ``obj`` (one of its ownerReferences)."""
+    return spec.owner.uid in {o.get("uid") for o in obj.get("metadata", {}).get("ownerReferences") or []}
 
 
 def _deleted(delete: Callable[[], Any]) -> None:

@@ -10,7 +10,7 @@ runs (its job ended or is gone) is taken over, so a crash never leaves a table l
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -81,13 +81,11 @@ class Leases:
         return None
 
     def acquire_slot(
-        self, namespace: str, prefix: tuple[str, ...], slots: int, holder: Holder, what: str,
-        taken: Collection[str] = (),
-    ) -> str | None:  # fmt: skip
-        """One of ``slots`` Leases named after ``prefix``: the name of the one taken, or None
+        self, namespace: str, names: Sequence[str], holder: Holder, what: str, taken: Collection[str] = ()
+    ) -> str | None:
+        """One of the slot Leases ``names`` (``slot_names``): the name of the one taken, or None
         when all are held. ``taken``: names believed held, tried last (each try of a held
         one costs requests)."""
-        names = slot_names(prefix, slots)
         for name in sorted(names, key=lambda n: n in taken):
             if self.acquire(namespace, name, holder, what) is None:
                 return name

@@ -427,9 +427,7 @@ class Runs:
             held.append(table)
         if slots and not set(slots) & set(held):
             taken = {name for o in ctx.others if o.uid != uid for name in o.locks}  # tried last
-            slot = self.leases.acquire_slot(
-                namespace, (namespace, spec.catalog), len(slots), holder, f"catalog {spec.catalog}", taken
-            )
+            slot = self.leases.acquire_slot(namespace, slots, holder, f"catalog {spec.catalog}", taken)
             if slot is None:
                 tick.status["locks"] = held
                 self._unlock(spec, uid, tick, status)
