@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import sys
+import tempfile
 from functools import lru_cache
 from typing import Any
 
@@ -23,8 +25,8 @@ from . import class_archive, job_timings
 # spark.driver.extraJavaOptions replaces them.
 LOCAL_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # The JVM and its Python workers talk over Unix domain sockets (Spark 4.1+; the files go to
-# java.io.tmpdir, /tmp: the pods' emptyDir) rather than loopback TCP: a task's round trip
-# took about 26 ms there, 4-6 ms this way (local[2], 100 tasks that do nothing: 2.6-2.8 s
+# java.io.tmpdir, /tmp: the pods' emptyDir; a local session's to ``_socket_dir``) rather
+# than loopback TCP: a task's round trip took about 26 ms there, 4-6 ms this way (local[2], 100 tasks that do nothing: 2.6-2.8 s
 # against 0.43-0.63 s). The workers' daemon imports PySpark from its installed package, not
 # from pyspark.zip (``spark_daemon``). A session started from Python is a "pyspark-shell" to
 # Spark, which would draw its console progress bar (carriage returns) among the job's log
@@ -35,6 +37,11 @@ SESSION_DEFAULTS = (
     ("spark.python.daemon.module", "ducklake_jobs.spark_daemon"),
     ("spark.ui.showConsoleProgress", "false"),
 )
+SOCKET_DIR = "spark.python.unix.domain.socket.dir"
+SOCKETS_PREFIX = "ducklake-spark-"  # + mkdtemp's 8 characters
+# a Unix domain socket's path has at most 107 bytes (sun_path, 108 with its NUL), and Spark
+# names a socket "/.<uuid4>.sock" in its directory
+SOCKET_PATH_MAX, SOCKET_NAME = 107, 43
 
 
 @lru_cache(maxsize=1)
@@ -55,7 +62,10 @@ def spark_context(master: str | None = None, conf: tuple[tuple[str, str], ...] =
         settings.setMaster(chosen)
         if chosen.startswith("local") and "spark.driver.extraJavaOptions" not in dict(conf):
             archive, dump = class_archive.java_options()
-            settings.set("spark.driver.extraJavaOptions", f"{LOCAL_DRIVER_JAVA_OPTIONS} {archive}".strip())
+            options = f"{LOCAL_DRIVER_JAVA_OPTIONS} {_java_temp_dir()} {archive}"
+            settings.set("spark.driver.extraJavaOptions", options.strip())
+        if chosen.startswith("local") and SOCKET_DIR not in dict(conf):
+            settings.set(SOCKET_DIR, _socket_dir())
     # else the program runs under spark-submit (its PythonRunner sets that variable), whose
     # --master the launcher chose (a pod's: the in-cluster API server, expanded by the kubelet)
     with job_timings.within(job_timings.SPARK_START):
@@ -64,3 +74,25 @@ def spark_context(master: str | None = None, conf: tuple[tuple[str, str], ...] =
     if dump is not None:  # the first session here: its JVM's classes are archived when it exits
         atexit.register(class_archive.publish, context, dump)
     return context
+
+
+def _java_temp_dir() -> str:
+    """The JVM's temporary directory where the program's is: the JVM ignores TMPDIR, and what
+    Spark keeps there (its local directories) would land in /tmp, outside the scratch
+    directory a launcher gives the program and removes after it (the Local launcher's)."""
+    return f'"-Djava.io.tmpdir={tempfile.gettempdir()}"'
+
+
+def _socket_dir() -> str:
+    """A directory of the program's own for the Unix domain sockets of the JVM and its Python
+    workers, removed when the program exits. In the temporary directory they outlived every
+    program (two ``.<uuid>.sock`` files a session): the JVM exits when this process does,
+    without stopping the context (a ``stop()`` takes about a second), so nothing removed
+    them. In TMPDIR when a socket's path fits there, else in /tmp (a Local program's scratch
+    directory is too long a path: binding would fail)."""
+    parent = tempfile.gettempdir()
+    if len(os.path.join(parent, SOCKETS_PREFIX + "x" * 8)) + SOCKET_NAME > SOCKET_PATH_MAX:
+        parent = "/tmp"
+    path = tempfile.mkdtemp(prefix=SOCKETS_PREFIX, dir=parent)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path

@@ -4,6 +4,17 @@ shared one (local[*]): a session of its own master would be every later test's t
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 from ducklake_jobs.session import LOCAL_DRIVER_JAVA_OPTIONS, spark_context
 
 
@@ -33,3 +44,57 @@ def test_workers_import_pyspark_from_its_package_not_from_pyspark_zip() -> None:
 
     files = spark_context().parallelize([0], 1).map(where).collect()[0]
     assert all(".zip" not in f for f in files), files
+
+
+# a local session in a process of its own: its JVM's temporary directory and its sockets' directory
+CHILD = """
+import json
+from ducklake_jobs.session import spark_context
+context = spark_context("local[1]")
+print(json.dumps({"jvm": context._jvm.java.lang.System.getProperty("java.io.tmpdir"),
+                  "sockets": context.getConf().get("spark.python.unix.domain.socket.dir"),
+                  "result": context.parallelize([1, 2], 2).map(lambda x: x * 10).collect()}))
+"""
+
+
+def session_in_a_process(tmp: Path) -> dict[str, Any]:
+    """A local session's directories in a process whose TMPDIR is ``tmp``; its task's result."""
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def until_gone(paths: Callable[[], list[Path]]) -> list[Path]:
+    """What is left of ``paths()`` once the JVM, which exits after the program, has run its
+    shutdown hooks (they remove its local directories)."""
+    deadline = time.time() + 30
+    while paths() and time.time() < deadline:
+        time.sleep(0.1)
+    return paths()
+
+
+def test_a_local_sessions_temporary_files_are_in_tmpdir_and_gone_after_it() -> None:
+    """The JVM ignores TMPDIR: its local directories, and the Unix domain sockets of its Python
+    workers, went to /tmp, outside a Local program's scratch directory, and two socket files
+    of every session stayed there (the JVM exits with the program, without stopping its
+    context). Now both follow TMPDIR, and the sockets' directory goes when the program exits."""
+    tmp = Path(tempfile.mkdtemp(prefix="dl-", dir="/tmp"))  # short: a socket's path must fit in 107 bytes
+    try:
+        seen = session_in_a_process(tmp)
+        assert seen["jvm"] == str(tmp) and Path(seen["sockets"]).parent == tmp, seen
+        assert seen["result"] == [10, 20]
+        assert until_gone(lambda: list(tmp.iterdir())) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_tmpdir_too_long_for_a_socket_has_them_in_tmp_and_gone_after_it(tmp_path: Path) -> None:
+    """A Local program's scratch directory is a long path: a socket there would not bind
+    ("AF_UNIX path too long"), so they go to a directory of the program's own in /tmp."""
+    tmp = tmp_path / ("scratch-" + "x" * 60)
+    tmp.mkdir()
+    seen = session_in_a_process(tmp)
+    sockets = Path(seen["sockets"])
+    assert seen["jvm"] == str(tmp) and sockets.parent == Path("/tmp") and seen["result"] == [10, 20], seen
+    assert until_gone(lambda: [p for p in (sockets,) if p.exists()] + list(tmp.iterdir())) == []

@@ -161,8 +161,11 @@ def killed_at(point: str, argv: list[str], directory: str, timeout: float = 120)
         with open(path) as fh:
             return fh.read()
 
+    scratch = os.path.join(directory, f"killed-{tag}.tmp")  # what the killed job never removed stays the test's
+    os.makedirs(scratch)
+    env = program_env(**pause_env(point, marker), TMPDIR=scratch)
     with open(out, "w") as stdout, open(err, "w") as stderr:
-        proc = subprocess.Popen(argv, env=program_env(**pause_env(point, marker)), stdout=stdout, stderr=stderr)
+        proc = subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr)
     try:
         deadline = time.monotonic() + timeout
         while not os.path.exists(marker):

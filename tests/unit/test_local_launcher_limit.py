@@ -14,30 +14,8 @@ from typing import Any
 import pytest
 
 from ducklake_operator.controller.launchers.local import LocalLauncher
-from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, launch_spec
 from ducklake_operator.errors import LauncherBusy
-
-# waits while its file exists (the run file's directory is the launcher's state directory)
-HOLD = "import os, sys, time\nwhile os.path.exists(os.environ['HOLD_FILE']): time.sleep(0.02)"
-
-
-def attempt(name: str, uid: str) -> LaunchSpec:
-    return launch_spec(job_name=name, namespace="data", uid=uid, attempt=1, run_document={"job": {"uid": uid}},
-                       spark={"launcher": "Local"}, env_from_secrets=[], timeout_seconds=None, env={})  # fmt: skip
-
-
-def holding(tmp_path: Any, **settings: Any) -> LocalLauncher:
-    """A launcher (a new one per call, as after an operator restart) of programs that run
-    while ``tmp_path/hold`` exists; state in ``tmp_path/runs``."""
-    return LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"), program=(sys.executable, "-c", HOLD),
-                         env={"HOLD_FILE": str(tmp_path / "hold"), "PATH": os.environ["PATH"]}, **settings)  # fmt: skip
-
-
-def ended(launcher: LocalLauncher, launched: Launched, timeout: float = 30) -> str:
-    deadline = time.time() + timeout
-    while (state := launcher.observe(launched).state) == "Running" and time.time() < deadline:
-        time.sleep(0.02)
-    return state
+from support.local_programs import attempt, ended, holding
 
 
 def test_at_most_max_runs_programs_run_at_once(tmp_path: Any) -> None:

@@ -3,7 +3,12 @@
 
 Each attempt gets a run document file and two logs (stdout: the program's JSON lines;
 stderr) in a state directory, and runs in a process group of its own with its credentials
-in its environment. ``Launched.detail`` holds its pid, its start time (``/proc``) and its
+in its environment and a scratch directory of its own as its TMPDIR (DuckDB's spill, staged
+files, Spark's local directories), removed once nothing of the group runs, as a pod's
+emptyDir goes with the pod: a program killed mid-run (cancelled, OOM-killed) left its spill
+in the operator's pod. What an attempt leaves in the state directory goes a day after its
+program ended, as the Job and SparkApplication launchers' objects do
+(``ttlSecondsAfterFinished``). ``Launched.detail`` holds its pid, its start time (``/proc``) and its
 log, so a restarted operator finds it again: a pid with the same start time is the same
 process; once it is gone, its final JSON line says how it ended. A launch repeated for the
 same attempt (the operator died before writing the run's status) finds the first one's
@@ -14,6 +19,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +35,7 @@ from ...api.v1alpha1.job import RUNNING
 from ...errors import LauncherBusy, LaunchFailed
 from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
 from .observe import last_result, observe_finished_program
-from .spec import LOCAL, Launched, LaunchSpec, Observed
+from .spec import LOCAL, TTL_AFTER_FINISHED, Launched, LaunchSpec, Observed
 
 STATE_DIR_ENV = "DUCKLAKE_STATE_DIR"
 # the job programs run in the operator's own pod, each with Spark's JVM or an in-process DuckDB
@@ -40,6 +47,10 @@ MAX_RUNS_ENV, MAX_RUNS = "DUCKLAKE_LOCAL_MAX_RUNS", 2
 LINGER_SECONDS = 60.0
 GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL on cancel
 KILL_WAIT_SECONDS = 10.0  # SIGKILL is not refused, but a process in the kernel ends when it returns
+SCRATCH = ".scratch"  # an attempt's TMPDIR: <state dir>/<attempt name>.scratch
+SWEEP_INTERVAL = 600.0  # seconds between looks for what ended attempts left (``_sweep``)
+# what an attempt has in the state directory (``_write``'s temporary files too); its name has no dot
+_ATTEMPT_FILE = re.compile(r"^([a-z][a-z0-9-]*)\.(?:launch\.json|run\.json|out\.log|err\.log|scratch)(?:\.tmp)?$")
 # catalog credentials come from the catalog's Secret only, never from the operator's own env
 NOT_INHERITED = (CATALOG_USERNAME, CATALOG_PASSWORD)
 SecretValue = Callable[[str, str, str], str]  # (namespace, Secret, key) -> value
@@ -59,9 +70,11 @@ class LocalLauncher:
         on_exit: Callable[[str], None] | None = None,
         max_runs: int | None = None,
         linger_seconds: float = LINGER_SECONDS,
+        keep_seconds: float = TTL_AFTER_FINISHED,
     ) -> None:
         """``on_exit(uid)``: called (from a thread) when the program of the DuckLakeJob with
-        that uid exits, so its run looks at once instead of at its next poll."""
+        that uid exits, so its run looks at once instead of at its next poll.
+        ``keep_seconds``: how long an ended attempt's files (run document, logs) stay."""
         self._secret_value = secret_value
         self._on_exit = on_exit
         self._env = dict(os.environ if env is None else env)
@@ -72,6 +85,8 @@ class LocalLauncher:
         self._places: dict[str, _Place] = {}  # attempt name -> its program's place
         self._max_runs = max_runs or int(self._env.get(MAX_RUNS_ENV) or MAX_RUNS)
         self._linger = linger_seconds
+        self._keep = keep_seconds
+        self._swept_at: float | None = None
         self._lock = threading.Lock()
 
     def available(self) -> str | None:
@@ -84,26 +99,35 @@ class LocalLauncher:
         if known is not None:  # launched before (by an operator that died before writing the run's status?)
             self._adopt(spec.name, known)
             return Launched(self.kind, spec.name, known)
-        env = self._environment(spec)  # a missing Secret or key is CredentialsInvalid: nothing started
+        scratch = self._scratch(spec.name)
+        env = self._environment(spec, scratch)  # a missing Secret or key is CredentialsInvalid: nothing started
         run_file = os.path.join(self._dir, f"{spec.name}.run.json")
         _write(run_file, spec.run_document)
         out_path, err_path = (os.path.join(self._dir, f"{spec.name}.{s}.log") for s in ("out", "err"))
-        with self._lock:  # counted and started under one lock: two runs cannot both take the last place
+        # counted and started under one lock: two runs cannot both take the last place; and the
+        # launch record written under it, so a sweep never sees a started program without one
+        with self._lock:
+            self._sweep_now_and_then()
             if self._held() >= self._max_runs:
                 raise LauncherBusy(
                     f"a place among the Local launcher's programs (at most {self._max_runs} at once in the operator's "
                     f"pod: chart value jobs.local.maxRuns)"
                 )
-            proc = self._start(env, run_file, out_path, err_path)
+            os.makedirs(scratch, mode=0o700, exist_ok=True)
+            try:
+                proc = self._start(env, run_file, out_path, err_path)
+            except LaunchFailed:
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
             self._children[proc.pid] = proc
             stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
             self._places[spec.name] = _Place(proc.pid, stat.start if stat else None)
+            detail = {"pid": proc.pid, "startTime": self._places[spec.name].start, "log": out_path,
+                      "stderr": err_path, "runFile": run_file}  # fmt: skip
+            _write(record, json.dumps(detail))
         if self._on_exit is not None:
             on_exit, uid = self._on_exit, spec.owner.uid
             threading.Thread(target=lambda: (proc.wait(), on_exit(uid)), name=f"wait-{proc.pid}", daemon=True).start()
-        detail = {"pid": proc.pid, "startTime": self._places[spec.name].start, "log": out_path, "stderr": err_path,
-                  "runFile": run_file}  # fmt: skip
-        _write(record, json.dumps(detail))
         return Launched(self.kind, spec.name, detail)
 
     def _start(self, env: dict[str, str], run_file: str, out_path: str, err_path: str) -> subprocess.Popen[bytes]:
@@ -193,16 +217,53 @@ class LocalLauncher:
                 self._children.pop(pid, None)
 
     def stopped(self, launched: Launched) -> bool:
-        """No process of its group is left (the program and Spark's JVM it started)."""
+        """No process of its group is left (the program and Spark's JVM it started); its
+        scratch directory is gone then."""
         pid = int(launched.detail["pid"])
         with self._lock:
             child = self._children.get(pid)
-        return not self._group_alive(pid, child)
+        if self._group_alive(pid, child):
+            return False
+        shutil.rmtree(self._scratch(launched.name), ignore_errors=True)
+        return True
 
     # ------------------------------------------------------------------ pieces
 
-    def _environment(self, spec: LaunchSpec) -> dict[str, str]:
+    def _scratch(self, name: str) -> str:
+        return os.path.join(self._dir, name + SCRATCH)
+
+    def _sweep_now_and_then(self) -> None:
+        """``_sweep`` (under the lock) when the last one is ``SWEEP_INTERVAL`` old."""
+        now = time.monotonic()
+        if self._swept_at is None or now - self._swept_at >= SWEEP_INTERVAL:
+            self._swept_at = now
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """What ended attempts left that no run removes: the scratch directory of a program
+        whose process group is gone (its run never looked again: deleted while no operator
+        ran, or the operator's container restarted under it), and every file of an attempt
+        ``keep_seconds`` after it was last written (its program's end: its log)."""
+        live = _live_groups()
+        entries: dict[str, list[str]] = {}
+        for entry in os.listdir(self._dir):
+            if (match := _ATTEMPT_FILE.match(entry)) is not None:  # nothing else the directory may hold
+                entries.setdefault(match.group(1), []).append(entry)
+        now = time.time()
+        for name, owned in entries.items():
+            record = _read_json(os.path.join(self._dir, f"{name}.launch.json"))
+            if record is not None and int(record.get("pid") or 0) in live:
+                continue  # its program (or a process it started) runs; a reused pid keeps it too
+            paths = [os.path.join(self._dir, e) for e in owned]
+            if now - max(_mtime(p) for p in paths) >= self._keep:
+                for path in paths:
+                    _remove(path)
+            elif record is not None:  # started before, and nothing of it runs now
+                shutil.rmtree(self._scratch(name), ignore_errors=True)
+
+    def _environment(self, spec: LaunchSpec, scratch: str) -> dict[str, str]:
         env = {k: v for k, v in self._env.items() if k not in NOT_INHERITED}  # KUBECONFIG stays
+        env["TMPDIR"] = scratch  # unless the settings' spark.env names another
         for var in spec.env:  # the settings' spark.env (no name the operator sets below)
             env[var.name] = var.value if var.secret is None else self._secret_value(
                 spec.namespace, var.secret.name, var.secret.key)  # fmt: skip
@@ -220,7 +281,7 @@ class LocalLauncher:
     def _group_alive(pgid: int, child: subprocess.Popen[bytes] | None) -> bool:
         if child is not None:
             child.poll()  # reaps the leader once it has exited
-        return _group_has_live_members(pgid)
+        return pgid in _live_groups()
 
 
 @dataclass
@@ -255,13 +316,15 @@ def _same_process_running(pid: int, start: Any) -> bool:
     return stat is not None and stat.start == start and stat.state != "Z"
 
 
-def _group_has_live_members(pgid: int) -> bool:
+def _live_groups() -> set[int]:
+    """The process groups that have a process that has not exited, in one look at /proc."""
+    groups = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             stat = _stat(int(entry))
-            if stat is not None and stat.pgrp == pgid and stat.state != "Z":
-                return True
-    return False
+            if stat is not None and stat.state != "Z":
+                groups.add(stat.pgrp)
+    return groups
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -278,6 +341,23 @@ def _write(path: str, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
     os.replace(tmp, path)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 def _read_json(path: str) -> dict[str, Any] | None:
