@@ -16,12 +16,14 @@ from pathlib import Path
 from ducklake_operator.model.run_env import EnvVar
 from support.local_programs import attempt, ended, holding, launcher_of
 
-# writes a file into its temporary directory, starts a child in its process group (Spark's JVM,
+# writes a file into its temporary directory and one into its working directory, starts a child in its process group (Spark's JVM,
 # say) that runs while HOLD_FILE.child exists, says where it wrote, and runs while HOLD_FILE exists
 SPILLS = """
 import os, subprocess, sys, tempfile, time
 hold = os.environ["HOLD_FILE"]
 with open(os.path.join(tempfile.gettempdir(), "spill"), "w") as fh:
+    fh.write("x" * 4096)
+with open(".tmp", "w") as fh:  # DuckDB's spill when it is given no directory
     fh.write("x" * 4096)
 subprocess.Popen([sys.executable, "-c", f"import os, time\\nwhile os.path.exists({hold!r} + '.child'): time.sleep(0.02)"])
 with open(hold + ".seen", "w") as fh:
@@ -48,6 +50,7 @@ def test_a_killed_programs_scratch_goes_once_nothing_of_its_group_runs(tmp_path:
         until(seen.exists)
         scratch = Path(seen.read_text())
         assert scratch == tmp_path / "runs" / "a-uida-1.scratch" and (scratch / "spill").is_file()
+        assert (scratch / ".tmp").is_file()  # its working directory is its scratch too
 
         os.kill(int(launched.detail["pid"]), signal.SIGKILL)  # as the kernel's OOM killer would
         assert ended(launcher, launched) != "Running"

@@ -115,7 +115,7 @@ class LocalLauncher:
                 )
             os.makedirs(scratch, mode=0o700, exist_ok=True)
             try:
-                proc = self._start(env, run_file, out_path, err_path)
+                proc = self._start(env, scratch, run_file, out_path, err_path)
             except LaunchFailed:
                 shutil.rmtree(scratch, ignore_errors=True)
                 raise
@@ -130,7 +130,11 @@ class LocalLauncher:
             threading.Thread(target=lambda: (proc.wait(), on_exit(uid)), name=f"wait-{proc.pid}", daemon=True).start()
         return Launched(self.kind, spec.name, detail)
 
-    def _start(self, env: dict[str, str], run_file: str, out_path: str, err_path: str) -> subprocess.Popen[bytes]:
+    def _start(
+        self, env: dict[str, str], scratch: str, run_file: str, out_path: str, err_path: str
+    ) -> subprocess.Popen[bytes]:
+        """The program, in its scratch directory too (an in-memory DuckDB without a spill
+        directory of its own spills to ``.tmp`` in the working directory)."""
         try:
             with open(out_path, "ab") as out, open(err_path, "ab") as err:
                 proc = subprocess.Popen(
@@ -139,7 +143,7 @@ class LocalLauncher:
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
-                    cwd=self._dir,
+                    cwd=scratch,
                     start_new_session=True,  # its own process group: a cancel stops Spark's JVM too
                 )
         except OSError as exc:
