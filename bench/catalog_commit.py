@@ -37,13 +37,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200)
     args = parser.parse_args()
-    server = PgServer.start()
+    server, data = PgServer.start(), tempfile.TemporaryDirectory(prefix="bench-lake-")
     try:
         server.create_database("bench")
         location = CatalogLocation(
             kind="postgres", host=server.host, port=server.port, database="bench", user=server.user
         )
-        catalog = Catalog.create(location, tempfile.mkdtemp() + "/")
+        catalog = Catalog.create(location, data.name + "/")
         con = duck.attach(location)
         catalog.commit([CreateTable("main", "warmup", COLUMNS)])
         con.execute(f"CREATE TABLE lk.warmup_d{DDL}")
@@ -67,6 +67,7 @@ def main() -> None:
         print(f"ratio library/DuckDB:        {m_ours / m_theirs:.2f}")
     finally:
         server.stop()
+        data.cleanup()
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
-    server = PgServer.start()
+    server, data = PgServer.start(), tempfile.TemporaryDirectory(prefix="bench-lake-")
     try:
         for shape in ("200 columns", "1000 tables"):
             db = "bench_" + shape.replace(" ", "_")
@@ -78,7 +78,7 @@ def main() -> None:
             location = CatalogLocation(
                 kind="postgres", host=server.host, port=server.port, database=db, user=server.user
             )
-            catalog = Catalog.create(location, tempfile.mkdtemp() + "/")
+            catalog = Catalog.create(location, os.path.join(data.name, db) + "/")
             con = duck.attach(location)
             if shape == "200 columns":
                 cols = [{"name": f"c{i}", "type": "int32" if i % 2 else "varchar"} for i in range(200)]
@@ -104,6 +104,7 @@ def main() -> None:
             catalog.close()
     finally:
         server.stop()
+        data.cleanup()
 
 
 if __name__ == "__main__":
