@@ -16,6 +16,8 @@ import tempfile
 from functools import lru_cache
 from typing import Any
 
+from ducklake_operator.model.socket_paths import SOCKET_DIR_ENV, socket_parent
+
 from . import class_archive, job_timings
 
 # The driver JVM of a local session only schedules (the tasks' work is in Python): without
@@ -39,9 +41,6 @@ SESSION_DEFAULTS = (
 )
 SOCKET_DIR = "spark.python.unix.domain.socket.dir"
 SOCKETS_PREFIX = "ducklake-spark-"  # + mkdtemp's 8 characters
-# a Unix domain socket's path has at most 107 bytes (sun_path, 108 with its NUL), and Spark
-# names a socket "/.<uuid4>.sock" in its directory
-SOCKET_PATH_MAX, SOCKET_NAME = 107, 43
 
 
 @lru_cache(maxsize=1)
@@ -88,11 +87,13 @@ def _socket_dir() -> str:
     workers, removed when the program exits. In the temporary directory they outlived every
     program (two ``.<uuid>.sock`` files a session): the JVM exits when this process does,
     without stopping the context (a ``stop()`` takes about a second), so nothing removed
-    them. In TMPDIR when a socket's path fits there, else in /tmp (a Local program's scratch
-    directory is too long a path: binding would fail)."""
-    parent = tempfile.gettempdir()
-    if len(os.path.join(parent, SOCKETS_PREFIX + "x" * 8)) + SOCKET_NAME > SOCKET_PATH_MAX:
-        parent = "/tmp"
-    path = tempfile.mkdtemp(prefix=SOCKETS_PREFIX, dir=parent)
+    them. The one a launcher names (the Local launcher's, which it removes after a program
+    that could not), else one in TMPDIR when a socket's path fits there, else in /tmp."""
+    path = os.environ.get(SOCKET_DIR_ENV)
+    if path:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    else:
+        parent = socket_parent(tempfile.gettempdir(), len(SOCKETS_PREFIX) + 8)
+        path = tempfile.mkdtemp(prefix=SOCKETS_PREFIX, dir=parent)
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path

@@ -57,9 +57,9 @@ print(json.dumps({"jvm": context._jvm.java.lang.System.getProperty("java.io.tmpd
 """
 
 
-def session_in_a_process(tmp: Path) -> dict[str, Any]:
+def session_in_a_process(tmp: Path, **more: str) -> dict[str, Any]:
     """A local session's directories in a process whose TMPDIR is ``tmp``; its task's result."""
-    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **more}
     done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -98,3 +98,16 @@ def test_a_tmpdir_too_long_for_a_socket_has_them_in_tmp_and_gone_after_it(tmp_pa
     sockets = Path(seen["sockets"])
     assert seen["jvm"] == str(tmp) and sockets.parent == Path("/tmp") and seen["result"] == [10, 20], seen
     assert until_gone(lambda: [p for p in (sockets,) if p.exists()] + list(tmp.iterdir())) == []
+
+
+def test_the_socket_directory_a_launcher_names_is_the_sessions_and_gone_after_it(tmp_path: Path) -> None:
+    """The Local launcher names it (``DUCKLAKE_SPARK_SOCKET_DIR``) so that it can remove it
+    after a program killed before its exit could."""
+    tmp, sockets = tmp_path / "tmp", Path(tempfile.mkdtemp(prefix="dl-", dir="/tmp")) / "sockets"
+    tmp.mkdir()
+    try:
+        seen = session_in_a_process(tmp, DUCKLAKE_SPARK_SOCKET_DIR=str(sockets))
+        assert seen["sockets"] == str(sockets) and seen["result"] == [10, 20], seen
+        assert until_gone(lambda: [p for p in (sockets,) if p.exists()] + list(tmp.iterdir())) == []
+    finally:
+        shutil.rmtree(sockets.parent, ignore_errors=True)

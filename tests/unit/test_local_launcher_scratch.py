@@ -1,5 +1,6 @@
 """A Local program's temporary files (DuckDB's spill, staged files, Spark's local
-directories) go to a scratch directory of its attempt's (its TMPDIR), removed once nothing of
+directories) go to a scratch directory of its attempt's (its TMPDIR and working directory),
+its Spark sockets to a directory named for it (a shorter path), both removed once nothing of
 its process group runs, also when it was killed mid-run; what an ended attempt left in the
 state directory goes ``keep_seconds`` after its program ended, found at a launch even when no
 run looks at it again. Real child processes."""
@@ -25,6 +26,9 @@ with open(os.path.join(tempfile.gettempdir(), "spill"), "w") as fh:
     fh.write("x" * 4096)
 with open(".tmp", "w") as fh:  # DuckDB's spill when it is given no directory
     fh.write("x" * 4096)
+sockets = os.environ["DUCKLAKE_SPARK_SOCKET_DIR"]  # as a local Spark session makes it
+os.makedirs(sockets)
+open(os.path.join(sockets, ".0123.sock"), "w").close()
 subprocess.Popen([sys.executable, "-c", f"import os, time\\nwhile os.path.exists({hold!r} + '.child'): time.sleep(0.02)"])
 with open(hold + ".seen", "w") as fh:
     fh.write(tempfile.gettempdir())
@@ -51,13 +55,15 @@ def test_a_killed_programs_scratch_goes_once_nothing_of_its_group_runs(tmp_path:
         scratch = Path(seen.read_text())
         assert scratch == tmp_path / "runs" / "a-uida-1.scratch" and (scratch / "spill").is_file()
         assert (scratch / ".tmp").is_file()  # its working directory is its scratch too
+        sockets = Path(launcher._sockets("a-uida-1"))
+        assert (sockets / ".0123.sock").is_file() and len(str(sockets)) + 43 <= 107  # a socket's path fits
 
         os.kill(int(launched.detail["pid"]), signal.SIGKILL)  # as the kernel's OOM killer would
         assert ended(launcher, launched) != "Running"
         assert not launcher.stopped(launched) and (scratch / "spill").is_file()  # its child still runs
         child.unlink()
         until(lambda: launcher.stopped(launched))
-        assert not scratch.exists()
+        assert not scratch.exists() and not sockets.exists()
     finally:  # nothing of it left running when an assertion failed
         hold.unlink(missing_ok=True)
         child.unlink(missing_ok=True)
@@ -66,19 +72,19 @@ def test_a_killed_programs_scratch_goes_once_nothing_of_its_group_runs(tmp_path:
 
 def test_what_ended_attempts_left_is_swept_at_a_launch(tmp_path: Path) -> None:
     runs, hold = tmp_path / "runs", tmp_path / "hold"
-    first = launcher_of(
-        tmp_path, "import os, tempfile\nopen(os.path.join(tempfile.gettempdir(), 'spill'), 'w').close()"
-    )
+    program = "import os, tempfile\nopen(os.path.join(tempfile.gettempdir(), 'spill'), 'w').close()\n"
+    first = launcher_of(tmp_path, program + "os.makedirs(os.environ['DUCKLAKE_SPARK_SOCKET_DIR'])")
     gone = first.launch(attempt("a", "uid-a"))
     assert ended(first, gone) != "Running"  # and its run never looks again (deleted while no operator ran)
-    assert (runs / "a-uida-1.scratch" / "spill").is_file()
+    sockets = Path(first._sockets("a-uida-1"))
+    assert (runs / "a-uida-1.scratch" / "spill").is_file() and sockets.is_dir()
     (runs / "notes.txt").write_text("not the launcher's")
 
     hold.write_text("")
     restarted = holding(tmp_path, keep_seconds=60)
     running = restarted.launch(attempt("b", "uid-b"))  # its first launch sweeps
     names = {p.name for p in runs.iterdir()}
-    assert "a-uida-1.scratch" not in names
+    assert "a-uida-1.scratch" not in names and not sockets.exists()
     assert {f"a-uida-1.{f}" for f in ("launch.json", "run.json", "out.log", "err.log")} <= names  # kept a while
 
     long_ago = time.time() - 120

@@ -17,6 +17,7 @@ record instead of starting a second process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from typing import Any
 from ...api.v1alpha1.job import RUNNING
 from ...errors import LauncherBusy, LaunchFailed
 from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
+from ...model.socket_paths import SOCKET_DIR_ENV, socket_parent
 from .observe import last_result, observe_finished_program
 from .spec import LOCAL, TTL_AFTER_FINISHED, Launched, LaunchSpec, Observed
 
@@ -117,7 +119,7 @@ class LocalLauncher:
             try:
                 proc = self._start(env, scratch, run_file, out_path, err_path)
             except LaunchFailed:
-                shutil.rmtree(scratch, ignore_errors=True)
+                self._remove_scratch(spec.name)
                 raise
             self._children[proc.pid] = proc
             stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
@@ -228,13 +230,24 @@ class LocalLauncher:
             child = self._children.get(pid)
         if self._group_alive(pid, child):
             return False
-        shutil.rmtree(self._scratch(launched.name), ignore_errors=True)
+        self._remove_scratch(launched.name)
         return True
 
     # ------------------------------------------------------------------ pieces
 
     def _scratch(self, name: str) -> str:
         return os.path.join(self._dir, name + SCRATCH)
+
+    def _sockets(self, name: str) -> str:
+        """The directory of the attempt's Spark sockets: outside its scratch directory, too
+        long a path for a socket, and named from it, so that it is found again after a
+        restart."""
+        own = f"ducklake-sockets-{hashlib.sha256(self._scratch(name).encode()).hexdigest()[:16]}"
+        return os.path.join(socket_parent(tempfile.gettempdir(), len(own)), own)
+
+    def _remove_scratch(self, name: str) -> None:
+        shutil.rmtree(self._scratch(name), ignore_errors=True)
+        shutil.rmtree(self._sockets(name), ignore_errors=True)
 
     def _sweep_now_and_then(self) -> None:
         """``_sweep`` (under the lock) when the last one is ``SWEEP_INTERVAL`` old."""
@@ -262,8 +275,8 @@ class LocalLauncher:
             if now - max(_mtime(p) for p in paths) >= self._keep:
                 for path in paths:
                     _remove(path)
-            elif record is not None:  # started before, and nothing of it runs now
-                shutil.rmtree(self._scratch(name), ignore_errors=True)
+            if record is not None:  # started before, and nothing of it runs now
+                self._remove_scratch(name)
 
     def _environment(self, spec: LaunchSpec, scratch: str) -> dict[str, str]:
         env = {k: v for k, v in self._env.items() if k not in NOT_INHERITED}  # KUBECONFIG stays
@@ -273,6 +286,7 @@ class LocalLauncher:
                 spec.namespace, var.secret.name, var.secret.key)  # fmt: skip
         for e in spec.env_from_secrets:
             env[e.env] = self._secret_value(spec.namespace, e.secret, e.key)
+        env[SOCKET_DIR_ENV] = self._sockets(spec.name)  # the launcher's, which it removes
         env[REPORT_TO_API] = "1"
         return env
 
