@@ -11,7 +11,7 @@ from support.manifests import table
 from support.operator_process import is_ready, wait_for
 from support.pod_env import PodEnv
 from support.pod_runs import SMALL, explain, last_result, many_files_lake, rows, run_to_end
-from support.runs import ENDED, job
+from support.runs import ENDED, cancel, job, state
 
 
 def test_a_compaction_as_a_batch_job_with_two_executor_pods(pods: PodEnv, kube: Kube) -> None:
@@ -62,6 +62,33 @@ def test_a_compaction_with_the_local_launcher_runs_in_the_operator_pod(pods: Pod
     status, seen = run_to_end(kube, "compact-local")
     assert status["state"] == "Succeeded", explain(kube, "compact-local", status)
     assert status["filesRead"] == 4 and not seen  # no pod of its own: a process of the operator's pod
+    assert rows(pods, location) == before
+
+
+def test_a_cancelled_local_run_leaves_only_its_logs_in_the_operator_pod(pods: PodEnv, kube: Kube) -> None:
+    """A Local program the operator cancels dies with its Spark JVM before it can clean up
+    (SIGTERM, then SIGKILL): the launcher removes its scratch directory (its TMPDIR: spill,
+    staged files, Spark's local directories) and its Spark sockets' directory once nothing of
+    it runs; its run document and logs stay. Read on the node, in the operator pod's emptyDir."""
+    location = many_files_lake(pods, kube, files=4)
+    before = rows(pods, location)
+    pause = [{"name": "DUCKLAKE_FAULT_PAUSE", "value": "before_commit"},
+             {"name": "DUCKLAKE_FAULT_MARKER", "value": "/tmp/compact-cancelled.paused"}]  # fmt: skip
+    kube.apply(job("compact-cancelled", spark={"launcher": "Local", "env": pause}))
+
+    def held_before_its_commit() -> bool:
+        return "compact-cancelled.paused" in pods.operator_tmp()
+
+    wait_for("the program held before its commit", held_before_its_commit, timeout=300, interval=1)
+    held = pods.operator_tmp()
+    scratch = [p for p in held if p.startswith("ducklake-runs/compact-cancelled-") and p.endswith(".scratch")]
+    assert len(scratch) == 1 and [p for p in held if p.startswith("ducklake-sockets-")], held
+    cancel(kube, "compact-cancelled")
+    wait_for("the run ended", lambda: state(kube, "compact-cancelled") in ENDED, timeout=120)
+    assert state(kube, "compact-cancelled") == "Cancelled"
+    left = pods.operator_tmp()
+    assert not [p for p in left if p.endswith(".scratch") or p.startswith(("ducklake-sockets-", "ducklake-spark-"))]
+    assert scratch[0].replace(".scratch", ".out.log") in left, left  # its logs stay (a day)
     assert rows(pods, location) == before
 
 

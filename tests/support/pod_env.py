@@ -110,6 +110,14 @@ class PodEnv:
         )
         return list(json.loads(out)["items"])
 
+    def operator_tmp(self) -> list[str]:
+        """What the operator pod's /tmp (its emptyDir: the Local launcher's runs) holds, two
+        levels deep, relative to it: read on the node, as the kubelet keeps the volume."""
+        uid = self.operator_pods()[0]["metadata"]["uid"]
+        root = f"{self.node.directory}/kubelet/pods/{uid}/volumes/kubernetes.io~empty-dir/tmp"
+        found = self.node.run("find", root, "-mindepth", "1", "-maxdepth", "2").stdout.splitlines()
+        return sorted(os.path.relpath(path, root) for path in found)
+
     def operator_log(self) -> str:
         return self.cluster.kubectl("-n", RELEASE_NS, "logs", f"deployment/{RELEASE}-ducklake-operator", check=False)
 
