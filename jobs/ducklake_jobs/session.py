@@ -28,11 +28,11 @@ from . import class_archive, job_timings
 LOCAL_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # The JVM and its Python workers talk over Unix domain sockets (Spark 4.1+; the files go to
 # java.io.tmpdir, /tmp: the pods' emptyDir; a local session's to ``_socket_dir``) rather
-# than loopback TCP: a task's round trip took about 26 ms there, 4-6 ms this way (local[2], 100 tasks that do nothing: 2.6-2.8 s
-# against 0.43-0.63 s). The workers' daemon imports PySpark from its installed package, not
-# from pyspark.zip (``spark_daemon``). A session started from Python is a "pyspark-shell" to
-# Spark, which would draw its console progress bar (carriage returns) among the job's log
-# lines. A run's own spark.conf setting wins.
+# than loopback TCP: a task's round trip took about 26 ms there, 4-6 ms this way (local[2],
+# 100 tasks that do nothing: 2.6-2.8 s against 0.43-0.63 s). The workers' daemon imports
+# PySpark from its installed package, not from pyspark.zip (``spark_daemon``). A session
+# started from Python is a "pyspark-shell" to Spark, which would draw its console progress
+# bar (carriage returns) among the job's log lines. A run's own spark.conf setting wins.
 SESSION_DEFAULTS = (
     ("spark.ui.enabled", "false"),
     ("spark.python.unix.domain.socket.enabled", "true"),
@@ -59,12 +59,14 @@ def spark_context(master: str | None = None, conf: tuple[tuple[str, str], ...] =
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         chosen = master or os.environ.get("DUCKLAKE_SPARK_MASTER", "local[*]")
         settings.setMaster(chosen)
-        if chosen.startswith("local") and "spark.driver.extraJavaOptions" not in dict(conf):
-            archive, dump = class_archive.java_options()
-            options = f"{LOCAL_DRIVER_JAVA_OPTIONS} {_java_temp_dir()} {archive}"
-            settings.set("spark.driver.extraJavaOptions", options.strip())
-        if chosen.startswith("local") and SOCKET_DIR not in dict(conf):
-            settings.set(SOCKET_DIR, _socket_dir())
+        if chosen.startswith("local"):
+            own = dict(conf)
+            if "spark.driver.extraJavaOptions" not in own:
+                archive, dump = class_archive.java_options()
+                options = f"{LOCAL_DRIVER_JAVA_OPTIONS} {_java_temp_dir()} {archive}"
+                settings.set("spark.driver.extraJavaOptions", options.strip())
+            if SOCKET_DIR not in own:
+                settings.set(SOCKET_DIR, _socket_dir())
     # else the program runs under spark-submit (its PythonRunner sets that variable), whose
     # --master the launcher chose (a pod's: the in-cluster API server, expanded by the kubelet)
     with job_timings.within(job_timings.SPARK_START):

@@ -3,16 +3,18 @@
 
 Each attempt gets a run document file and two logs (stdout: the program's JSON lines;
 stderr) in a state directory, and runs in a process group of its own with its credentials
-in its environment and a scratch directory of its own as its TMPDIR (DuckDB's spill, staged
-files, Spark's local directories), removed once nothing of the group runs, as a pod's
-emptyDir goes with the pod: a program killed mid-run (cancelled, OOM-killed) left its spill
-in the operator's pod. What an attempt leaves in the state directory goes a day after its
-program ended, as the Job and SparkApplication launchers' objects do
-(``ttlSecondsAfterFinished``). ``Launched.detail`` holds its pid, its start time (``/proc``) and its
-log, so a restarted operator finds it again: a pid with the same start time is the same
-process; once it is gone, its final JSON line says how it ended. A launch repeated for the
-same attempt (the operator died before writing the run's status) finds the first one's
-record instead of starting a second process.
+in its environment. Its scratch directory (its TMPDIR and working directory: DuckDB's spill,
+staged files, Spark's local directories) and its Spark sockets' directory are removed once
+nothing of the group runs, as a pod's emptyDir goes with the pod: a program killed mid-run
+(cancelled, OOM-killed) left its spill in the operator's pod. What an attempt leaves in the
+state directory goes a day after its program ended, as the Job and SparkApplication
+launchers' objects do (``ttlSecondsAfterFinished``).
+
+``Launched.detail`` holds its pid, its start time (``/proc``) and its log, so a restarted
+operator finds it again: a pid with the same start time is the same process; once it is
+gone, its final JSON line says how it ended. A launch repeated for the same attempt (the
+operator died before writing the run's status) finds the first one's record instead of
+starting a second process.
 """
 
 from __future__ import annotations
