@@ -53,8 +53,9 @@ GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL on cancel
 KILL_WAIT_SECONDS = 10.0  # SIGKILL is not refused, but a process in the kernel ends when it returns
 SCRATCH = ".scratch"  # an attempt's TMPDIR: <state dir>/<attempt name>.scratch
 SWEEP_INTERVAL = 600.0  # seconds between looks for what ended attempts left (``_sweep``)
-# what an attempt has in the state directory (``_write``'s temporary files too); its name has no dot
-_ATTEMPT_FILE = re.compile(r"^([a-z][a-z0-9-]*)\.(?:launch\.json|run\.json|out\.log|err\.log|scratch)(?:\.tmp)?$")
+# an attempt's files in the state directory (``_write``'s temporary ones too; its scratch
+# directory goes with ``_remove_scratch``); an attempt's name has no dot
+_ATTEMPT_FILE = re.compile(r"^([a-z][a-z0-9-]*)\.(?:launch\.json|run\.json|out\.log|err\.log)(?:\.tmp)?$")
 # catalog credentials come from the catalog's Secret only, never from the operator's own env
 NOT_INHERITED = (CATALOG_USERNAME, CATALOG_PASSWORD)
 SecretValue = Callable[[str, str, str], str]  # (namespace, Secret, key) -> value
@@ -104,7 +105,7 @@ class LocalLauncher:
             self._adopt(spec.name, known)
             return Launched(self.kind, spec.name, known)
         scratch = self._scratch(spec.name)
-        env = self._environment(spec, scratch)  # a missing Secret or key is CredentialsInvalid: nothing started
+        env = self._environment(spec)  # a missing Secret or key is CredentialsInvalid: nothing started
         run_file = os.path.join(self._dir, f"{spec.name}.run.json")
         _write(run_file, spec.run_document)
         out_path, err_path = (os.path.join(self._dir, f"{spec.name}.{s}.log") for s in ("out", "err"))
@@ -259,10 +260,11 @@ class LocalLauncher:
             self._sweep()
 
     def _sweep(self) -> None:
-        """What ended attempts left that no run removes: the scratch directory of a program
-        whose process group is gone (its run never looked again: deleted while no operator
-        ran, or the operator's container restarted under it), and every file of an attempt
-        ``keep_seconds`` after it was last written (its program's end: its log)."""
+        """What ended attempts left that no run removes: the scratch (and sockets) directory
+        of an attempt none of whose processes runs (its run never looked again: deleted while
+        no operator ran, or the operator's container restarted under it), and its files
+        ``keep_seconds`` after they were last written (its program's end: its log). Under the
+        lock, so no launch is half-way: an attempt is started with its record written."""
         live = _live_groups()
         entries: dict[str, list[str]] = {}
         for entry in os.listdir(self._dir):
@@ -273,16 +275,15 @@ class LocalLauncher:
             record = _read_json(os.path.join(self._dir, f"{name}.launch.json"))
             if record is not None and int(record.get("pid") or 0) in live:
                 continue  # its program (or a process it started) runs; a reused pid keeps it too
+            self._remove_scratch(name)
             paths = [os.path.join(self._dir, e) for e in owned]
             if now - max(_mtime(p) for p in paths) >= self._keep:
                 for path in paths:
                     _remove(path)
-            if record is not None:  # started before, and nothing of it runs now
-                self._remove_scratch(name)
 
-    def _environment(self, spec: LaunchSpec, scratch: str) -> dict[str, str]:
+    def _environment(self, spec: LaunchSpec) -> dict[str, str]:
         env = {k: v for k, v in self._env.items() if k not in NOT_INHERITED}  # KUBECONFIG stays
-        env["TMPDIR"] = scratch  # unless the settings' spark.env names another
+        env["TMPDIR"] = self._scratch(spec.name)  # unless the settings' spark.env names another
         for var in spec.env:  # the settings' spark.env (no name the operator sets below)
             env[var.name] = var.value if var.secret is None else self._secret_value(
                 spec.namespace, var.secret.name, var.secret.key)  # fmt: skip
@@ -371,13 +372,10 @@ def _mtime(path: str) -> float:
 
 
 def _remove(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def _read_json(path: str) -> dict[str, Any] | None:
