@@ -8,12 +8,16 @@ stdout carries the program's JSON lines and nothing else: whatever else would wr
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NoReturn
+
+log = logging.getLogger("ducklake_jobs.spare")
 
 
 @contextmanager
@@ -48,6 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "exit 0 succeeded, 1 failed (nothing committed), 3 commit outcome unknown",
     )
     run.add_argument("--run-file", required=True, help="the run document (JSON), e.g. /etc/ducklake/run.json")
+    spare = sub.add_parser(
+        "spare",
+        help="start Spark as the settings say, then run the job whose run file and credentials come on stdin "
+        "(one JSON line; the Local launcher's warm spare); exit at the end of input",
+    )
+    spare.add_argument("--spark", required=True, help="the Spark settings: a run document's spark object, as JSON")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("ducklake_jobs").setLevel(logging.INFO)
@@ -58,7 +68,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefer_installed()  # under spark-submit, PySpark from its package: pyspark.zip would be compiled again
 
     with events_on_stdout() as write:
+        if args.command == "spare":
+            return _spare(args.spark, write)
         return run_job(args.run_file, write, os.environ)
+
+
+def _spare(spark: str, write: Callable[[str], None]) -> int:
+    """Warm up, wait for the run, run it (``spare``)."""
+    from .launched_program import run_job
+    from .run_document_reader import spark_settings
+    from .spare import take, wait_for_run, warm
+
+    warmed = False
+    try:
+        started = time.perf_counter()
+        warm(*spark_settings(json.loads(spark)))
+        warmed = True
+        log.info("Spark started ahead of its run in %.2f s; waiting for the run", time.perf_counter() - started)
+    except Exception:  # the run starts Spark itself then, and says what went wrong
+        log.warning("the spare could not start Spark ahead of its run", exc_info=True)
+    handoff = wait_for_run(sys.stdin)
+    if handoff is None:
+        return 0
+    take(handoff)
+    return run_job(handoff.run_file, write, os.environ, warm_session=warmed)
 
 
 def exit_now(code: int) -> NoReturn:

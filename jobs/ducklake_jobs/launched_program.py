@@ -113,9 +113,10 @@ class Outcome:
     committed_snapshot: int | None = None
 
 
-def run_job(run_file: str, write: Callable[[str], None], env: Mapping[str, str]) -> int:
+def run_job(run_file: str, write: Callable[[str], None], env: Mapping[str, str], *, warm_session: bool = False) -> int:
     """Run the job ``run_file`` describes; every event goes through ``write`` (one JSON
-    object per call); returns the exit code."""
+    object per call); returns the exit code. ``warm_session``: a spare runs it, its Spark
+    session started before the run (its report says so: ``sparkSession: warm``)."""
     events = Events(write, {v for k in SECRET_ENV if (v := env.get(k))})
     try:
         doc = read_run_document(run_file)
@@ -124,6 +125,8 @@ def run_job(run_file: str, write: Callable[[str], None], env: Mapping[str, str])
     events.status = api_job_status(doc.job, env)
     try:
         outcome = _run(doc, env, events)
+        if warm_session and outcome.report.get("ranOn") == "spark":
+            outcome = dataclasses.replace(outcome, report={**outcome.report, "sparkSession": "warm"})
     except Exception as exc:  # a bug: still one result line, and the traceback on stderr for whoever fixes it
         log.exception("the job program failed")
         outcome = Outcome(FAILED, EXIT_FAILED, reason(exc), {"operation": doc.operation})

@@ -9,6 +9,7 @@ in it: they come as environment variables.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,17 +53,7 @@ def parse_run_document(raw: Any) -> RunDocument:
     if not isinstance(raw, Mapping):
         raise SpecError("the run document must be a JSON object")
     problems: list[str] = []
-
-    def field(obj: Mapping[str, Any], key: str, path: str, kind: type | tuple[type, ...], required: bool) -> Any:
-        value = obj.get(key)
-        if value is None:
-            if required:
-                problems.append(f"{path}{key}: is required")
-            return None
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            problems.append(f"{path}{key}: {value!r} is not {_kind_name(kind)}")
-            return None
-        return value
+    field = functools.partial(_field, problems)
 
     job_raw = field(raw, "job", "", Mapping, True) or {}
     uid, name = field(job_raw, "uid", "job.", str, True), field(job_raw, "name", "job.", str, True)
@@ -82,9 +73,7 @@ def parse_run_document(raw: Any) -> RunDocument:
             in_process_below = parse_size(below)
         except ValueError as exc:
             problems.append(f"inProcessBelow: {exc}")
-    spark = field(raw, "spark", "", Mapping, False) or {}
-    master = field(spark, "master", "spark.", str, False) or DEFAULT_MASTER
-    conf = field(spark, "conf", "spark.", Mapping, False) or {}
+    master, conf = _spark(field(raw, "spark", "", Mapping, False) or {}, problems)
     if problems:
         raise SpecError(problems, source="run document")
     assert catalog is not None
@@ -96,9 +85,39 @@ def parse_run_document(raw: Any) -> RunDocument:
         params=dict(params),
         in_process_below=in_process_below,
         spark_master=master,
-        spark_conf=tuple(sorted((str(k), str(v)) for k, v in conf.items())),
+        spark_conf=conf,
         deadline=deadline.timestamp() if deadline is not None else None,
     )
+
+
+def spark_settings(raw: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The Spark master and settings of a run document's ``spark`` object, as its run gets
+    them (a warm spare's, ``spare``, started before its run)."""
+    problems: list[str] = []
+    settings = _spark(raw if isinstance(raw, Mapping) else {}, problems)
+    if problems or not isinstance(raw, Mapping):
+        raise SpecError(problems or ["spark: must be an object"], source="Spark settings")
+    return settings
+
+
+def _spark(raw: Mapping[str, Any], problems: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    master = _field(problems, raw, "master", "spark.", str, False) or DEFAULT_MASTER
+    conf = _field(problems, raw, "conf", "spark.", Mapping, False) or {}
+    return master, tuple(sorted((str(k), str(v)) for k, v in conf.items()))
+
+
+def _field(
+    problems: list[str], obj: Mapping[str, Any], key: str, path: str, kind: type | tuple[type, ...], required: bool
+) -> Any:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            problems.append(f"{path}{key}: is required")
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        problems.append(f"{path}{key}: {value!r} is not {_kind_name(kind)}")
+        return None
+    return value
 
 
 def _catalog(raw: Mapping[str, Any] | None, problems: list[str]) -> CatalogSpec | None:

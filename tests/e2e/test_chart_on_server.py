@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 import ducklake_operator
 from ducklake_operator.api.v1alpha1.spark import SparkSettings
+from ducklake_operator.controller.launchers.local_spare import WARM_SPARE_ENV, warm_spare_enabled
 from ducklake_operator.controller.launchers.render import CONTAINER_SECURITY, POD_SECURITY, PROGRAM
 from ducklake_operator.controller.launchers.settings import SparkDefaults, effective_spark
 from ducklake_operator.controller.launchers.spec import (
@@ -89,6 +90,7 @@ def test_values_schema_rejects_bad_values() -> None:
                           (["--set", "jobs.spark.executor.memory=lots"], "memory"),
                           (["--set", "jobs.spark.driver.gpus=1"], "gpus"),
                           (["--set", "jobs.local.maxRuns=0"], "maxRuns"),
+                          (["--set", "jobs.local.warmSpare=maybe"], "warmSpare"),
                           # an empty resourceNames would allow every Secret of the namespace
                           (["--set-json", "rbac.catalogSecrets.data=[]"], "minItems"),
                           (["--skip-schema-validation", "--set-json", "rbac.catalogSecrets.data=[]"], "names no Secret"),
@@ -363,6 +365,10 @@ def test_the_charts_spark_values_reach_every_run() -> None:
     assert dict(defaults.executor)["instances"] == "4" and dict(defaults.conf) == {"spark.ui.enabled": "false"}
     assert env["DUCKLAKE_SPARK_VERSION"] == "4.0.1"
     assert env["DUCKLAKE_LOCAL_MAX_RUNS"] == "2"  # the Local launcher's programs in the operator's pod
+    assert warm_spare_enabled(env[WARM_SPARE_ENV])  # on unless the chart turns it off
+    off = next(d for d in render_chart("--set", "jobs.local.warmSpare=false") if d["kind"] == "Deployment")
+    off_env = {e["name"]: e.get("value") for e in off["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert not warm_spare_enabled(off_env[WARM_SPARE_ENV])
     spark = effective_spark(SparkSettings(executor=(("memory", "8g"),)), None, defaults)
     assert spark["launcher"] == "SparkApplication" and spark["executor"]["memory"] == "8g"
     assert spark["executor"]["instances"] == "4" and spark["inProcessBelow"] == 64_000_000

@@ -55,7 +55,7 @@ def test_a_killed_programs_scratch_goes_once_nothing_of_its_group_runs(tmp_path:
         scratch = Path(seen.read_text())
         assert scratch == tmp_path / "runs" / "a-uida-1.scratch" and (scratch / "spill").is_file()
         assert (scratch / ".tmp").is_file()  # its working directory is its scratch too
-        sockets = Path(launcher._sockets("a-uida-1"))
+        sockets = Path(launcher._sockets(str(scratch)))
         assert (sockets / ".0123.sock").is_file() and len(str(sockets)) + 43 <= 107  # a socket's path fits
 
         os.kill(int(launched.detail["pid"]), signal.SIGKILL)  # as the kernel's OOM killer would
@@ -76,7 +76,7 @@ def test_what_ended_attempts_left_is_swept_at_a_launch(tmp_path: Path) -> None:
     first = launcher_of(tmp_path, program + "os.makedirs(os.environ['DUCKLAKE_SPARK_SOCKET_DIR'])")
     gone = first.launch(attempt("a", "uid-a"))
     assert ended(first, gone) != "Running"  # and its run never looks again (deleted while no operator ran)
-    sockets = Path(first._sockets("a-uida-1"))
+    sockets = Path(first._sockets(str(runs / "a-uida-1.scratch")))
     assert (runs / "a-uida-1.scratch" / "spill").is_file() and sockets.is_dir()
     (runs / "notes.txt").write_text("not the launcher's")
 

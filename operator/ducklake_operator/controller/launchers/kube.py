@@ -96,6 +96,9 @@ class KubeLauncher:
             self._served_at = now if served else None
         return None if served else self.not_installed
 
+    def close(self) -> None:
+        """Nothing to stop: what it launched are objects on the API server."""
+
     def launch(self, spec: LaunchSpec) -> Launched:
         config_map, obj = render_config_map(spec), self.render(spec)  # a bad setting: nothing created
         problem = self.available()

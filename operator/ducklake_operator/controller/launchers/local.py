@@ -8,7 +8,8 @@ staged files, Spark's local directories) and its Spark sockets' directory are re
 nothing of the group runs, as a pod's emptyDir goes with the pod: a program killed mid-run
 (cancelled, OOM-killed) left its spill in the operator's pod. What an attempt leaves in the
 state directory goes a day after its program ended, as the Job and SparkApplication
-launchers' objects do (``ttlSecondsAfterFinished``).
+launchers' objects do (``ttlSecondsAfterFinished``). After a run on Spark it keeps a warm
+spare ready for the next one (``local_spare``).
 
 ``Launched.detail`` holds its pid, its start time (``/proc``) and its log, so a restarted
 operator finds it again: a pid with the same start time is the same process; once it is
@@ -38,6 +39,8 @@ from ...api.v1alpha1.job import RUNNING
 from ...errors import LauncherBusy, LaunchFailed
 from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
 from ...model.socket_paths import SOCKET_DIR_ENV, socket_parent
+from ...model.spare_handoff import Handoff
+from .local_spare import SPARE_PREFIX, WARM_SPARE_ENV, Spare, spare_key, spark_settings, warm_spare_enabled
 from .observe import last_result, observe_finished_program
 from .spec import LOCAL, TTL_AFTER_FINISHED, Launched, LaunchSpec, Observed
 
@@ -52,6 +55,7 @@ LINGER_SECONDS = 60.0
 GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL on cancel
 KILL_WAIT_SECONDS = 10.0  # SIGKILL is not refused, but a process in the kernel ends when it returns
 SCRATCH = ".scratch"  # an attempt's TMPDIR: <state dir>/<attempt name>.scratch
+WARMABLE_KEPT = 64  # launched attempts a spare may be started after (``release``), newest kept
 SWEEP_INTERVAL = 600.0  # seconds between looks for what ended attempts left (``_sweep``)
 # an attempt's files in the state directory (``_write``'s temporary ones too; its scratch
 # directory goes with ``_remove_scratch``); an attempt's name has no dot
@@ -76,10 +80,12 @@ class LocalLauncher:
         max_runs: int | None = None,
         linger_seconds: float = LINGER_SECONDS,
         keep_seconds: float = TTL_AFTER_FINISHED,
+        warm_spare: bool | None = None,
     ) -> None:
         """``on_exit(uid)``: called (from a thread) when the program of the DuckLakeJob with
         that uid exits, so its run looks at once instead of at its next poll.
-        ``keep_seconds``: how long an ended attempt's files (run document, logs) stay."""
+        ``keep_seconds``: how long an ended attempt's files (run document, logs) stay.
+        ``warm_spare``: keep a spare after a run on Spark (else ``DUCKLAKE_LOCAL_WARM_SPARE``, on)."""
         self._secret_value = secret_value
         self._on_exit = on_exit
         self._env = dict(os.environ if env is None else env)
@@ -92,6 +98,9 @@ class LocalLauncher:
         self._linger = linger_seconds
         self._keep = keep_seconds
         self._swept_at: float | None = None
+        self._warm = warm_spare_enabled(self._env.get(WARM_SPARE_ENV)) if warm_spare is None else warm_spare
+        self._spare: Spare | None = None
+        self._warmable: dict[str, LaunchSpec] = {}  # attempt name -> its spec, when a spare could run its like
         self._lock = threading.Lock()
 
     def available(self) -> str | None:
@@ -104,8 +113,9 @@ class LocalLauncher:
         if known is not None:  # launched before (by an operator that died before writing the run's status?)
             self._adopt(spec.name, known)
             return Launched(self.kind, spec.name, known)
-        scratch = self._scratch(spec.name)
-        env = self._environment(spec)  # a missing Secret or key is CredentialsInvalid: nothing started
+        # a missing Secret or key is CredentialsInvalid: nothing started
+        credentials, env = self._credentials(spec), self._environment(spec, self._scratch(spec.name))
+        key = spare_key(spec) if self._warm else None
         run_file = os.path.join(self._dir, f"{spec.name}.run.json")
         _write(run_file, spec.run_document)
         out_path, err_path = (os.path.join(self._dir, f"{spec.name}.{s}.log") for s in ("out", "err"))
@@ -118,34 +128,54 @@ class LocalLauncher:
                     f"a place among the Local launcher's programs (at most {self._max_runs} at once in the operator's "
                     f"pod: chart value jobs.local.maxRuns)"
                 )
-            os.makedirs(scratch, mode=0o700, exist_ok=True)
-            try:
-                proc = self._start(env, scratch, run_file, out_path, err_path)
-            except LaunchFailed:
-                self._remove_scratch(spec.name)
-                raise
+            proc, scratch = self._handed_off(key, run_file, credentials, out_path, err_path) or self._fresh(
+                spec.name, {**env, **credentials}, run_file, out_path, err_path
+            )
             self._children[proc.pid] = proc
             stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
             self._places[spec.name] = _Place(proc.pid, stat.start if stat else None)
             detail = {"pid": proc.pid, "startTime": self._places[spec.name].start, "log": out_path,
-                      "stderr": err_path, "runFile": run_file}  # fmt: skip
+                      "stderr": err_path, "runFile": run_file, "scratch": scratch}  # fmt: skip
             _write(record, json.dumps(detail))
+            if key is not None:
+                self._warmable[spec.name] = spec
+                while len(self._warmable) > WARMABLE_KEPT:  # the oldest, whose runs never released them
+                    del self._warmable[next(iter(self._warmable))]
         if self._on_exit is not None:
             on_exit, uid = self._on_exit, spec.owner.uid
             threading.Thread(target=lambda: (proc.wait(), on_exit(uid)), name=f"wait-{proc.pid}", daemon=True).start()
         return Launched(self.kind, spec.name, detail)
 
+    def _fresh(
+        self, name: str, env: dict[str, str], run_file: str, out_path: str, err_path: str
+    ) -> tuple[subprocess.Popen[bytes], str]:
+        """A new program for the attempt, and its scratch directory (under the lock)."""
+        scratch = self._scratch(name)
+        os.makedirs(scratch, mode=0o700, exist_ok=True)
+        try:
+            return self._start(["run", "--run-file", run_file], env, scratch, out_path, err_path), scratch
+        except LaunchFailed:
+            self._remove_scratch(scratch)
+            raise
+
     def _start(
-        self, env: dict[str, str], scratch: str, run_file: str, out_path: str, err_path: str
+        self,
+        args: list[str],
+        env: dict[str, str],
+        scratch: str,
+        out_path: str,
+        err_path: str,
+        *,
+        stdin: int | None = None,
     ) -> subprocess.Popen[bytes]:
         """The program, in its scratch directory too (an in-memory DuckDB without a spill
         directory of its own spills to ``.tmp`` in the working directory)."""
         try:
             with open(out_path, "ab") as out, open(err_path, "ab") as err:
                 proc = subprocess.Popen(
-                    [*self._program, "run", "--run-file", run_file],
+                    [*self._program, *args],
                     env=env,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL if stdin is None else stdin,
                     stdout=out,
                     stderr=err,
                     cwd=scratch,
@@ -161,9 +191,20 @@ class LocalLauncher:
         return Launched(self.kind, spec.name, known) if known is not None else None
 
     def release(self, launched: Launched) -> None:
-        """The run says the attempt no longer runs: its program's place is free."""
+        """The run says the attempt no longer runs: its program's place is free. When its
+        program used Spark and no other runs, a spare with its settings is started."""
         with self._lock:
             self._places.pop(launched.name, None)
+            spec = self._warmable.pop(launched.name, None)
+            if spec is not None and self._spare is None and self._held() == 0 and _ran_on_spark(launched.detail):
+                self._start_spare(spec)
+
+    def close(self) -> None:
+        """Stop the spare, if there is one (the operator stops; a program it launched runs on)."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            self._discard(spare, wait=True)
 
     def _held(self) -> int:
         """Places held now (under the lock): a program's from its launch, or from when this
@@ -233,7 +274,7 @@ class LocalLauncher:
             child = self._children.get(pid)
         if self._group_alive(pid, child):
             return False
-        self._remove_scratch(launched.name)
+        self._remove_scratch(self._scratch_of(launched.name, launched.detail))
         return True
 
     # ------------------------------------------------------------------ pieces
@@ -241,16 +282,91 @@ class LocalLauncher:
     def _scratch(self, name: str) -> str:
         return os.path.join(self._dir, name + SCRATCH)
 
-    def _sockets(self, name: str) -> str:
-        """The directory of the attempt's Spark sockets: outside its scratch directory, too
+    def _scratch_of(self, name: str, detail: Mapping[str, Any]) -> str:
+        """An attempt's scratch directory: its own, or that of the spare it was handed to."""
+        return str(detail.get("scratch") or self._scratch(name))
+
+    @staticmethod
+    def _sockets(scratch: str) -> str:
+        """The directory of a program's Spark sockets: outside its scratch directory, too
         long a path for a socket, and named from it, so that it is found again after a
         restart."""
-        own = f"ducklake-sockets-{hashlib.sha256(self._scratch(name).encode()).hexdigest()[:16]}"
+        own = f"ducklake-sockets-{hashlib.sha256(scratch.encode()).hexdigest()[:16]}"
         return os.path.join(socket_parent(tempfile.gettempdir(), len(own)), own)
 
-    def _remove_scratch(self, name: str) -> None:
-        shutil.rmtree(self._scratch(name), ignore_errors=True)
-        shutil.rmtree(self._sockets(name), ignore_errors=True)
+    def _remove_scratch(self, scratch: str) -> None:
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(self._sockets(scratch), ignore_errors=True)
+
+    # ------------------------------------------------------------------ the warm spare
+
+    def _start_spare(self, spec: LaunchSpec) -> None:
+        """A spare with the settings of ``spec`` (under the lock; a spare that cannot start is
+        no spare: the next run starts as it would have)."""
+        name = SPARE_PREFIX + os.urandom(8).hex()
+        scratch = self._scratch(name)
+        record = os.path.join(self._dir, f"{name}.launch.json")
+        out_path, err_path = (os.path.join(self._dir, f"{name}.{s}.log") for s in ("out", "err"))
+        files = (record, out_path, err_path)
+        try:
+            os.makedirs(scratch, mode=0o700, exist_ok=True)
+            env = self._environment(spec, scratch)
+            proc = self._start(["spare", "--spark", spark_settings(spec)], env, scratch, out_path, err_path,
+                               stdin=subprocess.PIPE)  # fmt: skip
+        except (OSError, LaunchFailed):
+            self._remove_scratch(scratch)
+            for path in files:
+                _remove(path)
+            return
+        stat = _stat(proc.pid)
+        start = stat.start if stat else None
+        _write(record, json.dumps({"pid": proc.pid, "startTime": start}))  # a sweep leaves its scratch alone
+        self._spare = Spare(name, str(spare_key(spec)), proc, start, scratch, files, out_path, err_path)
+
+    def _handed_off(
+        self, key: str | None, run_file: str, credentials: dict[str, str], out_path: str, err_path: str
+    ) -> tuple[subprocess.Popen[bytes], str] | None:
+        """The spare, running the attempt, and its scratch directory; None when there is no
+        spare for it (one with other settings is stopped: at most ``max_runs`` programs)."""
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        if key != spare.key or not spare.alive() or not spare.hand_off(Handoff(run_file, credentials)):
+            self._discard(spare)
+            return None
+        os.replace(spare.out_path, out_path)  # its open files are the attempt's logs now
+        os.replace(spare.err_path, err_path)
+        for path in spare.files:
+            _remove(path)
+        return spare.proc, spare.scratch
+
+    def _discard(self, spare: Spare, *, wait: bool = False) -> None:
+        """Stop a spare (the end of its stdin; SIGKILL to its group after the grace period)
+        and remove what it had, in a thread unless ``wait``."""
+
+        def stop() -> None:
+            if spare.proc.stdin is not None:
+                try:
+                    spare.proc.stdin.close()
+                except OSError:
+                    pass
+            _signal_group(spare.proc.pid, signal.SIGTERM)
+            deadline = time.monotonic() + self._grace
+            while self._group_alive(spare.proc.pid, spare.proc) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self._group_alive(spare.proc.pid, spare.proc):
+                _signal_group(spare.proc.pid, signal.SIGKILL)
+                deadline = time.monotonic() + KILL_WAIT_SECONDS
+                while self._group_alive(spare.proc.pid, spare.proc) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            self._remove_scratch(spare.scratch)
+            for path in spare.files:
+                _remove(path)
+
+        if wait:
+            stop()
+        else:
+            threading.Thread(target=stop, name=f"discard-{spare.name}", daemon=True).start()
 
     def _sweep_now_and_then(self) -> None:
         """``_sweep`` (under the lock) when the last one is ``SWEEP_INTERVAL`` old."""
@@ -275,23 +391,27 @@ class LocalLauncher:
             record = _read_json(os.path.join(self._dir, f"{name}.launch.json"))
             if record is not None and int(record.get("pid") or 0) in live:
                 continue  # its program (or a process it started) runs; a reused pid keeps it too
-            self._remove_scratch(name)
+            self._remove_scratch(self._scratch_of(name, record or {}))
+            self._remove_scratch(self._scratch(name))  # also when no record says which (a launch that failed)
             paths = [os.path.join(self._dir, e) for e in owned]
             if now - max(_mtime(p) for p in paths) >= self._keep:
                 for path in paths:
                     _remove(path)
 
-    def _environment(self, spec: LaunchSpec) -> dict[str, str]:
+    def _environment(self, spec: LaunchSpec, scratch: str) -> dict[str, str]:
+        """A program's environment for ``spec`` but the catalog's credentials (``_credentials``)."""
         env = {k: v for k, v in self._env.items() if k not in NOT_INHERITED}  # KUBECONFIG stays
-        env["TMPDIR"] = self._scratch(spec.name)  # unless the settings' spark.env names another
+        env["TMPDIR"] = scratch  # unless the settings' spark.env names another
         for var in spec.env:  # the settings' spark.env (no name the operator sets below)
             env[var.name] = var.value if var.secret is None else self._secret_value(
                 spec.namespace, var.secret.name, var.secret.key)  # fmt: skip
-        for e in spec.env_from_secrets:
-            env[e.env] = self._secret_value(spec.namespace, e.secret, e.key)
-        env[SOCKET_DIR_ENV] = self._sockets(spec.name)  # the launcher's, which it removes
+        env[SOCKET_DIR_ENV] = self._sockets(scratch)  # the launcher's, which it removes
         env[REPORT_TO_API] = "1"
         return env
+
+    def _credentials(self, spec: LaunchSpec) -> dict[str, str]:
+        """The variables a run gets from its catalog's Secrets (a spare, only with its run)."""
+        return {e.env: self._secret_value(spec.namespace, e.secret, e.key) for e in spec.env_from_secrets}
 
     def _finished(self, detail: Mapping[str, Any], exit_code: int | None) -> Observed:
         result = last_result(_lines(str(detail.get("log") or "")))
@@ -346,6 +466,12 @@ def _live_groups() -> set[int]:
             if stat is not None and stat.state != "Z":
                 groups.add(stat.pgrp)
     return groups
+
+
+def _ran_on_spark(detail: Mapping[str, Any]) -> bool:
+    """Whether the attempt's program ran its work as Spark tasks (its final JSON line says)."""
+    result = last_result(_lines(str(detail.get("log") or "")))
+    return result is not None and result.get("ranOn") == "spark"
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

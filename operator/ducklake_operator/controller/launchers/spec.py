@@ -128,6 +128,10 @@ class Launcher(Protocol):
         """The run's status no longer shows the attempt running: what the launcher held for
         it (a Local program's place) is free."""
 
+    def close(self) -> None:
+        """The operator stops: what the launcher keeps for runs to come goes (the Local
+        launcher's warm spare); the attempts it launched run on."""
+
     def leftover(self, spec: LaunchSpec) -> Launched | None:
         """What a launch of ``spec`` that never returned left behind (a first object created
         and the next refused, or one the server stored while its answer was lost), to be

@@ -29,6 +29,7 @@ from .. import metrics
 from ..context import Controller, catalog_channel
 from ..kube_clients import custom_objects_api
 from ..launchers.api_errors import api_error
+from ..launchers.local_spare import WARM_SPARE_ENV, warm_spare_enabled
 from ..launchers.settings import SparkDefaults, effective_spark
 from ..manifests import CatalogKey, ManifestIndex, TableIndex, body_manifest, catalog_for, parsed_policy, policy_uid
 from ..status import merge_conditions
@@ -121,6 +122,15 @@ class _SharedRuns:
     runs: Runs | None = None
 
 
+@kopf.on.cleanup()
+def close_launchers(memo: kopf.Memo, **_: Any) -> None:
+    """What the launchers keep for runs to come (the Local launcher's warm spare) goes with the operator."""
+    shared: _SharedRuns | None = memo.get("shared_runs")
+    if shared is not None and shared.runs is not None:
+        for launcher in shared.runs.launchers.values():
+            launcher.close()
+
+
 def _runs(memo: kopf.Memo) -> Runs:
     shared: _SharedRuns = memo.shared_runs
     if shared.runs is None:  # made on the event loop's thread, once
@@ -153,6 +163,7 @@ def _runs(memo: kopf.Memo) -> Runs:
 def spark_defaults(memo: kopf.Memo, **_: Any) -> None:
     """The chart's defaults for runs, read once: a value that does not read stops the start."""
     memo.spark_defaults = SparkDefaults.from_env()
+    warm_spare_enabled(os.environ.get(WARM_SPARE_ENV))  # the Local launcher's, made with the first run
     memo.shared_runs = _SharedRuns()
 
 

@@ -1,0 +1,51 @@
+"""A warm spare: a job program started before its run, so that a run on Spark does not wait
+for Spark to start (``python -m ducklake_jobs spare --spark JSON``).
+
+The Local launcher keeps one ready after a run that used Spark, with that run's Spark
+settings. It imports the job program, starts the SparkContext and runs one stage of tasks
+that import what tasks import (the workers' daemon and one worker per slot, as a first
+stage would), then waits for its run on stdin: one JSON line, ``{"runFile": PATH, "env":
+{...}}``, the run's credentials among them (the launcher hands no process a Secret's value
+before it has a run), and runs it as ``run`` does, in this process. End of input before
+that line (the launcher gone, or the spare discarded) ends it. A run's program is still a
+process of its own, with its own limits and its own failure, as a fresh one is; only its
+start was paid before the run was created.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO
+
+from ducklake_operator.model.spare_handoff import Handoff, parse_handoff
+
+
+def warm(master: str, conf: tuple[tuple[str, str], ...]) -> None:
+    """The session a run with these settings gets (``session.spark_context`` keeps it), and
+    its workers started: one task per slot, each importing the tasks' heavy modules."""
+    from .session import spark_context
+
+    context = spark_context(master, conf)  # called as task_runners calls it: the same cached session
+    slots = max(1, int(context.defaultParallelism))
+    context.parallelize(range(slots), slots).map(_imported).collect()
+
+
+def _imported(slot: int) -> int:
+    """In a worker: the imports of the jobs' tasks (DuckDB, pyarrow), done before a task needs them."""
+    import duckdb  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    from . import task_runners  # noqa: F401
+
+    return slot
+
+
+def wait_for_run(stream: IO[str]) -> Handoff | None:
+    """The run the launcher hands over; None at the end of input (no run will come)."""
+    return parse_handoff(stream.readline())
+
+
+def take(handoff: Handoff) -> None:
+    """This process's environment becomes the run's: its credentials added (the rest of its
+    environment the launcher gave the spare already, as it would have given the run)."""
+    os.environ.update(handoff.env)

@@ -1,0 +1,196 @@
+"""The Local launcher's warm spare, with the real job program, Spark local[2] and a PostgreSQL
+catalog whose credentials come from a Secret: after a run on Spark a spare waits with its
+session started and no credential in its environment; the next run with the same settings is
+handed to it (the same process, its start already paid: ``sparkStart`` 0), with the same rows
+and a commit as a fresh program's; a run with other settings stops the spare and starts its
+own program; a spare whose launcher goes (its stdin ends) exits, its JVM with it."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ducklake_operator.catalog import CatalogLocation
+from ducklake_operator.controller.launchers.local import LocalLauncher, _live_groups
+from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, launch_spec
+from ducklake_operator.model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME
+from support import duck
+from support.job_lakes import PARTS, Lake, partitioned_table
+from support.job_program import NO_SPARK, run_document
+from support.local_programs import ended
+from support.pgserver import PgServer
+
+ROLE, PASSWORD = "ducklake_spare_pw", "spare pw 'q' 7e"
+SECRET = "lake-pg"
+CREDENTIALS = [(CATALOG_USERNAME, SECRET, "username"), (CATALOG_PASSWORD, SECRET, "password")]
+
+
+@pytest.fixture(scope="module")
+def password_role(pg_server: PgServer) -> PgServer:
+    pg_server.create_password_role(ROLE, PASSWORD)
+    return pg_server
+
+
+@pytest.fixture
+def lake(password_role: PgServer, data_path: str) -> Lake:
+    pg_server = password_role
+    name = f"{ROLE}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    pg_server.create_database(name, owner=ROLE)
+    location = CatalogLocation(kind="postgres", host=pg_server.host, port=pg_server.port, database=name, user=ROLE,
+                               password=PASSWORD)  # fmt: skip
+    return partitioned_table(location, data_path)
+
+
+@pytest.fixture
+def launcher(tmp_path: Path) -> Any:
+    def secret_value(namespace: str, secret: str, key: str) -> str:
+        assert (namespace, secret) == ("data", SECRET)
+        return {"username": ROLE, "password": PASSWORD}[key]
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKLAKE_")}
+    local = LocalLauncher(secret_value, state_dir=str(tmp_path / "runs"), env=env, warm_spare=True)
+    yield local
+    local.close()
+
+
+def attempt(lake: Lake, name: str, *, conf: dict[str, str] | None = None, **placement: Any) -> LaunchSpec:
+    doc = run_document(lake.manifest(secret=SECRET), "compact", "main.t", name=name, **placement)
+    doc["spark"]["conf"] = conf or {}  # as the controller writes a run's spark.conf
+    return launch_spec(job_name=name, namespace="data", uid=doc["job"]["uid"], attempt=1, run_document=doc,
+                       spark={"launcher": "Local", "master": "local[2]", "conf": conf or {}},
+                       env_from_secrets=CREDENTIALS, timeout_seconds=None, env={})  # fmt: skip
+
+
+def more_files(lake: Lake, round_: int) -> None:
+    """Two more small files in each partition: something for the next compaction to do."""
+    start = 100_000 * round_
+    duck.run_workload(lake.location, [
+        f"INSERT INTO lk.t SELECT i, i % {PARTS}, 'w' || i FROM range({start + k * 50}, {start + k * 50 + 50}) t(i)"
+        for k in range(2)
+    ])  # fmt: skip
+
+
+def finish(launcher: LocalLauncher, launched: Launched) -> dict[str, Any]:
+    """The attempt run to its end, its program's result; released as its run would."""
+    assert ended(launcher, launched, timeout=120) == "Succeeded", Path(launched.detail["stderr"]).read_text()[-3000:]
+    deadline = time.time() + 30
+    while not launcher.stopped(launched) and time.time() < deadline:
+        time.sleep(0.05)
+    result = json.loads(Path(launched.detail["log"]).read_text().splitlines()[-1])
+    launcher.release(launched)
+    return dict(result)
+
+
+def spare_of(state_dir: Path) -> dict[str, Any] | None:
+    """The spare's record (its pid) in the state directory, if one was started."""
+    records = glob.glob(str(state_dir / "spare-*.launch.json"))
+    assert len(records) <= 1, records
+    if not records:
+        return None
+    return {**json.loads(Path(records[0]).read_text()), "name": os.path.basename(records[0]).split(".")[0]}
+
+
+def environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(entry.split("=", 1) for entry in raw.decode(errors="replace").split("\0") if "=" in entry)
+
+
+def gone(pgid: int, timeout: float = 30) -> bool:
+    deadline = time.time() + timeout
+    while pgid in _live_groups() and time.time() < deadline:
+        time.sleep(0.05)
+    return pgid not in _live_groups()
+
+
+def test_a_run_after_one_on_spark_is_handed_to_a_warm_spare(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
+    state = tmp_path / "runs"
+    first = finish(launcher, launcher.launch(attempt(lake, "first")))
+    assert first["ranOn"] == "spark" and "sparkSession" not in first["report"]
+    assert first["report"]["timings"]["sparkStart"] > 0
+    spare = spare_of(state)
+    assert spare is not None, "no spare after a run on Spark"
+    seen = environ(spare["pid"])  # waiting for its run: no credential yet, its own scratch as TMPDIR
+    assert CATALOG_PASSWORD not in seen and CATALOG_USERNAME not in seen and PASSWORD not in json.dumps(seen)
+    scratch = seen["TMPDIR"]
+    assert os.path.isdir(scratch) and os.path.basename(scratch).startswith("spare-")
+
+    more_files(lake, 1)
+    rows, before = lake.rows(), lake.snapshot()
+    launched = launcher.launch(attempt(lake, "second"))
+    assert launched.detail["pid"] == spare["pid"] and launched.detail["scratch"] == scratch
+    assert spare_of(state) is None  # the spare is the attempt now
+    second = finish(launcher, launched)
+    report = second["report"]
+    assert second["state"] == "Succeeded" and second["ranOn"] == "spark" and report["sparkSession"] == "warm"
+    assert report["timings"]["sparkStart"] == 0 and report["groups"] == PARTS
+    assert second["committedSnapshot"] == before + 1 == lake.snapshot() and lake.rows() == rows
+    logs = Path(launched.detail["log"]).read_text() + Path(launched.detail["stderr"]).read_text()
+    assert PASSWORD not in logs
+    assert not os.path.exists(scratch), "the spare's scratch directory outlived its run"
+    kept = {f"{launched.name}.{s}" for s in ("launch.json", "run.json", "out.log", "err.log")}
+    assert kept <= set(os.listdir(state))  # its logs under its own name, as a fresh program's
+
+    # another spare; a run with other Spark settings stops it and runs in a program of its own
+    spare = spare_of(state)
+    assert spare is not None
+    more_files(lake, 2)
+    other = launcher.launch(attempt(lake, "third", conf={"spark.task.maxFailures": "2"}))
+    assert other.detail["pid"] != spare["pid"]
+    assert gone(spare["pid"]), "the spare with other settings still runs"
+    third = finish(launcher, other)
+    assert third["state"] == "Succeeded" and "sparkSession" not in third["report"]
+    assert not glob.glob(str(state / f"{spare['name']}.*")), os.listdir(state)  # its scratch and files too
+    assert spare_of(state) is not None  # a spare again, with the last run's settings
+
+
+def test_a_run_in_process_leaves_no_spare(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
+    result = finish(launcher, launcher.launch(attempt(lake, "small", **NO_SPARK)))
+    assert result["ranOn"] == "in-process"
+    assert spare_of(tmp_path / "runs") is None
+
+
+def test_a_spare_exits_when_its_input_ends(tmp_path) -> None:
+    """The operator gone (its end of the pipe closed) before a run came: the spare and the
+    JVM it started exit."""
+    settings = json.dumps({"master": "local[1]", "conf": {}})
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        spare = subprocess.Popen([sys.executable, "-m", "ducklake_jobs", "spare", "--spark", settings],
+                                 stdin=subprocess.PIPE, stdout=out, stderr=err, env=env, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not _java_in(spare.pid):
+            time.sleep(0.1)
+        assert _java_in(spare.pid), "its JVM never started"
+        assert spare.stdin is not None
+        spare.stdin.close()
+        assert spare.wait(timeout=60) == 0, (tmp_path / "err").read_text()[-2000:]
+        assert (tmp_path / "out").read_text() == ""  # no run: no JSON line
+        assert gone(spare.pid), "its JVM outlived it"
+    finally:
+        if spare.poll() is None:
+            os.killpg(spare.pid, 9)
+
+
+def _java_in(pgid: int) -> bool:
+    """Whether a JVM runs in the process group ``pgid``."""
+    for entry in os.listdir("/proc"):
+        try:
+            if (
+                entry.isdigit()
+                and os.getpgid(int(entry)) == pgid
+                and Path(f"/proc/{entry}/comm").read_text().strip() == "java"
+            ):
+                return True
+        except (ProcessLookupError, OSError):
+            continue
+    return False
