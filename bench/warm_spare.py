@@ -1,16 +1,17 @@
-"""A compaction run from its launch to its program's exit, whole processes, against DuckDB's
-``ducklake_merge_adjacent_files`` in a process of its own: the Local launcher's program
-started for the run (on Spark local[2], and in-process), and the program of a warm spare
-(``local_spare``: started after an earlier run on Spark, its session and workers up before
-the run was created).
+"""A run from its launch to its program's exit, whole processes, against DuckDB's own
+function in a process of its own: the Local launcher's program started for the run (on
+Spark local[2], and in-process), and the program of a warm spare (``local_spare``: started
+after an earlier run on Spark, its session and workers up before the run was created).
 
-Builds the table of ``bench/compaction.py`` (about --mb MB in --files small Parquet files,
-SQLite catalog) and compacts a fresh copy of it per contender and round, who goes first
-rotating. Before each warm run, a run on a small table leaves the spare, which is waited for
-until it says it is ready. Prints min/median/max seconds and the ratio of DuckDB's median
-to each contender's.
+``--operation compact`` (against ``ducklake_merge_adjacent_files``) on the table of
+``bench/compaction.py`` (about --mb MB in --files small Parquet files, SQLite catalog);
+``rewriteDeletes`` (against ``ducklake_rewrite_data_files``) on that table with a quarter of
+every file's rows deleted (``bench/rewrite_deletes.py``'s, 100 files). Each contender runs
+on a fresh copy per round, who goes first rotating. Before each warm run, a run on a small
+table leaves the spare, which is waited for until it says it is ready. Prints min/median/max
+seconds, the ratio of DuckDB's median to each contender's, and the runs' reports.
 
-    python bench/warm_spare.py [--mb 1000 --files 2000 --runs 3]
+    python bench/warm_spare.py [--operation compact] [--mb 1000 --files 2000 --runs 3]
 """
 
 from __future__ import annotations
@@ -36,22 +37,33 @@ from bench.compaction import build, fresh_copy, median, rotated, spread  # noqa:
 from ducklake_operator.catalog import CatalogLocation  # noqa: E402
 from ducklake_operator.controller.launchers.local import LocalLauncher  # noqa: E402
 from ducklake_operator.controller.launchers.spec import Launched, launch_spec  # noqa: E402
+from support import duck  # noqa: E402
 from support.job_program import catalog_manifest, run_document  # noqa: E402
 
-# DuckDB's merge in a process of its own: the extension loaded from its wheel, the catalog attached
-MERGE = """
+# DuckDB's function in a process of its own: the extension loaded from its wheel, the catalog attached
+DUCKDB = """
 import sys
 from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.duckdb_client import attach
 con = attach(CatalogLocation(kind="sqlite", path=sys.argv[1]))
-con.execute("CALL ducklake_merge_adjacent_files('lk')")
+con.execute("SET enable_progress_bar = false")
+con.execute(sys.argv[2])
 """
+DELETED = 4  # rewriteDeletes: every fourth row deleted; files with more than half that fraction rewritten
+OPERATIONS = {  # operation: (DuckDB's counterpart, the job's parameters)
+    "compact": ("CALL ducklake_merge_adjacent_files('lk')", {}),
+    "rewriteDeletes": (
+        f"CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => {1 / DELETED / 2})",
+        {"deleteThreshold": 1 / DELETED / 2},
+    ),
+}
 
 
 class Runs:
     """A Local launcher whose programs' exits are waited for (its ``on_exit``)."""
 
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, state_dir: str, operation: str) -> None:
+        self.operation = operation
         self._exited: dict[str, threading.Event] = {}
         env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKLAKE_")}
         self.launcher = LocalLauncher(lambda *_: "", state_dir=state_dir, env=env, on_exit=self._exit, warm_spare=True)
@@ -63,7 +75,8 @@ class Runs:
     def run(self, location: CatalogLocation, name: str, *, in_process: bool = False) -> tuple[float, dict[str, Any]]:
         """Seconds from the launch to the program's exit, and its result; the attempt released."""
         data_path = os.path.join(os.path.dirname(str(location.path)), "data") + "/"
-        doc = run_document(catalog_manifest(location, data_path), "compact", "main.t", name=name,
+        doc = run_document(catalog_manifest(location, data_path), self.operation, "main.t",
+                           OPERATIONS[self.operation][1], name=name,
                            in_process_below="1TB" if in_process else None)  # fmt: skip
         spec = launch_spec(job_name=name, namespace="bench", uid=doc["job"]["uid"], attempt=1, run_document=doc,
                            spark={"launcher": "Local", "master": "local[2]"}, env_from_secrets=[],
@@ -100,16 +113,17 @@ class Runs:
         raise SystemExit("no spare became ready")
 
 
-def duckdb_merge(location: CatalogLocation) -> float:
+def duckdb_run(location: CatalogLocation, statement: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", MERGE, str(location.path)], check=True)
+    subprocess.run([sys.executable, "-c", DUCKDB, str(location.path), statement], check=True)
     return time.perf_counter() - t0
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--operation", choices=sorted(OPERATIONS), default="compact")
     parser.add_argument("--mb", type=int, default=1000)
-    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--files", type=int, help="input files (compact: 2000, rewriteDeletes: 100)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each contender, alternating")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-warm-spare-") as work:
@@ -117,11 +131,15 @@ def main() -> None:
         os.makedirs(base)
         os.makedirs(small)
         t0 = time.perf_counter()
-        _, size = build(base, args.mb, args.files)
-        build(small, 1, 20)
+        files = args.files or (2000 if args.operation == "compact" else 100)
+        location, size = build(base, args.mb, files)
+        small_location, _ = build(small, 1, 20)
+        if args.operation == "rewriteDeletes":
+            for lake in (location, small_location):
+                duck.run_workload(lake, [f"DELETE FROM lk.t WHERE id % {DELETED} = 0"])
         mb = size / 1e6
-        print(f"table: {args.files} files, {mb:.0f} MB of Parquet (built in {time.perf_counter() - t0:.0f} s)")
-        runs = Runs(os.path.join(work, "runs"))
+        print(f"{args.operation}: {files} files, {mb:.0f} MB of Parquet (built in {time.perf_counter() - t0:.0f} s)")
+        runs = Runs(os.path.join(work, "runs"), args.operation)
         seconds: dict[str, list[float]] = {k: [] for k in ("duckdb", "fresh", "warm", "in-process")}
         reports: dict[str, list[dict[str, Any]]] = {k: [] for k in ("fresh", "warm", "in-process")}
 
@@ -143,7 +161,7 @@ def main() -> None:
         def theirs() -> None:
             runs.launcher.close()
             with fresh_copy(base, "duckdb") as location:
-                seconds["duckdb"].append(duckdb_merge(location))
+                seconds["duckdb"].append(duckdb_run(location, OPERATIONS[args.operation][0]))
 
         contenders = [theirs, ours("fresh"), ours("warm"), ours("in-process")]
         for r in range(args.runs):
@@ -151,7 +169,7 @@ def main() -> None:
                 go()
         runs.launcher.close()
         duck_s = median(seconds["duckdb"])
-        print(f"DuckDB merge_adjacent_files (process):       {spread(seconds['duckdb'], mb)}")
+        print(f"{'DuckDB, in a process of its own:':<45} {spread(seconds['duckdb'], mb)}")
         labels = {"fresh": "Spark local[2], program started for the run",
                   "warm": "Spark local[2], a warm spare's program",
                   "in-process": "in-process, program started for the run"}  # fmt: skip

@@ -65,6 +65,38 @@ def test_a_compaction_with_the_local_launcher_runs_in_the_operator_pod(pods: Pod
     assert rows(pods, location) == before
 
 
+def test_the_next_local_run_on_spark_is_handed_to_a_warm_spare_in_the_operator_pod(pods: PodEnv, kube: Kube) -> None:
+    """After a Local run on Spark the operator keeps a program ready with its Spark settings
+    (``jobs.local.warmSpare``): the next such run is that process, its session already up."""
+    location = many_files_lake(pods, kube, files=4)
+    on_spark = {"launcher": "Local", "inProcessBelow": 0}
+    kube.apply(job("compact-first", spark=on_spark))  # in a spare of an earlier test's run, or a program of its own
+    status, _ = run_to_end(kube, "compact-first")
+    assert status["state"] == "Succeeded" and status["ranOn"] == "spark", explain(kube, "compact-first", status)
+
+    def spares() -> list[str]:
+        return [p for p in pods.operator_tmp() if p.startswith("ducklake-runs/spare-") and p.endswith(".scratch")]
+
+    wait_for("a warm spare in the operator pod", lambda: len(spares()) == 1, timeout=120, interval=1)
+    spare = spares()[0]
+    con = pods.duckdb(location)
+    try:
+        for k in range(2):
+            con.execute(f"INSERT INTO lk.orders SELECT i, {k} FROM range(1000, 1100) t(i)")
+    finally:
+        con.close()
+    before = rows(pods, location)
+    kube.apply(job("compact-warm", spark=on_spark))
+    status, seen = run_to_end(kube, "compact-warm")
+    assert status["state"] == "Succeeded" and status["ranOn"] == "spark", explain(kube, "compact-warm", status)
+    report = status["jobReport"]["report"]
+    assert report["sparkSession"] == "warm" and report["timings"]["sparkStart"] == 0 and not seen, report
+    assert rows(pods, location) == before
+    # its scratch was the spare's, gone with it; a new spare waits for the next run
+    wait_for("the next spare", lambda: spares() not in ([], [spare]), timeout=120, interval=1)
+    assert spare not in pods.operator_tmp()
+
+
 def test_a_cancelled_local_run_leaves_only_its_logs_in_the_operator_pod(pods: PodEnv, kube: Kube) -> None:
     """A Local program the operator cancels dies with its Spark JVM before it can clean up
     (SIGTERM, then SIGKILL): the launcher removes its scratch directory (its TMPDIR: spill,
