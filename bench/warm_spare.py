@@ -6,7 +6,10 @@ after an earlier run on Spark, its session and workers up before the run was cre
 ``--operation compact`` (against ``ducklake_merge_adjacent_files``) on the table of
 ``bench/compaction.py`` (about --mb MB in --files small Parquet files, SQLite catalog);
 ``rewriteDeletes`` (against ``ducklake_rewrite_data_files``) on that table with a quarter of
-every file's rows deleted (``bench/rewrite_deletes.py``'s, 100 files). Each contender runs
+every file's rows deleted (``bench/rewrite_deletes.py``'s, 100 files); ``rewriteColumnType``
+``varchar -> int64`` (against a CREATE TABLE AS SELECT with the CAST) on ``bench/rewrite.py``'s
+table, into files of 256 MB; ``ingest-parquet``, ``-csv`` and ``-json`` (against DuckDB adding the
+three columns and inserting BY NAME from its reader) on ``bench/ingest.py``'s input, 20 files. Each contender runs
 on a fresh copy per round, who goes first rotating. Before each warm run, a run on a small
 table leaves the spare, which is waited for until it says it is ready. Prints min/median/max
 seconds, the ratio of DuckDB's median to each contender's, and the runs' reports.
@@ -27,12 +30,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.compaction import build, fresh_copy, median, rotated, spread  # noqa: E402
+from bench import compaction, ingest, rewrite  # noqa: E402
+from bench.compaction import fresh_copy, median, rotated, spread  # noqa: E402
 
 from ducklake_operator.catalog import CatalogLocation  # noqa: E402
 from ducklake_operator.controller.launchers.local import LocalLauncher  # noqa: E402
@@ -50,12 +55,52 @@ con.execute("SET enable_progress_bar = false")
 con.execute(sys.argv[2])
 """
 DELETED = 4  # rewriteDeletes: every fourth row deleted; files with more than half that fraction rewritten
-OPERATIONS = {  # operation: (DuckDB's counterpart, the job's parameters)
-    "compact": ("CALL ducklake_merge_adjacent_files('lk')", {}),
-    "rewriteDeletes": (
-        f"CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => {1 / DELETED / 2})",
-        {"deleteThreshold": 1 / DELETED / 2},
+
+
+@dataclass(frozen=True)
+class Operation:
+    duckdb: Callable[[str], str]  # its counterpart in DuckDB, given the table's root directory
+    params: Callable[[str], dict[str, Any]]  # the job's, given that directory
+    build: Callable[[str, int, int], tuple[CatalogLocation, int]]  # the table (and input), its input bytes
+    files: int
+    setup: tuple[str, ...] = ()  # DuckDB statements on the table before every round's copies are made
+
+
+def ingest_operation(fmt: str) -> Operation:
+    """ingest of ``bench/ingest.py``'s input (in ``<root>-input``, not copied: read only) into its
+    table: three new columns; DuckDB adds them and inserts BY NAME, in one transaction."""
+
+    def build(root: str, mb: int, files: int) -> tuple[CatalogLocation, int]:
+        location = ingest.make_table(root)
+        _, size = ingest.make_input(root + "-input", fmt, mb, files)
+        return location, size
+
+    def duckdb(root: str) -> str:
+        added = "; ".join(f"ALTER TABLE lk.t ADD COLUMN {name} {sql}" for name, sql in ingest.NEW_COLUMNS)
+        pattern = os.path.join(root + "-input", f"*.{ingest.FORMATS[fmt][0]}")
+        return f"BEGIN; {added}; INSERT INTO lk.t BY NAME SELECT * FROM {ingest.READERS[fmt]}('{pattern}'); COMMIT"
+
+    return Operation(duckdb, lambda root: {"path": root + "-input", "format": fmt}, build, 20)
+
+
+OPERATIONS = {
+    "compact": Operation(lambda _: "CALL ducklake_merge_adjacent_files('lk')", lambda _: {}, compaction.build, 2000),
+    "rewriteDeletes": Operation(
+        lambda _: f"CALL ducklake_rewrite_data_files('lk', 't', delete_threshold => {1 / DELETED / 2})",
+        lambda _: {"deleteThreshold": 1 / DELETED / 2},
+        compaction.build,
+        100,
+        (f"DELETE FROM lk.t WHERE id % {DELETED} = 0",),
     ),
+    # the job converts only integer text (per value, as DuckDB's CAST does not: bench/rewrite.py)
+    "rewriteColumnType": Operation(
+        lambda _: "CREATE TABLE lk.t2 AS SELECT id, ts, CAST(v AS BIGINT) AS v, payload, f FROM lk.t",
+        lambda _: {"column": "v", "type": "int64"},
+        rewrite.build,
+        100,
+        ("CALL lk.set_option('target_file_size', '256MB')",),
+    ),
+    **{f"ingest-{fmt}": ingest_operation(fmt) for fmt in ingest.FORMATS},
 }
 
 
@@ -63,7 +108,7 @@ class Runs:
     """A Local launcher whose programs' exits are waited for (its ``on_exit``)."""
 
     def __init__(self, state_dir: str, operation: str) -> None:
-        self.operation = operation
+        self.operation, self.job = operation, operation.split("-")[0]
         self._exited: dict[str, threading.Event] = {}
         env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKLAKE_")}
         self.launcher = LocalLauncher(lambda *_: "", state_dir=state_dir, env=env, on_exit=self._exit, warm_spare=True)
@@ -72,11 +117,14 @@ class Runs:
     def _exit(self, uid: str) -> None:
         self._exited.setdefault(uid, threading.Event()).set()
 
-    def run(self, location: CatalogLocation, name: str, *, in_process: bool = False) -> tuple[float, dict[str, Any]]:
-        """Seconds from the launch to the program's exit, and its result; the attempt released."""
+    def run(
+        self, location: CatalogLocation, root: str, name: str, *, in_process: bool = False
+    ) -> tuple[float, dict[str, Any]]:
+        """Seconds from the launch to the program's exit, and its result; the attempt released.
+        ``root``: the directory of the table copied (its input is beside it)."""
         data_path = os.path.join(os.path.dirname(str(location.path)), "data") + "/"
-        doc = run_document(catalog_manifest(location, data_path), self.operation, "main.t",
-                           OPERATIONS[self.operation][1], name=name,
+        doc = run_document(catalog_manifest(location, data_path), self.job, "main.t",
+                           OPERATIONS[self.operation].params(root), name=name,
                            in_process_below="1TB" if in_process else None)  # fmt: skip
         spec = launch_spec(job_name=name, namespace="bench", uid=doc["job"]["uid"], attempt=1, run_document=doc,
                            spark={"launcher": "Local", "master": "local[2]"}, env_from_secrets=[],
@@ -123,7 +171,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--operation", choices=sorted(OPERATIONS), default="compact")
     parser.add_argument("--mb", type=int, default=1000)
-    parser.add_argument("--files", type=int, help="input files (compact: 2000, rewriteDeletes: 100)")
+    parser.add_argument("--files", type=int, help="input files (compact: 2000, ingest: 20, the others: 100)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each contender, alternating")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-warm-spare-") as work:
@@ -131,14 +179,14 @@ def main() -> None:
         os.makedirs(base)
         os.makedirs(small)
         t0 = time.perf_counter()
-        files = args.files or (2000 if args.operation == "compact" else 100)
-        location, size = build(base, args.mb, files)
-        small_location, _ = build(small, 1, 20)
-        if args.operation == "rewriteDeletes":
-            for lake in (location, small_location):
-                duck.run_workload(lake, [f"DELETE FROM lk.t WHERE id % {DELETED} = 0"])
+        operation = OPERATIONS[args.operation]
+        files = args.files or operation.files
+        location, size = operation.build(base, args.mb, files)
+        small_location, _ = operation.build(small, 1, 20)
+        for lake in (location, small_location):
+            duck.run_workload(lake, operation.setup)
         mb = size / 1e6
-        print(f"{args.operation}: {files} files, {mb:.0f} MB of Parquet (built in {time.perf_counter() - t0:.0f} s)")
+        print(f"{args.operation}: {files} files, {mb:.0f} MB of input (built in {time.perf_counter() - t0:.0f} s)")
         runs = Runs(os.path.join(work, "runs"), args.operation)
         seconds: dict[str, list[float]] = {k: [] for k in ("duckdb", "fresh", "warm", "in-process")}
         reports: dict[str, list[dict[str, Any]]] = {k: [] for k in ("fresh", "warm", "in-process")}
@@ -147,12 +195,12 @@ def main() -> None:
             def go() -> None:
                 if kind == "warm":  # a run on Spark leaves the spare
                     with fresh_copy(small, "small-copy") as location:
-                        runs.run(location, "prime")
+                        runs.run(location, small, "prime")
                     runs.spare_ready()
                 else:
                     runs.launcher.close()  # no spare: the program starts for the run
                 with fresh_copy(base, kind) as location:
-                    took, result = runs.run(location, kind, in_process=kind == "in-process")
+                    took, result = runs.run(location, base, kind, in_process=kind == "in-process")
                 seconds[kind].append(took)
                 reports[kind].append(result["report"])
 
@@ -161,7 +209,7 @@ def main() -> None:
         def theirs() -> None:
             runs.launcher.close()
             with fresh_copy(base, "duckdb") as location:
-                seconds["duckdb"].append(duckdb_run(location, OPERATIONS[args.operation][0]))
+                seconds["duckdb"].append(duckdb_run(location, operation.duckdb(base)))
 
         contenders = [theirs, ours("fresh"), ours("warm"), ours("in-process")]
         for r in range(args.runs):
