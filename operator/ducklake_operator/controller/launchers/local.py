@@ -253,15 +253,7 @@ class LocalLauncher:
             child = self._children.get(pid)
         if child is None and not _same_process_running(pid, start):
             return
-        _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + self._grace
-        while self._group_alive(pid, child) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if self._group_alive(pid, child):
-            _signal_group(pid, signal.SIGKILL)
-            deadline = time.monotonic() + KILL_WAIT_SECONDS
-            while self._group_alive(pid, child) and time.monotonic() < deadline:
-                time.sleep(0.02)
+        self._terminate_group(pid, child)
         if child is not None:
             with self._lock:
                 self._children.pop(pid, None)
@@ -319,9 +311,8 @@ class LocalLauncher:
                 _remove(path)
             return
         stat = _stat(proc.pid)
-        start = stat.start if stat else None
-        _write(record, json.dumps({"pid": proc.pid, "startTime": start}))  # a sweep leaves its scratch alone
-        self._spare = Spare(name, str(spare_key(spec)), proc, start, scratch, files, out_path, err_path)
+        _write(record, json.dumps({"pid": proc.pid, "startTime": stat.start if stat else None}))  # swept: kept
+        self._spare = Spare(name, str(spare_key(spec)), proc, scratch, files, out_path, err_path)
 
     def _handed_off(
         self, key: str | None, run_file: str, credentials: dict[str, str], out_path: str, err_path: str
@@ -350,15 +341,7 @@ class LocalLauncher:
                     spare.proc.stdin.close()
                 except OSError:
                     pass
-            _signal_group(spare.proc.pid, signal.SIGTERM)
-            deadline = time.monotonic() + self._grace
-            while self._group_alive(spare.proc.pid, spare.proc) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if self._group_alive(spare.proc.pid, spare.proc):
-                _signal_group(spare.proc.pid, signal.SIGKILL)
-                deadline = time.monotonic() + KILL_WAIT_SECONDS
-                while self._group_alive(spare.proc.pid, spare.proc) and time.monotonic() < deadline:
-                    time.sleep(0.02)
+            self._terminate_group(spare.proc.pid, spare.proc)
             self._remove_scratch(spare.scratch)
             for path in spare.files:
                 _remove(path)
@@ -417,6 +400,19 @@ class LocalLauncher:
         result = last_result(_lines(str(detail.get("log") or "")))
         errors = [line for line in _lines(str(detail.get("stderr") or "")) if line.strip()]
         return observe_finished_program(result, exit_code, errors[-1].strip()[:300] if errors else "")
+
+    def _terminate_group(self, pgid: int, child: subprocess.Popen[bytes] | None) -> None:
+        """SIGTERM to the process group, SIGKILL after the grace period; returns once none of
+        it is left (or the kill's own wait is over)."""
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self._grace
+        while self._group_alive(pgid, child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self._group_alive(pgid, child):
+            _signal_group(pgid, signal.SIGKILL)
+            deadline = time.monotonic() + KILL_WAIT_SECONDS
+            while self._group_alive(pgid, child) and time.monotonic() < deadline:
+                time.sleep(0.02)
 
     @staticmethod
     def _group_alive(pgid: int, child: subprocess.Popen[bytes] | None) -> bool:

@@ -61,7 +61,6 @@ class Spare:
     name: str
     key: str
     proc: subprocess.Popen[bytes]
-    start: object  # its start time (/proc)
     scratch: str
     files: tuple[str, ...]  # its record and logs in the state directory
     out_path: str
