@@ -62,11 +62,14 @@ def launcher(tmp_path: Path) -> Any:
     local.close()
 
 
-def attempt(lake: Lake, name: str, *, conf: dict[str, str] | None = None, **placement: Any) -> LaunchSpec:
+def attempt(
+    lake: Lake, name: str, *, conf: dict[str, str] | None = None, env: list[dict[str, str]] | None = None,
+    **placement: Any,
+) -> LaunchSpec:  # fmt: skip
     doc = run_document(lake.manifest(secret=SECRET), "compact", "main.t", name=name, **placement)
     doc["spark"]["conf"] = conf or {}  # as the controller writes a run's spark.conf
     return launch_spec(job_name=name, namespace="data", uid=doc["job"]["uid"], attempt=1, run_document=doc,
-                       spark={"launcher": "Local", "master": "local[2]", "conf": conf or {}},
+                       spark={"launcher": "Local", "master": "local[2]", "conf": conf or {}, "env": env or []},
                        env_from_secrets=CREDENTIALS, timeout_seconds=None, env={})  # fmt: skip
 
 
@@ -150,6 +153,41 @@ def test_a_run_after_one_on_spark_is_handed_to_a_warm_spare(lake: Lake, launcher
     assert third["state"] == "Succeeded" and "sparkSession" not in third["report"]
     assert not glob.glob(str(state / f"{spare['name']}.*")), os.listdir(state)  # its scratch and files too
     assert spare_of(state) is not None  # a spare again, with the last run's settings
+
+
+def test_a_cancelled_run_in_a_spare_leaves_only_its_logs(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
+    """A cancel ends the spare's whole group (its JVM too), and its scratch and Spark sockets'
+    directories go with it, as a fresh program's do. Both runs hold before their commit
+    (the spare has the first one's spark.env): the first is let go, the second cancelled."""
+    marker = tmp_path / "paused"
+    pause = [{"name": "DUCKLAKE_FAULT_PAUSE", "value": "before_commit"},
+             {"name": "DUCKLAKE_FAULT_MARKER", "value": str(marker)}]  # fmt: skip
+
+    def held() -> None:
+        deadline = time.time() + 120
+        while not marker.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "the program never reached its commit"
+
+    first = launcher.launch(attempt(lake, "first", env=pause))
+    held()
+    marker.unlink()  # let it go on
+    assert finish(launcher, first)["state"] == "Succeeded"
+    spare = spare_of(tmp_path / "runs")
+    assert spare is not None
+    more_files(lake, 1)
+    rows, before = lake.rows(), lake.snapshot()
+    second = launcher.launch(attempt(lake, "second", env=pause))
+    assert second.detail["pid"] == spare["pid"]
+    held()
+    scratch = second.detail["scratch"]
+    sockets = environ(spare["pid"])["DUCKLAKE_SPARK_SOCKET_DIR"]
+    assert os.path.isdir(scratch) and os.path.isdir(sockets) and _java_in(spare["pid"])
+    launcher.cancel(second)
+    assert gone(spare["pid"]) and launcher.stopped(second)
+    assert not os.path.exists(scratch) and not os.path.exists(sockets)
+    assert os.path.exists(second.detail["log"])  # its logs stay for its run to read
+    assert (lake.rows(), lake.snapshot()) == (rows, before)  # nothing committed
 
 
 def test_a_run_in_process_leaves_no_spare(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
