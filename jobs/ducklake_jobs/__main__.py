@@ -58,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(one JSON line; the Local launcher's warm spare); exit at the end of input",
     )
     spare.add_argument("--spark", required=True, help="the Spark settings: a run document's spark object, as JSON")
+    spare.add_argument("--idle-seconds", type=float, help="exit when no run came within this long")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("ducklake_jobs").setLevel(logging.INFO)
@@ -69,11 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with events_on_stdout() as write:
         if args.command == "spare":
-            return _spare(args.spark, write)
+            return _spare(args.spark, args.idle_seconds, write)
         return run_job(args.run_file, write, os.environ)
 
 
-def _spare(spark: str, write: Callable[[str], None]) -> int:
+def _spare(spark: str, idle_seconds: float | None, write: Callable[[str], None]) -> int:
     """Warm up, wait for the run, run it (``spare``)."""
     from .launched_program import run_job
     from .run_document_reader import spark_settings
@@ -87,7 +88,7 @@ def _spare(spark: str, write: Callable[[str], None]) -> int:
         log.info("Spark started ahead of its run in %.2f s; waiting for the run", time.perf_counter() - started)
     except Exception:  # the run starts Spark itself then, and says what went wrong
         log.warning("the spare could not start Spark ahead of its run", exc_info=True)
-    handoff = wait_for_run(sys.stdin)
+    handoff = wait_for_run(sys.stdin, idle_seconds)
     if handoff is None:
         return 0
     take(handoff)

@@ -7,7 +7,8 @@ that import what tasks import (the workers' daemon and one worker per slot, as a
 stage would), then waits for its run on stdin: one JSON line, ``{"runFile": PATH, "env":
 {...}}``, the run's credentials among them (the launcher hands no process a Secret's value
 before it has a run), and runs it as ``run`` does, in this process. End of input before
-that line (the launcher gone, or the spare discarded) ends it. A run's program is still a
+that line (the launcher gone, or the spare discarded) ends it, and so does a wait longer
+than ``--idle-seconds``. A run's program is still a
 process of its own, with its own limits and its own failure, as a fresh one is; only its
 start was paid before the run was created.
 """
@@ -15,6 +16,7 @@ start was paid before the run was created.
 from __future__ import annotations
 
 import os
+import select
 from typing import IO
 
 from ducklake_operator.model.spare_handoff import Handoff, parse_handoff
@@ -40,8 +42,11 @@ def _imported(slot: int) -> int:
     return slot
 
 
-def wait_for_run(stream: IO[str]) -> Handoff | None:
-    """The run the launcher hands over; None at the end of input (no run will come)."""
+def wait_for_run(stream: IO[str], idle_seconds: float | None = None) -> Handoff | None:
+    """The run the launcher hands over; None at the end of input (no run will come) or when
+    none came within ``idle_seconds`` (the spare gives its memory back)."""
+    if idle_seconds is not None and not select.select([stream], [], [], idle_seconds)[0]:
+        return None
     return parse_handoff(stream.readline())
 
 

@@ -148,10 +148,11 @@ def test_a_run_after_one_on_spark_is_handed_to_a_warm_spare(lake: Lake, launcher
     more_files(lake, 2)
     other = launcher.launch(attempt(lake, "third", conf={"spark.task.maxFailures": "2"}))
     assert other.detail["pid"] != spare["pid"]
-    assert gone(spare["pid"]), "the spare with other settings still runs"
+    # stopped before the attempt's own program started: never more programs than maxRuns
+    assert spare["pid"] not in _live_groups(), "the spare with other settings still runs"
+    assert not glob.glob(str(state / f"{spare['name']}.*")), os.listdir(state)  # its scratch and files too
     third = finish(launcher, other)
     assert third["state"] == "Succeeded" and "sparkSession" not in third["report"]
-    assert not glob.glob(str(state / f"{spare['name']}.*")), os.listdir(state)  # its scratch and files too
     assert spare_of(state) is not None  # a spare again, with the last run's settings
 
 
@@ -196,13 +197,15 @@ def test_a_run_in_process_leaves_no_spare(lake: Lake, launcher: LocalLauncher, t
     assert spare_of(tmp_path / "runs") is None
 
 
-def test_a_spare_exits_when_its_input_ends(tmp_path) -> None:
-    """The operator gone (its end of the pipe closed) before a run came: the spare and the
-    JVM it started exit."""
+@pytest.mark.parametrize("why", ["its input ends", "no run came"])
+def test_a_spare_exits_with_its_jvm_when_no_run_will_come(tmp_path, why: str) -> None:
+    """The operator gone (its end of the pipe closed), or no run within its idle time (its
+    memory back to the pod): the spare and the JVM it started exit, no JSON line written."""
     settings = json.dumps({"master": "local[1]", "conf": {}})
     env = {**os.environ, "TMPDIR": str(tmp_path)}
+    idle = ["--idle-seconds", "2"] if why == "no run came" else []
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        spare = subprocess.Popen([sys.executable, "-m", "ducklake_jobs", "spare", "--spark", settings],
+        spare = subprocess.Popen([sys.executable, "-m", "ducklake_jobs", "spare", "--spark", settings, *idle],
                                  stdin=subprocess.PIPE, stdout=out, stderr=err, env=env, start_new_session=True)  # fmt: skip
     try:
         deadline = time.time() + 60
@@ -210,13 +213,16 @@ def test_a_spare_exits_when_its_input_ends(tmp_path) -> None:
             time.sleep(0.1)
         assert _java_in(spare.pid), "its JVM never started"
         assert spare.stdin is not None
-        spare.stdin.close()
+        if why == "its input ends":
+            spare.stdin.close()
         assert spare.wait(timeout=60) == 0, (tmp_path / "err").read_text()[-2000:]
         assert (tmp_path / "out").read_text() == ""  # no run: no JSON line
         assert gone(spare.pid), "its JVM outlived it"
     finally:
         if spare.poll() is None:
             os.killpg(spare.pid, 9)
+        if spare.stdin is not None and not spare.stdin.closed:
+            spare.stdin.close()
 
 
 def _java_in(pgid: int) -> bool:

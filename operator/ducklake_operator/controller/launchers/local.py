@@ -40,7 +40,15 @@ from ...errors import LauncherBusy, LaunchFailed
 from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
 from ...model.socket_paths import SOCKET_DIR_ENV, socket_parent
 from ...model.spare_handoff import Handoff
-from .local_spare import SPARE_PREFIX, WARM_SPARE_ENV, Spare, spare_key, spark_settings, warm_spare_enabled
+from .local_spare import (
+    IDLE_SECONDS,
+    SPARE_PREFIX,
+    WARM_SPARE_ENV,
+    Spare,
+    spare_key,
+    spark_settings,
+    warm_spare_enabled,
+)
 from .observe import last_result, observe_finished_program
 from .spec import LOCAL, TTL_AFTER_FINISHED, Launched, LaunchSpec, Observed
 
@@ -204,7 +212,7 @@ class LocalLauncher:
         with self._lock:
             spare, self._spare = self._spare, None
         if spare is not None:
-            self._discard(spare, wait=True)
+            self._discard(spare)
 
     def _held(self) -> int:
         """Places held now (under the lock): a program's from its launch, or from when this
@@ -303,8 +311,8 @@ class LocalLauncher:
         try:
             os.makedirs(scratch, mode=0o700, exist_ok=True)
             env = self._environment(spec, scratch)
-            proc = self._start(["spare", "--spark", spark_settings(spec)], env, scratch, out_path, err_path,
-                               stdin=subprocess.PIPE)  # fmt: skip
+            args = ["spare", "--spark", spark_settings(spec), "--idle-seconds", str(IDLE_SECONDS)]
+            proc = self._start(args, env, scratch, out_path, err_path, stdin=subprocess.PIPE)
         except (OSError, LaunchFailed):
             self._remove_scratch(scratch)
             for path in files:
@@ -318,7 +326,8 @@ class LocalLauncher:
         self, key: str | None, run_file: str, credentials: dict[str, str], out_path: str, err_path: str
     ) -> tuple[subprocess.Popen[bytes], str] | None:
         """The spare, running the attempt, and its scratch directory; None when there is no
-        spare for it (one with other settings is stopped: at most ``max_runs`` programs)."""
+        spare for it. One with other settings is stopped before the attempt's own program
+        starts (its JVM gone: at most ``max_runs`` programs' memory in the pod)."""
         spare, self._spare = self._spare, None
         if spare is None:
             return None
@@ -331,25 +340,18 @@ class LocalLauncher:
             _remove(path)
         return spare.proc, spare.scratch
 
-    def _discard(self, spare: Spare, *, wait: bool = False) -> None:
-        """Stop a spare (the end of its stdin; SIGKILL to its group after the grace period)
-        and remove what it had, in a thread unless ``wait``."""
-
-        def stop() -> None:
-            if spare.proc.stdin is not None:
-                try:
-                    spare.proc.stdin.close()
-                except OSError:
-                    pass
-            self._terminate_group(spare.proc.pid, spare.proc)
-            self._remove_scratch(spare.scratch)
-            for path in spare.files:
-                _remove(path)
-
-        if wait:
-            stop()
-        else:
-            threading.Thread(target=stop, name=f"discard-{spare.name}", daemon=True).start()
+    def _discard(self, spare: Spare) -> None:
+        """Stop a spare (the end of its stdin, then its group ended as a cancel ends one) and
+        remove what it had."""
+        if spare.proc.stdin is not None:
+            try:
+                spare.proc.stdin.close()
+            except OSError:
+                pass
+        self._terminate_group(spare.proc.pid, spare.proc)
+        self._remove_scratch(spare.scratch)
+        for path in spare.files:
+            _remove(path)
 
     def _sweep_now_and_then(self) -> None:
         """``_sweep`` (under the lock) when the last one is ``SWEEP_INTERVAL`` old."""

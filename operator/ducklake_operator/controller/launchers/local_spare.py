@@ -6,7 +6,8 @@ spare with that run's Spark settings and environment; it starts its SparkContext
 workers, then waits. The next attempt whose settings are the same is handed to it (its run
 file and credentials on the spare's stdin) and becomes that process: its pid, its process
 group, its scratch directory, its logs. An attempt with other settings gets a fresh program
-and the spare is stopped, so at most ``maxRuns`` programs are ever in the operator's pod.
+and the spare is stopped first, so at most ``maxRuns`` programs are ever in the operator's
+pod; a spare no run came to within ``IDLE_SECONDS`` exits by itself.
 Chart value ``jobs.local.warmSpare`` (``DUCKLAKE_LOCAL_WARM_SPARE``), on by default.
 """
 
@@ -21,6 +22,8 @@ from .spec import LaunchSpec
 
 WARM_SPARE_ENV = "DUCKLAKE_LOCAL_WARM_SPARE"
 SPARE_PREFIX = "spare-"  # + 16 hex digits: a spare's name among the attempts' in the state directory
+# a spare no run came to in this long exits (its memory back to the pod); the next run starts its own
+IDLE_SECONDS = 900.0
 
 
 def warm_spare_enabled(value: str | None) -> bool:
