@@ -78,7 +78,7 @@ def _spare(spark: str, idle_seconds: float | None, write: Callable[[str], None])
     """Warm up, wait for the run, run it (``spare``)."""
     from .launched_program import run_job
     from .run_document_reader import spark_settings
-    from .spare import take, wait_for_run, warm
+    from .spare import forget_session, session_alive, take, wait_for_run, warm
 
     warmed = False
     try:
@@ -92,6 +92,10 @@ def _spare(spark: str, idle_seconds: float | None, write: Callable[[str], None])
     if handoff is None:
         return 0
     take(handoff)
+    if warmed and not session_alive():
+        log.warning("the Spark session started ahead is gone (its JVM killed?): the run starts its own")
+        forget_session()
+        warmed = False
     return run_job(handoff.run_file, write, os.environ, warm_session=warmed)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import select
-from typing import IO
+from typing import IO, Any
 
 from ducklake_operator.model.spare_handoff import Handoff, parse_handoff
 
@@ -54,3 +54,31 @@ def take(handoff: Handoff) -> None:
     """This process's environment becomes the run's: its credentials added (the rest of its
     environment the launcher gave the spare already, as it would have given the run)."""
     os.environ.update(handoff.env)
+
+
+def session_alive() -> bool:
+    """Whether the session started ahead still answers (its JVM may have been killed while the
+    spare waited: the out-of-memory killer picks the largest process)."""
+    from pyspark import SparkContext
+
+    jvm: Any = SparkContext._jvm
+    if SparkContext._active_spark_context is None or jvm is None:
+        return False
+    try:
+        jvm.java.lang.System.currentTimeMillis()  # a round trip to the JVM
+    except Exception:  # noqa: BLE001 - py4j's errors for a gateway that is gone vary
+        return False
+    return True
+
+
+def forget_session() -> None:
+    """Drop a session whose JVM is gone, so the run starts its own as a fresh program would
+    (PySpark launches a new gateway when it has none)."""
+    from pyspark import SparkContext
+
+    from .session import spark_context
+
+    spark_context.cache_clear()
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None

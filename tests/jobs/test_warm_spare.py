@@ -156,6 +156,34 @@ def test_a_run_after_one_on_spark_is_handed_to_a_warm_spare(lake: Lake, launcher
     assert spare_of(state) is not None  # a spare again, with the last run's settings
 
 
+def test_a_spare_whose_jvm_was_killed_runs_its_run_on_a_session_of_its_own(
+    lake: Lake, launcher: LocalLauncher, tmp_path
+) -> None:
+    """The JVM of a waiting spare killed (the out-of-memory killer picks the largest process):
+    the run handed to it starts Spark again, as a fresh program would, and succeeds."""
+    state = tmp_path / "runs"
+    finish(launcher, launcher.launch(attempt(lake, "first")))
+    spare = spare_of(state)
+    assert spare is not None
+    err = state / f"{spare['name']}.err.log"
+    deadline = time.time() + 120
+    while "waiting for the run" not in err.read_text() and time.time() < deadline:
+        time.sleep(0.05)
+    for pid in _java_pids(spare["pid"]):
+        os.kill(pid, 9)
+    deadline = time.time() + 30
+    while _java_in(spare["pid"]) and time.time() < deadline:
+        time.sleep(0.05)
+    more_files(lake, 1)
+    rows = lake.rows()
+    launched = launcher.launch(attempt(lake, "second"))
+    assert launched.detail["pid"] == spare["pid"]
+    result = finish(launcher, launched)
+    assert result["state"] == "Succeeded" and result["ranOn"] == "spark" and "sparkSession" not in result["report"]
+    assert result["report"]["timings"]["sparkStart"] > 0 and lake.rows() == rows
+    assert "the run starts its own" in Path(launched.detail["stderr"]).read_text()
+
+
 def test_a_cancelled_run_in_a_spare_leaves_only_its_logs(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
     """A cancel ends the spare's whole group (its JVM too), and its scratch and Spark sockets'
     directories go with it, as a fresh program's do. Both runs hold before their commit
@@ -227,14 +255,20 @@ def test_a_spare_exits_with_its_jvm_when_no_run_will_come(tmp_path, why: str) ->
 
 def _java_in(pgid: int) -> bool:
     """Whether a JVM runs in the process group ``pgid``."""
+    return bool(_java_pids(pgid))
+
+
+def _java_pids(pgid: int) -> list[int]:
+    found = []
     for entry in os.listdir("/proc"):
         try:
             if (
                 entry.isdigit()
                 and os.getpgid(int(entry)) == pgid
                 and Path(f"/proc/{entry}/comm").read_text().strip() == "java"
+                and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # not exited
             ):
-                return True
+                found.append(int(entry))
         except (ProcessLookupError, OSError):
             continue
-    return False
+    return found
