@@ -184,6 +184,23 @@ def test_a_spare_whose_jvm_was_killed_runs_its_run_on_a_session_of_its_own(
     assert "the run starts its own" in Path(launched.detail["stderr"]).read_text()
 
 
+def test_a_spare_that_died_while_it_waited_is_replaced_by_a_program_of_the_runs_own(
+    lake: Lake, launcher: LocalLauncher, tmp_path
+) -> None:
+    state = tmp_path / "runs"
+    finish(launcher, launcher.launch(attempt(lake, "first")))
+    spare = spare_of(state)
+    assert spare is not None
+    os.killpg(spare["pid"], 9)  # the spare and its JVM
+    assert gone(spare["pid"])
+    more_files(lake, 1)
+    launched = launcher.launch(attempt(lake, "second"))
+    assert launched.detail["pid"] != spare["pid"]
+    assert not glob.glob(str(state / f"{spare['name']}.*")), os.listdir(state)  # what it had, removed
+    result = finish(launcher, launched)
+    assert result["state"] == "Succeeded" and "sparkSession" not in result["report"]
+
+
 def test_a_cancelled_run_in_a_spare_leaves_only_its_logs(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
     """A cancel ends the spare's whole group (its JVM too), and its scratch and Spark sockets'
     directories go with it, as a fresh program's do. Both runs hold before their commit
