@@ -20,10 +20,12 @@ the operator's peak RSS.
 under ``inProcessBelow`` (Local launcher): the seconds from the job's creation on the API
 server to its Succeeded there (watched every 20 ms), split into the operator's hops (to the
 run's start, from the program's end), the job program's process (its imports before the
-job), and the job's own phases (its report's timings); the median and the extremes.
+job), and the job's own phases (its report's timings); the median and the extremes. With
+``--spark`` the jobs run on Spark local mode (from the second on in the Local launcher's warm
+spare; ``--no-warm-spare``: each program starts its own).
 
     python bench/scheduling.py [--tables 200] [--real 20] [--in-process] [--profile DIR]
-    python bench/scheduling.py --single 10 [--tables 10] [--code DIR]
+    python bench/scheduling.py --single 10 [--tables 10] [--code DIR] [--spark [--no-warm-spare]]
 """
 
 from __future__ import annotations
@@ -124,14 +126,16 @@ def phase(
           f"operator peak RSS {op.peak_rss_mb():.0f} MB", flush=True)  # fmt: skip
 
 
-def single_jobs(cluster: KubeCluster, op: Operator, tables: int, count: int) -> None:
-    """``count`` DuckLakeJobs, one at a time, each compacting the next table in this process."""
+def single_jobs(cluster: KubeCluster, op: Operator, tables: int, count: int, on_spark: bool = False) -> None:
+    """``count`` DuckLakeJobs, one at a time, each compacting the next table in this process
+    (``on_spark``: on Spark local mode, from the second on in the Local launcher's warm spare
+    unless the operator was told not to keep one)."""
     rows = []
     for k in range(count):
         name = f"single-{k:03}"
         job = {"apiVersion": API, "kind": "DuckLakeJob", "metadata": {"name": name, "namespace": NAMESPACE},
                "spec": {"catalogRef": {"name": "lake"}, "table": f"main.t{k % tables:04}", "operation": "compact",
-                        "spark": {"launcher": "Local", "inProcessBelow": "1GB"}}}  # fmt: skip
+                        "spark": {"launcher": "Local", **({} if on_spark else {"inProcessBelow": "1GB"})}}}  # fmt: skip
         t0 = time.time()
         cluster.request("POST", f"/apis/{API}/namespaces/{NAMESPACE}/ducklakejobs", job)
         while True:
@@ -151,12 +155,14 @@ def single_jobs(cluster: KubeCluster, op: Operator, tables: int, count: int) -> 
         launched, result = os.stat(detail["runFile"]).st_mtime, os.stat(detail["log"]).st_mtime
         hops = {"toLaunch": launched - t0, "program": result - launched, "afterResult": t0 + elapsed - result}
         rows.append({"state": status["state"], "seconds": elapsed, "job": report.get("seconds"), **hops, **timings})
-        print(f"{name}: {status['state']} {elapsed:5.2f} s after its creation (creation to launch "
+        session = f", {report.get('sparkSession', 'its own')} Spark session" if status.get("ranOn") == "spark" else ""
+        print(f"{name}: {status['state']}{session} {elapsed:5.2f} s after its creation (creation to launch "
               f"{hops['toLaunch']:.2f} s, program to its result {hops['program']:.2f} s, of which the job "
               f"{report.get('seconds')} s {timings}; result to Succeeded {hops['afterResult']:.2f} s)",
               flush=True)  # fmt: skip
     took = [r["seconds"] for r in rows]
-    print(f"single jobs: {count} compactions under inProcessBelow, creation to Succeeded: median "
+    what = "on Spark local mode" if on_spark else "under inProcessBelow"
+    print(f"single jobs: {count} compactions {what}, creation to Succeeded: median "
           f"{statistics.median(took):.2f} s (min {min(took):.2f}, max {max(took):.2f}); the job itself: median "
           f"{statistics.median(r['job'] or 0 for r in rows):.2f} s; medians: creation to launch "
           f"{statistics.median(r['toLaunch'] for r in rows):.2f} s, program {statistics.median(r['program'] for r in rows):.2f}"
@@ -170,6 +176,8 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="the real runs skip Spark (inProcessBelow)")
     parser.add_argument("--code", help="run the operator and its job programs on the tree DIR (operator/, jobs/)")
     parser.add_argument("--single", type=int, default=0, help="N single DuckLakeJobs, creation to Succeeded")
+    parser.add_argument("--spark", action="store_true", help="the single jobs on Spark local mode")
+    parser.add_argument("--no-warm-spare", action="store_true", help="the Local launcher keeps no warm spare")
     parser.add_argument("--profile", help="directory for py-spy profiles of the operator (bench/speedscope_summary.py)")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-scheduling-")
@@ -198,7 +206,8 @@ def main() -> None:
                   for i in range(args.tables)]  # fmt: skip
         op = Operator(kubeconfig, os.path.join(tmp, "operator.log"), DUCKLAKE_DRIFT_INTERVAL="3600",
                       DUCKLAKE_POLICY_INTERVAL="1", DUCKLAKE_LOCAL_MAX_RUNS=str(SLOTS),  # the catalog's limit decides
-                      DUCKLAKE_STATE_DIR=os.path.join(tmp, "runs"), **code).start(
+                      DUCKLAKE_STATE_DIR=os.path.join(tmp, "runs"),
+                      DUCKLAKE_LOCAL_WARM_SPARE=str(not args.no_warm_spare).lower(), **code).start(
                           "--log-level=WARNING")  # fmt: skip
         cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=yaml.safe_dump_all([secret, catalog, *tables]))
         while True:
@@ -213,7 +222,7 @@ def main() -> None:
         print(f"kube-apiserver {cluster.version()['gitVersion']}, PostgreSQL catalog, {args.tables} tables of 3 "
               f"small files, operator as the chart's service account, Local launcher", flush=True)  # fmt: skip
         if args.single:
-            single_jobs(cluster, op, args.tables, args.single)
+            single_jobs(cluster, op, args.tables, args.single, args.spark)
             return
         trigger = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 1}
         phase(cluster, op, "dry-runs", {"dryRun": True, "spark": {"launcher": "Local"}, "compaction": trigger},
