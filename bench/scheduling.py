@@ -25,7 +25,7 @@ job), and the job's own phases (its report's timings); the median and the extrem
 spare; ``--no-warm-spare``: each program starts its own).
 
     python bench/scheduling.py [--tables 200] [--real 20] [--in-process] [--profile DIR]
-    python bench/scheduling.py --single 10 [--tables 10] [--code DIR] [--spark [--no-warm-spare]]
+    python bench/scheduling.py --single 10 [--tables 10] [--code DIR] [--spark [--no-warm-spare]] [--gap S]
 """
 
 from __future__ import annotations
@@ -126,12 +126,17 @@ def phase(
           f"operator peak RSS {op.peak_rss_mb():.0f} MB", flush=True)  # fmt: skip
 
 
-def single_jobs(cluster: KubeCluster, op: Operator, tables: int, count: int, on_spark: bool = False) -> None:
+def single_jobs(
+    cluster: KubeCluster, op: Operator, tables: int, count: int, on_spark: bool = False, gap: float = 0.0
+) -> None:
     """``count`` DuckLakeJobs, one at a time, each compacting the next table in this process
     (``on_spark``: on Spark local mode, from the second on in the Local launcher's warm spare
-    unless the operator was told not to keep one)."""
+    unless the operator was told not to keep one); ``gap``: seconds between one's end and the
+    next one's creation (a spare started after a run is ready a few seconds later)."""
     rows = []
     for k in range(count):
+        if k:
+            time.sleep(gap)
         name = f"single-{k:03}"
         job = {"apiVersion": API, "kind": "DuckLakeJob", "metadata": {"name": name, "namespace": NAMESPACE},
                "spec": {"catalogRef": {"name": "lake"}, "table": f"main.t{k % tables:04}", "operation": "compact",
@@ -177,6 +182,7 @@ def main() -> None:
     parser.add_argument("--code", help="run the operator and its job programs on the tree DIR (operator/, jobs/)")
     parser.add_argument("--single", type=int, default=0, help="N single DuckLakeJobs, creation to Succeeded")
     parser.add_argument("--spark", action="store_true", help="the single jobs on Spark local mode")
+    parser.add_argument("--gap", type=float, default=0.0, help="seconds between single jobs")
     parser.add_argument("--no-warm-spare", action="store_true", help="the Local launcher keeps no warm spare")
     parser.add_argument("--profile", help="directory for py-spy profiles of the operator (bench/speedscope_summary.py)")
     args = parser.parse_args()
@@ -222,7 +228,7 @@ def main() -> None:
         print(f"kube-apiserver {cluster.version()['gitVersion']}, PostgreSQL catalog, {args.tables} tables of 3 "
               f"small files, operator as the chart's service account, Local launcher", flush=True)  # fmt: skip
         if args.single:
-            single_jobs(cluster, op, args.tables, args.single, args.spark)
+            single_jobs(cluster, op, args.tables, args.single, args.spark, args.gap)
             return
         trigger = {"schedule": "0 3 * * *", "whenSmallFilesAbove": 1}
         phase(cluster, op, "dry-runs", {"dryRun": True, "spark": {"launcher": "Local"}, "compaction": trigger},

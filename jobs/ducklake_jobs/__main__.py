@@ -103,8 +103,13 @@ def exit_now(code: int) -> NoReturn:
     """End the program with ``code`` once its output is flushed, without the interpreter's
     teardown (a quarter to half a second of unloading DuckDB, pyarrow and the rest, while the
     launcher waits for the exit to look at the run): everything the run opened is closed by
-    then. A program that started Spark ends the usual way, so pyspark stops its JVM."""
+    then. A program that started Spark kills the JVM it started (``session.stop_jvm``) and
+    ends the usual way, so that its exit handlers remove the session's directories."""
     if "pyspark" in sys.modules:
+        from .session import stop_jvm
+
+        sys.stdout.flush()
+        stop_jvm()
         sys.exit(code)
     logging.shutdown()
     sys.stdout.flush()

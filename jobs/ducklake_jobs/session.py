@@ -25,7 +25,9 @@ from . import class_archive, job_timings
 # local[2] session here, median of 5 paired runs: 3.2 s against 6.7 s), and from a
 # class-data-sharing archive when there is one (``class_archive``). A run's own
 # spark.driver.extraJavaOptions replaces them.
-LOCAL_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Without its performance-data file (/tmp/hsperfdata_<user>/<pid>, which only jps and jstat read)
+# a JVM killed at the program's end (``stop_jvm``) leaves nothing in /tmp.
+LOCAL_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
 # The JVM and its Python workers talk over Unix domain sockets (Spark 4.1+; the files go to
 # java.io.tmpdir, /tmp: the pods' emptyDir; a local session's to ``_socket_dir``) rather
 # than loopback TCP: a task's round trip took about 26 ms there, 4-6 ms this way (local[2],
@@ -41,6 +43,11 @@ SESSION_DEFAULTS = (
 )
 SOCKET_DIR = "spark.python.unix.domain.socket.dir"
 SOCKETS_PREFIX = "ducklake-spark-"  # + mkdtemp's 8 characters
+LOCAL_DIR = "spark.local.dir"
+LOCAL_DIR_PREFIX = "ducklake-spark-local-"
+JVM_EXIT_SECONDS = 10.0  # for a JVM killed at the program's end to be gone
+_killable = False  # the JVM is this process's, and what it writes is in the session's own directory
+_archiving = False  # the JVM writes the class-data-sharing archive as it exits: not killed
 
 
 @lru_cache(maxsize=1)
@@ -61,27 +68,57 @@ def spark_context(master: str | None = None, conf: tuple[tuple[str, str], ...] =
         settings.setMaster(chosen)
         if chosen.startswith("local"):
             own = dict(conf)
+            # the JVM's temporary files (its native libraries, Spark's local directories) in
+            # a directory of the session's, in TMPDIR, removed at exit
+            session_dir = _own_dir(tempfile.mkdtemp(prefix=LOCAL_DIR_PREFIX))
             if "spark.driver.extraJavaOptions" not in own:
                 archive, dump = class_archive.java_options()
-                options = f"{LOCAL_DRIVER_JAVA_OPTIONS} {_java_temp_dir()} {archive}"
+                options = f"{LOCAL_DRIVER_JAVA_OPTIONS} {_java_temp_dir(session_dir)} {archive}"
                 settings.set("spark.driver.extraJavaOptions", options.strip())
             if SOCKET_DIR not in own:
                 settings.set(SOCKET_DIR, _socket_dir())
+            if LOCAL_DIR not in own:
+                settings.set(LOCAL_DIR, session_dir)
+            global _killable
+            _killable = "spark.driver.extraJavaOptions" not in own and LOCAL_DIR not in own
     # else the program runs under spark-submit (its PythonRunner sets that variable), whose
     # --master the launcher chose (a pod's: the in-cluster API server, expanded by the kubelet)
     with job_timings.within(job_timings.SPARK_START):
         context = SparkContext.getOrCreate(settings)
         context.setLogLevel("WARN")
     if dump is not None:  # the first session here: its JVM's classes are archived when it exits
+        global _archiving
+        _archiving = True
         atexit.register(class_archive.publish, context, dump)
     return context
 
 
-def _java_temp_dir() -> str:
-    """The JVM's temporary directory where the program's is: the JVM ignores TMPDIR, and what
-    Spark keeps there (its local directories) would land in /tmp, outside the scratch
-    directory a launcher gives the program and removes after it (the Local launcher's)."""
-    return f'"-Djava.io.tmpdir={tempfile.gettempdir()}"'
+def stop_jvm() -> None:
+    """At the program's end (its result written), kill the JVM this process started, rather than
+    leave it to its shutdown hooks: it went on for about 2 s after the program had exited
+    (stopping the context, which the run no longer needs), and a launcher that waits for the
+    program's whole process group (the Local launcher) waited for it. What those hooks would
+    delete (and its native libraries, which it deletes as it exits) is in the session's own
+    directory, removed at exit. Nothing when the JVM is not this process's (under
+    spark-submit), keeps its files elsewhere (a run's own java options or local directory) or
+    writes its class archive as it exits."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None or not _killable or _archiving:
+        return
+    proc.kill()
+    try:
+        proc.wait(JVM_EXIT_SECONDS)
+    except Exception:  # noqa: BLE001 - still going: it ends with this process's stdin anyway
+        pass
+
+
+def _java_temp_dir(path: str) -> str:
+    """The JVM's temporary directory: ``path``, in the program's (TMPDIR). The JVM ignores
+    TMPDIR, and what it keeps there would land in /tmp, outside the scratch directory a
+    launcher gives the program and removes after it (the Local launcher's)."""
+    return f'"-Djava.io.tmpdir={path}"'
 
 
 def _socket_dir() -> str:
@@ -97,5 +134,10 @@ def _socket_dir() -> str:
     else:
         parent = socket_parent(tempfile.gettempdir(), len(SOCKETS_PREFIX) + 8)
         path = tempfile.mkdtemp(prefix=SOCKETS_PREFIX, dir=parent)
+    return _own_dir(path)
+
+
+def _own_dir(path: str) -> str:
+    """``path``, removed when this process exits."""
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path

@@ -8,18 +8,21 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from contextlib import closing
 
 import pytest
 
 from ducklake_operator.catalog import Catalog, CatalogLocation
 from ducklake_operator.catalog.job_commits import find_job_commit
+from ducklake_operator.controller.launchers.local import _live_groups
 from ducklake_operator.model.job_marker import file_marker, is_marked, job_commit_report
 from support import duck
 from support.job_lakes import INSERTS, PARTS, Lake, partitioned_table
-from support.job_program import NO_SPARK, command, program_env, run_document, run_program
+from support.job_program import NO_SPARK, command, program_env, run_document, run_program, write_document
 from support.pgserver import PgServer, free_port
 
 ROLE = "ducklake_job_pw"
@@ -274,3 +277,24 @@ def test_console_script_and_no_kubernetes_client(sqlite_lake: Lake, tmp_path) ->
         "INFO ducklake_jobs.job_status: DUCKLAKE_REPORT_TO_API=1, but the kubernetes client is not installed "
         "(pip install 'ducklake-operator[controller]'): reporting on stdout only"
     ]
+
+
+def test_a_program_on_spark_ends_with_its_jvm_and_leaves_nothing_in_its_tmpdir(sqlite_lake: Lake, tmp_path) -> None:
+    """Its JVM went on for about 2 s after the program had exited, running its shutdown hooks,
+    while a Local run waited for the program's whole process group to end. The program now
+    kills the JVM it started once its result is out: when it exits, nothing of its group is
+    left, and nothing of its session in its TMPDIR (Spark's local directory and the workers'
+    sockets are the session's own, removed at exit)."""
+    tmp = tempfile.mkdtemp(prefix="dl-", dir="/tmp")  # short: a socket's path there must fit in 107 bytes
+    try:
+        run_file = write_document(run_document(sqlite_lake.manifest(), "compact", "main.t"), str(tmp_path))
+        with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+            proc = subprocess.Popen(command(run_file), stdout=out, stderr=err, env=program_env(TMPDIR=tmp),
+                                    start_new_session=True)  # fmt: skip
+        assert proc.wait(300) == 0, (tmp_path / "err").read_text()[-3000:]
+        assert proc.pid not in _live_groups(), "its JVM outlived it"
+        result = json.loads((tmp_path / "out").read_text().splitlines()[-1])
+        assert result["state"] == "Succeeded" and result["ranOn"] == "spark"
+        assert os.listdir(tmp) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
