@@ -236,6 +236,26 @@ def test_a_cancelled_run_in_a_spare_leaves_only_its_logs(lake: Lake, launcher: L
     assert (lake.rows(), lake.snapshot()) == (rows, before)  # nothing committed
 
 
+def test_no_spare_where_the_pods_memory_limit_leaves_too_little(lake: Lake, tmp_path) -> None:
+    """The operator's own memory grows with what it watches: a spare (about 640 MB resident)
+    is started only where the pod's memory cgroup leaves room for it (read from its files:
+    here a cgroup v2 container with 500 MB left)."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "memory.max").write_text(f"{1024 * 2**20}\n")
+    (root / "memory.current").write_text(f"{524 * 2**20}\n")
+    (root / "memory.stat").write_text("anon 0\nactive_file 0\ninactive_file 0\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKLAKE_")}
+    secrets = {"username": ROLE, "password": PASSWORD}
+    tight = LocalLauncher(lambda _ns, _secret, key: secrets[key], state_dir=str(tmp_path / "runs"), env=env,
+                          warm_spare=True, cgroup_root=str(root))  # fmt: skip
+    try:
+        assert finish(tight, tight.launch(attempt(lake, "first")))["ranOn"] == "spark"
+        assert spare_of(tmp_path / "runs") is None
+    finally:
+        tight.close()
+
+
 def test_a_run_in_process_leaves_no_spare(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
     result = finish(launcher, launcher.launch(attempt(lake, "small", **NO_SPARK)))
     assert result["ranOn"] == "in-process"

@@ -1,14 +1,16 @@
 """Which attempts a warm spare may run (``local_spare.spare_key``): the same Spark settings as
 the run document gives the program and the same ``spark.env``; never one whose ``spark.env``
-takes a value from a Secret. And the chart value that turns it off."""
+takes a value from a Secret. The chart value that turns it off, and the room a pod's memory
+limit leaves for one (``memory_room``, from the cgroup's own files)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ducklake_operator.controller.launchers.local_spare import spare_key, warm_spare_enabled
+from ducklake_operator.controller.launchers.local_spare import memory_room, spare_key, warm_spare_enabled
 from ducklake_operator.controller.launchers.spec import LaunchSpec, launch_spec
 
 
@@ -55,3 +57,37 @@ def test_the_chart_value_turns_it_on_and_off(value: str | None, on: bool) -> Non
 def test_a_chart_value_that_is_no_boolean_is_refused() -> None:
     with pytest.raises(ValueError, match="DUCKLAKE_LOCAL_WARM_SPARE='maybe'"):
         warm_spare_enabled("maybe")
+
+
+def cgroup(root: Path, version: int, limit: str, usage: int, active_file: int = 0, inactive_file: int = 0) -> str:
+    """A memory cgroup's files as the kernel shows them to the container (v2, or v1's memory controller)."""
+    if version == 2:
+        files = {"memory.max": limit, "memory.current": str(usage),
+                 "memory.stat": f"anon 1\nactive_file {active_file}\ninactive_file {inactive_file}\nshmem 7\n"}  # fmt: skip
+        directory = root
+    else:
+        files = {"memory.limit_in_bytes": limit, "memory.usage_in_bytes": str(usage),
+                 "memory.stat": f"cache 9\ntotal_active_file {active_file}\ntotal_inactive_file {inactive_file}\n"}  # fmt: skip
+        directory = root / "memory"
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (directory / name).write_text(text + "\n")
+    return str(root)
+
+
+MB = 2**20
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_room_under_the_pods_memory_limit_counts_the_page_cache_as_free(tmp_path: Path, version: int) -> None:
+    root = cgroup(tmp_path, version, str(1024 * MB), 900 * MB, active_file=300 * MB, inactive_file=100 * MB)
+    assert memory_room(root) == 1024 * MB - 500 * MB
+
+
+@pytest.mark.parametrize(("version", "limit"), [(2, "max"), (1, "9223372036854771712")])
+def test_no_memory_limit_leaves_unbounded_room(tmp_path: Path, version: int, limit: str) -> None:
+    assert memory_room(cgroup(tmp_path, version, limit, 900 * MB)) is None
+
+
+def test_no_memory_cgroup_to_read_says_nothing(tmp_path: Path) -> None:
+    assert memory_room(str(tmp_path)) is None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -41,10 +42,13 @@ from ...model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME, REPORT_TO_API
 from ...model.socket_paths import SOCKET_DIR_ENV, socket_parent
 from ...model.spare_handoff import Handoff
 from .local_spare import (
+    CGROUP_ROOT,
     IDLE_SECONDS,
+    SPARE_MEMORY,
     SPARE_PREFIX,
     WARM_SPARE_ENV,
     Spare,
+    memory_room,
     spare_key,
     spark_settings,
     warm_spare_enabled,
@@ -52,6 +56,7 @@ from .local_spare import (
 from .observe import last_result, observe_finished_program
 from .spec import LOCAL, TTL_AFTER_FINISHED, Launched, LaunchSpec, Observed
 
+log = logging.getLogger(__name__)
 STATE_DIR_ENV = "DUCKLAKE_STATE_DIR"
 # the job programs run in the operator's own pod, each with Spark's JVM or an in-process DuckDB
 # sized for a pod of its own: more at once than its memory limit allows get it OOM-killed (and
@@ -89,11 +94,13 @@ class LocalLauncher:
         linger_seconds: float = LINGER_SECONDS,
         keep_seconds: float = TTL_AFTER_FINISHED,
         warm_spare: bool | None = None,
+        cgroup_root: str = CGROUP_ROOT,
     ) -> None:
         """``on_exit(uid)``: called (from a thread) when the program of the DuckLakeJob with
         that uid exits, so its run looks at once instead of at its next poll.
         ``keep_seconds``: how long an ended attempt's files (run document, logs) stay.
-        ``warm_spare``: keep a spare after a run on Spark (else ``DUCKLAKE_LOCAL_WARM_SPARE``, on)."""
+        ``warm_spare``: keep a spare after a run on Spark (else ``DUCKLAKE_LOCAL_WARM_SPARE``, on),
+        where the memory cgroup at ``cgroup_root`` (the pod's) leaves room for it."""
         self._secret_value = secret_value
         self._on_exit = on_exit
         self._env = dict(os.environ if env is None else env)
@@ -109,6 +116,7 @@ class LocalLauncher:
         self._warm = warm_spare_enabled(self._env.get(WARM_SPARE_ENV)) if warm_spare is None else warm_spare
         self._spare: Spare | None = None
         self._warmable: dict[str, LaunchSpec] = {}  # attempt name -> its spec, when a spare could run its like
+        self._cgroup_root = cgroup_root
         self._lock = threading.Lock()
 
     def available(self) -> str | None:
@@ -205,7 +213,11 @@ class LocalLauncher:
             self._places.pop(launched.name, None)
             spec = self._warmable.pop(launched.name, None)
             if spec is not None and self._spare is None and self._held() == 0 and _ran_on_spark(launched.detail):
-                self._start_spare(spec)
+                room = memory_room(self._cgroup_root)
+                if room is None or room >= SPARE_MEMORY:
+                    self._start_spare(spec)
+                else:
+                    log.info("no warm spare: %d MB left under the pod's memory limit", room // 2**20)
 
     def close(self) -> None:
         """Stop the spare, if there is one (the operator stops; a program it launched runs on)."""

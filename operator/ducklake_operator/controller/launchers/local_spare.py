@@ -7,13 +7,16 @@ workers, then waits. The next attempt whose settings are the same is handed to i
 file and credentials on the spare's stdin) and becomes that process: its pid, its process
 group, its scratch directory, its logs. An attempt with other settings gets a fresh program
 and the spare is stopped first, so at most ``maxRuns`` programs are ever in the operator's
-pod; a spare no run came to within ``IDLE_SECONDS`` exits by itself.
+pod; a spare no run came to within ``IDLE_SECONDS`` exits by itself, and none is started
+where the pod's memory limit leaves less than ``SPARE_MEMORY`` (the operator's own memory
+grows with the objects it watches: 0.4 GB at 10,000 tables).
 Chart value ``jobs.local.warmSpare`` (``DUCKLAKE_LOCAL_WARM_SPARE``), on by default.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 
@@ -24,6 +27,11 @@ WARM_SPARE_ENV = "DUCKLAKE_LOCAL_WARM_SPARE"
 SPARE_PREFIX = "spare-"  # + 16 hex digits: a spare's name among the attempts' in the state directory
 # a spare no run came to in this long exits (its memory back to the pod); the next run starts its own
 IDLE_SECONDS = 900.0
+# what an idle spare holds resident (about 640 MB measured: its JVM, Python and Spark's workers),
+# with a margin: no spare is started where the pod's memory limit leaves less
+SPARE_MEMORY = 768 * 2**20
+CGROUP_ROOT = "/sys/fs/cgroup"
+_NO_LIMIT = 2**60  # cgroup v1 says "no limit" with a page-rounded 2**63 - 1
 
 
 def warm_spare_enabled(value: str | None) -> bool:
@@ -81,3 +89,40 @@ class Spare:
         except OSError:  # BrokenPipeError: it exited since ``alive``
             return False
         return True
+
+
+def memory_room(root: str = CGROUP_ROOT) -> int | None:
+    """Bytes this process's memory cgroup (the pod's container) has left under its limit, the
+    files' page cache not counted as used (the kernel reclaims it before it kills anything; a
+    run's written files fill it); None when it has no limit or says nothing (cgroup v2, else
+    v1)."""
+    if os.path.exists(os.path.join(root, "memory.max")):
+        directory, limit_file, usage_file, prefix = root, "memory.max", "memory.current", ""
+    else:
+        directory, limit_file, usage_file, prefix = (
+            os.path.join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes", "total_"
+        )  # fmt: skip
+    limit, usage = _read(os.path.join(directory, limit_file)), _read(os.path.join(directory, usage_file))
+    if not (limit and limit.isdigit() and int(limit) < _NO_LIMIT and usage and usage.isdigit()):
+        return None
+    values = _stat_values(os.path.join(directory, "memory.stat"))
+    cache = sum(values.get(f"{prefix}{kind}_file", 0) for kind in ("active", "inactive"))
+    return int(limit) - (int(usage) - cache)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _stat_values(path: str) -> dict[str, int]:
+    """A cgroup's ``memory.stat``: ``name value`` lines."""
+    values = {}
+    for line in (_read(path) or "").splitlines():
+        name, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            values[name] = int(value)
+    return values
