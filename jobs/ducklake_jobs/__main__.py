@@ -8,16 +8,12 @@ stdout carries the program's JSON lines and nothing else: whatever else would wr
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NoReturn
-
-log = logging.getLogger("ducklake_jobs.spare")
 
 
 @contextmanager
@@ -70,33 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with events_on_stdout() as write:
         if args.command == "spare":
-            return _spare(args.spark, args.idle_seconds, write)
+            from .spare import serve
+
+            return serve(args.spark, args.idle_seconds, write)
         return run_job(args.run_file, write, os.environ)
-
-
-def _spare(spark: str, idle_seconds: float | None, write: Callable[[str], None]) -> int:
-    """Warm up, wait for the run, run it (``spare``)."""
-    from .launched_program import run_job
-    from .run_document_reader import spark_settings
-    from .spare import forget_session, session_alive, take, wait_for_run, warm
-
-    warmed = False
-    try:
-        started = time.perf_counter()
-        warm(*spark_settings(json.loads(spark)))
-        warmed = True
-        log.info("Spark started ahead of its run in %.2f s; waiting for the run", time.perf_counter() - started)
-    except Exception:  # the run starts Spark itself then, and says what went wrong
-        log.warning("the spare could not start Spark ahead of its run", exc_info=True)
-    handoff = wait_for_run(sys.stdin, idle_seconds)
-    if handoff is None:
-        return 0
-    take(handoff)
-    if warmed and not session_alive():
-        log.warning("the Spark session started ahead is gone (its JVM killed?): the run starts its own")
-        forget_session()
-        warmed = False
-    return run_job(handoff.run_file, write, os.environ, warm_session=warmed)
 
 
 def exit_now(code: int) -> NoReturn:

@@ -46,8 +46,9 @@ SOCKETS_PREFIX = "ducklake-spark-"  # + mkdtemp's 8 characters
 LOCAL_DIR = "spark.local.dir"
 LOCAL_DIR_PREFIX = "ducklake-spark-local-"
 JVM_EXIT_SECONDS = 10.0  # for a JVM killed at the program's end to be gone
-_killable = False  # the JVM is this process's, and what it writes is in the session's own directory
-_archiving = False  # the JVM writes the class-data-sharing archive as it exits: not killed
+# the JVM is this process's, what it writes is in the session's own directory, and it writes no
+# class-data-sharing archive as it exits: ``stop_jvm`` kills it
+_killable = False
 
 
 @lru_cache(maxsize=1)
@@ -68,27 +69,26 @@ def spark_context(master: str | None = None, conf: tuple[tuple[str, str], ...] =
         settings.setMaster(chosen)
         if chosen.startswith("local"):
             own = dict(conf)
-            # the JVM's temporary files (its native libraries, Spark's local directories) in
-            # a directory of the session's, in TMPDIR, removed at exit
-            session_dir = _own_dir(tempfile.mkdtemp(prefix=LOCAL_DIR_PREFIX))
-            if "spark.driver.extraJavaOptions" not in own:
+            # the JVM's temporary files (its native libraries, Spark's local directories) in a
+            # directory of the session's, in TMPDIR, removed at exit; unless the run places them
+            java_ours, local_dir_ours = "spark.driver.extraJavaOptions" not in own, LOCAL_DIR not in own
+            session_dir = _own_dir(tempfile.mkdtemp(prefix=LOCAL_DIR_PREFIX)) if java_ours or local_dir_ours else ""
+            if java_ours:
                 archive, dump = class_archive.java_options()
                 options = f"{LOCAL_DRIVER_JAVA_OPTIONS} {_java_temp_dir(session_dir)} {archive}"
                 settings.set("spark.driver.extraJavaOptions", options.strip())
+            if local_dir_ours:
+                settings.set(LOCAL_DIR, session_dir)
             if SOCKET_DIR not in own:
                 settings.set(SOCKET_DIR, _socket_dir())
-            if LOCAL_DIR not in own:
-                settings.set(LOCAL_DIR, session_dir)
             global _killable
-            _killable = "spark.driver.extraJavaOptions" not in own and LOCAL_DIR not in own
+            _killable = java_ours and local_dir_ours and dump is None
     # else the program runs under spark-submit (its PythonRunner sets that variable), whose
     # --master the launcher chose (a pod's: the in-cluster API server, expanded by the kubelet)
     with job_timings.within(job_timings.SPARK_START):
         context = SparkContext.getOrCreate(settings)
         context.setLogLevel("WARN")
     if dump is not None:  # the first session here: its JVM's classes are archived when it exits
-        global _archiving
-        _archiving = True
         atexit.register(class_archive.publish, context, dump)
     return context
 
@@ -105,7 +105,7 @@ def stop_jvm() -> None:
     from pyspark import SparkContext
 
     proc = getattr(SparkContext._gateway, "proc", None)
-    if proc is None or not _killable or _archiving:
+    if proc is None or not _killable:
         return
     proc.kill()
     try:

@@ -15,11 +15,43 @@ start was paid before the run was created.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import select
+import sys
+import time
+from collections.abc import Callable
 from typing import IO, Any
 
 from ducklake_operator.model.spare_handoff import Handoff, parse_handoff
+
+log = logging.getLogger(__name__)
+
+
+def serve(spark: str, idle_seconds: float | None, write: Callable[[str], None]) -> int:
+    """Start Spark as ``spark`` (a run document's ``spark`` object, JSON) says, wait for the
+    run, run it as ``run`` does; 0 when none comes."""
+    from .launched_program import run_job
+    from .run_document_reader import spark_settings
+
+    warmed = False
+    try:
+        started = time.perf_counter()
+        warm(*spark_settings(json.loads(spark)))
+        warmed = True
+        log.info("Spark started ahead of its run in %.2f s; waiting for the run", time.perf_counter() - started)
+    except Exception:  # the run starts Spark itself then, and says what went wrong
+        log.warning("the spare could not start Spark ahead of its run", exc_info=True)
+    handoff = wait_for_run(sys.stdin, idle_seconds)
+    if handoff is None:
+        return 0
+    os.environ.update(handoff.env)  # the run's credentials: the rest of its environment the spare has
+    if warmed and not session_alive():
+        log.warning("the Spark session started ahead is gone (its JVM killed?): the run starts its own")
+        forget_session()
+        warmed = False
+    return run_job(handoff.run_file, write, os.environ, warm_session=warmed)
 
 
 def warm(master: str, conf: tuple[tuple[str, str], ...]) -> None:
@@ -48,12 +80,6 @@ def wait_for_run(stream: IO[str], idle_seconds: float | None = None) -> Handoff 
     if idle_seconds is not None and not select.select([stream], [], [], idle_seconds)[0]:
         return None
     return parse_handoff(stream.readline())
-
-
-def take(handoff: Handoff) -> None:
-    """This process's environment becomes the run's: its credentials added (the rest of its
-    environment the launcher gave the spare already, as it would have given the run)."""
-    os.environ.update(handoff.env)
 
 
 def session_alive() -> bool:

@@ -50,14 +50,21 @@ def lake(password_role: PgServer, data_path: str) -> Lake:
     return partitioned_table(location, data_path)
 
 
-@pytest.fixture
-def launcher(tmp_path: Path) -> Any:
+def launcher_of(tmp_path: Path, **settings: Any) -> LocalLauncher:
+    """A Local launcher of the real job program that keeps a warm spare, the catalog's Secret
+    its credentials, state in ``tmp_path/runs``."""
+
     def secret_value(namespace: str, secret: str, key: str) -> str:
         assert (namespace, secret) == ("data", SECRET)
         return {"username": ROLE, "password": PASSWORD}[key]
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKLAKE_")}
-    local = LocalLauncher(secret_value, state_dir=str(tmp_path / "runs"), env=env, warm_spare=True)
+    return LocalLauncher(secret_value, state_dir=str(tmp_path / "runs"), env=env, warm_spare=True, **settings)
+
+
+@pytest.fixture
+def launcher(tmp_path: Path) -> Any:
+    local = launcher_of(tmp_path)
     yield local
     local.close()
 
@@ -245,10 +252,7 @@ def test_no_spare_where_the_pods_memory_limit_leaves_too_little(lake: Lake, tmp_
     (root / "memory.max").write_text(f"{1024 * 2**20}\n")
     (root / "memory.current").write_text(f"{524 * 2**20}\n")
     (root / "memory.stat").write_text("anon 0\nactive_file 0\ninactive_file 0\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKLAKE_")}
-    secrets = {"username": ROLE, "password": PASSWORD}
-    tight = LocalLauncher(lambda _ns, _secret, key: secrets[key], state_dir=str(tmp_path / "runs"), env=env,
-                          warm_spare=True, cgroup_root=str(root))  # fmt: skip
+    tight = launcher_of(tmp_path, cgroup_root=str(root))
     try:
         assert finish(tight, tight.launch(attempt(lake, "first")))["ranOn"] == "spark"
         assert spare_of(tmp_path / "runs") is None

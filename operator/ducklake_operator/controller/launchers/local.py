@@ -48,9 +48,9 @@ from .local_spare import (
     SPARE_PREFIX,
     WARM_SPARE_ENV,
     Spare,
+    SpareKey,
     memory_room,
     spare_key,
-    spark_settings,
     warm_spare_enabled,
 )
 from .observe import last_result, observe_finished_program
@@ -115,7 +115,8 @@ class LocalLauncher:
         self._swept_at: float | None = None
         self._warm = warm_spare_enabled(self._env.get(WARM_SPARE_ENV)) if warm_spare is None else warm_spare
         self._spare: Spare | None = None
-        self._warmable: dict[str, LaunchSpec] = {}  # attempt name -> its spec, when a spare could run its like
+        # attempt name -> its spec and key, when a spare could run its like
+        self._warmable: dict[str, tuple[LaunchSpec, SpareKey]] = {}
         self._cgroup_root = cgroup_root
         self._lock = threading.Lock()
 
@@ -154,7 +155,7 @@ class LocalLauncher:
                       "stderr": err_path, "runFile": run_file, "scratch": scratch}  # fmt: skip
             _write(record, json.dumps(detail))
             if key is not None:
-                self._warmable[spec.name] = spec
+                self._warmable[spec.name] = (spec, key)
                 while len(self._warmable) > WARMABLE_KEPT:  # the oldest, whose runs never released them
                     del self._warmable[next(iter(self._warmable))]
         if self._on_exit is not None:
@@ -211,11 +212,11 @@ class LocalLauncher:
         program used Spark and no other runs, a spare with its settings is started."""
         with self._lock:
             self._places.pop(launched.name, None)
-            spec = self._warmable.pop(launched.name, None)
-            if spec is not None and self._spare is None and self._held() == 0 and _ran_on_spark(launched.detail):
+            warmable = self._warmable.pop(launched.name, None)
+            if warmable is not None and self._spare is None and self._held() == 0 and _ran_on_spark(launched.detail):
                 room = memory_room(self._cgroup_root)
                 if room is None or room >= SPARE_MEMORY:
-                    self._start_spare(spec)
+                    self._start_spare(*warmable)
                 else:
                     log.info("no warm spare: %d MB left under the pod's memory limit", room // 2**20)
 
@@ -312,30 +313,30 @@ class LocalLauncher:
 
     # ------------------------------------------------------------------ the warm spare
 
-    def _start_spare(self, spec: LaunchSpec) -> None:
+    def _start_spare(self, spec: LaunchSpec, key: SpareKey) -> None:
         """A spare with the settings of ``spec`` (under the lock; a spare that cannot start is
         no spare: the next run starts as it would have)."""
         name = SPARE_PREFIX + os.urandom(8).hex()
         scratch = self._scratch(name)
-        record = os.path.join(self._dir, f"{name}.launch.json")
-        out_path, err_path = (os.path.join(self._dir, f"{name}.{s}.log") for s in ("out", "err"))
-        files = (record, out_path, err_path)
+        record, out_path, err_path = (
+            os.path.join(self._dir, f"{name}.{s}") for s in ("launch.json", "out.log", "err.log")
+        )
         try:
             os.makedirs(scratch, mode=0o700, exist_ok=True)
             env = self._environment(spec, scratch)
-            args = ["spare", "--spark", spark_settings(spec), "--idle-seconds", str(IDLE_SECONDS)]
+            args = ["spare", "--spark", key.spark, "--idle-seconds", str(IDLE_SECONDS)]
             proc = self._start(args, env, scratch, out_path, err_path, stdin=subprocess.PIPE)
         except (OSError, LaunchFailed):
             self._remove_scratch(scratch)
-            for path in files:
+            for path in (record, out_path, err_path):
                 _remove(path)
             return
         stat = _stat(proc.pid)
-        _write(record, json.dumps({"pid": proc.pid, "startTime": stat.start if stat else None}))  # swept: kept
-        self._spare = Spare(name, str(spare_key(spec)), proc, scratch, files, out_path, err_path)
+        _write(record, json.dumps({"pid": proc.pid, "startTime": stat.start if stat else None}))
+        self._spare = Spare(name, key, proc, scratch, record, out_path, err_path)
 
     def _handed_off(
-        self, key: str | None, run_file: str, credentials: dict[str, str], out_path: str, err_path: str
+        self, key: SpareKey | None, run_file: str, credentials: dict[str, str], out_path: str, err_path: str
     ) -> tuple[subprocess.Popen[bytes], str] | None:
         """The spare, running the attempt, and its scratch directory; None when there is no
         spare for it. One with other settings is stopped before the attempt's own program

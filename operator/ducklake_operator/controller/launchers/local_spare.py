@@ -46,23 +46,26 @@ def warm_spare_enabled(value: str | None) -> bool:
     raise ValueError(f"{WARM_SPARE_ENV}={value!r}: not true or false")
 
 
-def spare_key(spec: LaunchSpec) -> str | None:
-    """What a spare must have been started with to run this attempt: the run document's Spark
-    settings and the settings' ``spark.env`` (its JVM and workers keep the environment they
-    started with). None: no spare runs it (a ``spark.env`` value from a Secret, which no
-    process gets before it has a run; or a run document that does not read)."""
+@dataclass(frozen=True)
+class SpareKey:
+    """What a spare must have been started with to run an attempt: the run document's Spark
+    settings (the ``spark`` object, as JSON: what the spare starts its session from) and the
+    settings' ``spark.env`` (its JVM and workers keep the environment they started with)."""
+
+    spark: str
+    env: tuple[tuple[str, str], ...]
+
+
+def spare_key(spec: LaunchSpec) -> SpareKey | None:
+    """The attempt's ``SpareKey``; None: no spare runs it (a ``spark.env`` value from a
+    Secret, which no process gets before it has a run; or a run document that does not read)."""
     if any(var.secret is not None for var in spec.env):
         return None
     try:
         spark = json.loads(spec.run_document).get("spark") or {}
     except (ValueError, AttributeError):
         return None
-    return json.dumps({"spark": spark, "env": [[var.name, var.value] for var in spec.env]}, sort_keys=True)
-
-
-def spark_settings(spec: LaunchSpec) -> str:
-    """The run document's ``spark`` object (JSON), which a spare starts its session from."""
-    return json.dumps(json.loads(spec.run_document).get("spark") or {})
+    return SpareKey(json.dumps(spark, sort_keys=True), tuple((var.name, str(var.value)) for var in spec.env))
 
 
 @dataclass
@@ -70,12 +73,17 @@ class Spare:
     """A started spare: its program (stdin a pipe: the handoff, or its end) and its files."""
 
     name: str
-    key: str
+    key: SpareKey
     proc: subprocess.Popen[bytes]
     scratch: str
-    files: tuple[str, ...]  # its record and logs in the state directory
+    record: str  # its launch record (pid, start time): a sweep leaves its scratch alone
     out_path: str
     err_path: str
+
+    @property
+    def files(self) -> tuple[str, str, str]:
+        """Its files in the state directory."""
+        return self.record, self.out_path, self.err_path
 
     def alive(self) -> bool:
         return self.proc.poll() is None
