@@ -10,6 +10,11 @@ three columns. Then, --runs times, alternating on fresh copies of the table:
 * DuckDB, the counterpart the ingest tests compare against (tests/maintenance/
   test_ingest_vs_duckdb.py): in one transaction, ``ALTER TABLE lk.t ADD COLUMN`` for each new
   field, then ``INSERT INTO lk.t BY NAME SELECT * FROM read_json/read_csv/read_parquet(...)``;
+* for JSON and CSV, DuckDB's same insert with ``sample_size = -1``: its readers type a column
+  from a sample of the first records and change a later value that does not fit it (``2.5``
+  read into a BIGINT as 2 from JSON, 3 from CSV; tests/maintenance/test_ingest_vs_duckdb.py),
+  where every record typed first keeps it, as the ingest job does. Its ratio to the plain
+  insert is the bound keeping every value sets on a reader of text;
 * the ``ingest`` job in-process, and on Spark local[2] (with and without session start-up).
 
 After every run both tables must hold the same columns and rows (count, sums, a hash of every
@@ -35,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import duckdb  # noqa: E402
-from bench.compaction import copy  # noqa: E402
+from bench.compaction import copy, median  # noqa: E402
 from bench.physical import print_limits  # noqa: E402
 from bench.rewrite import cpu_timed, spread_line  # noqa: E402
 from bench.spark_start import spark_start_seconds  # noqa: E402
@@ -58,6 +63,7 @@ RECORD = (
     "((hash(i) % 100000000) / 1000.0)::DOUBLE AS d FROM range({start}, {stop}) r(i)"
 )
 READERS = {"json": "read_json", "csv": "read_csv", "parquet": "read_parquet"}
+SAMPLED = ("json", "csv")  # formats whose reader types a column from a sample of the records
 CHECK = (
     "SELECT count(*), sum(id), sum(n), sum(epoch_us(ts)), sum(length(v) + length(s)), sum(round(d * 1000)::BIGINT), "
     "sum(hash(id, ts, v, n, s, d)) FROM lk.t"
@@ -114,14 +120,19 @@ def table_of(location: CatalogLocation) -> tuple[dict[str, str], tuple[Any, ...]
         con.close()
 
 
-def duckdb_ingest(base: str, source: str, fmt: str) -> tuple[tuple[float, float], CatalogLocation]:
+def duckdb_ingest(
+    base: str, source: str, fmt: str, every_record: bool = False
+) -> tuple[tuple[float, float], CatalogLocation]:
+    """DuckDB's insert of the files; ``every_record``: its reader types the columns from every
+    record (``sample_size = -1``), not from a sample of the first."""
     location = fresh(base, "duckdb")
     con = duck.attach(location)
     pattern = os.path.join(source, f"*.{FORMATS[fmt][0]}")
+    options = ", sample_size = -1" if every_record else ""
     statements = [
         "BEGIN",
         *(f"ALTER TABLE lk.t ADD COLUMN {name} {sql_type}" for name, sql_type in NEW_COLUMNS),
-        f"INSERT INTO lk.t BY NAME SELECT * FROM {READERS[fmt]}('{pattern}')",
+        f"INSERT INTO lk.t BY NAME SELECT * FROM {READERS[fmt]}('{pattern}'{options})",
         "COMMIT",
     ]
     try:
@@ -164,13 +175,18 @@ def bench_format(
     rows, size = make_input(source, fmt, args.mb, args.files)
     mb = size / 1e6
     print(f"\n{fmt}: {args.files} files, {rows} records, {mb:.0f} MB (written in {time.perf_counter() - t0:.0f} s)")
-    theirs, own, spark = [], [], []
+    theirs, every, own, spark = [], [], [], []
+    sampled = fmt in SAMPLED
     for run in range(args.runs):  # alternating, each on a fresh copy of the empty table
         seconds, location = duckdb_ingest(base, source, fmt)
         theirs.append(seconds)
         expected = table_of(location)
         if expected[1][0] != rows:
             raise SystemExit(f"DuckDB inserted {expected[1][0]} rows of {rows}")
+        if sampled:
+            seconds, location = duckdb_ingest(base, source, fmt, every_record=True)
+            every.append(seconds)
+            same_rows("DuckDB's insert typed from every record", location, expected, rows)
         seconds, location = our_ingest(base, "ours", source, fmt, run_in_process, rows)
         own.append(seconds)
         same_rows("ingest in-process", location, expected, rows)
@@ -185,10 +201,28 @@ def bench_format(
             shutil.rmtree(os.path.join(work, name), ignore_errors=True)
     duck_s = sorted(w for w, _ in theirs)[len(theirs) // 2]
     spread_line(f"{fmt}: DuckDB ALTER ADD COLUMN + INSERT {READERS[fmt]}", theirs, mb)
+    if sampled:
+        spread_line(f"{fmt}: the same, every record typed (sample_size -1)", every, mb, duck_s)
+        bounds = [t[0] / e[0] for t, e in zip(theirs, every, strict=True)]
+        print(
+            f"{fmt + ': the bound keeping every value sets':<52} median {median(bounds):.2f} "
+            f"(min {min(bounds):.2f}, max {max(bounds):.2f})",
+            flush=True,
+        )
     spread_line(f"{fmt}: ingest, in-process", own, mb, duck_s)
     if spark_start_s is not None:
         spread_line(f"{fmt}: ingest, Spark local[2] incl. start", [spark_start_s + s for s in spark], mb, duck_s)
         spread_line(f"{fmt}: ingest, Spark local[2] excl. start", spark, mb, duck_s)
+    if sampled:
+        every_s = median([w for w, _ in every])
+        against = [("in-process", median([w for w, _ in own]))]
+        if spark_start_s is not None:
+            against += [("Spark excl. start", median(spark)), ("Spark incl. start", spark_start_s + median(spark))]
+        print(
+            f"{fmt + ': ours against the every-record insert':<52} "
+            + ", ".join(f"{name} {every_s / s:.2f}" for name, s in against),
+            flush=True,
+        )
     shutil.rmtree(source, ignore_errors=True)
     rates = {f"{fmt}: DuckDB": mb / duck_s, f"{fmt}: ingest, in-process": mb / sorted(w for w, _ in own)[len(own) // 2]}
     if spark:

@@ -549,6 +549,59 @@ def test_csv_parquet_and_gzipped_json(lake: CatalogLocation, tmp_path: Path) -> 
     ]
 
 
+PAST_SAMPLE = 24_000  # DuckDB's readers type a column from the first 20,480 records (sample_size)
+
+
+@pytest.mark.parametrize(("fmt", "theirs_reads"), [("json", 2), ("csv", 3)])
+def test_a_value_past_duckdbs_sample_is_kept_where_duckdbs_insert_changes_it(
+    lake: CatalogLocation, tmp_path: Path, fmt: str, theirs_reads: int
+) -> None:
+    """DuckDB's counterpart of an ingest (bench/ingest.py) types a new column from its reader's
+    sample and reads a later value that does not fit into that type anyway: 2.5 into BIGINT,
+    as 2 from JSON and 3 from CSV. The ingest types the column from every record, as DuckDB's
+    reader does with ``sample_size = -1``: the same columns and rows as that insert."""
+    duck.run_workload(lake, ["CREATE TABLE lk.t(id BIGINT)"])
+    src = tmp_path / "in"
+    values = [2.5 if i == PAST_SAMPLE else i * 3 for i in range(PAST_SAMPLE + 1000)]
+    if fmt == "json":
+        write_json(src / "a.json", ({"id": i, "n": n} for i, n in enumerate(values)))
+    else:
+        src.mkdir()
+        (src / "a.csv").write_text("id,n\n" + "".join(f"{i},{n}\n" for i, n in enumerate(values)))
+    scan = f"read_{fmt}('{src}/a.{fmt}'"
+
+    def duckdb_insert(every_record: bool) -> list[tuple[Any, ...]]:
+        theirs = new_lake(
+            CatalogLocation(kind="sqlite", path=str(tmp_path / f"{every_record}.sqlite")), tmp_path / f"d{every_record}"
+        )
+        reader = scan + (", sample_size = -1)" if every_record else ")")
+        (n_type,) = duckdb.execute(f"SELECT column_type FROM (DESCRIBE SELECT n FROM {reader})").fetchone() or ("",)
+        duck.run_workload(
+            theirs,
+            [
+                "CREATE TABLE lk.t(id BIGINT)",
+                "BEGIN",
+                f"ALTER TABLE lk.t ADD COLUMN n {n_type}",
+                f"INSERT INTO lk.t BY NAME SELECT * FROM {reader}",
+                "COMMIT",
+            ],
+        )
+        return columns(theirs) + read(theirs, "SELECT id, n FROM lk.t ORDER BY id")
+
+    sampled = duckdb_insert(every_record=False)
+    assert sampled[:2] == [("id", "BIGINT", None), ("n", "BIGINT", None)]
+    assert sampled[2 + PAST_SAMPLE] == (PAST_SAMPLE, theirs_reads)  # the value changed, silently
+
+    report = ingest(lake, src)
+    assert report["rowsWritten"] == len(values)
+    if fmt == "csv":  # written first in the sample's types, until the value refuted them
+        assert "2.5" in report["csvSampleRefuted"]
+    ours = columns(lake) + read(lake, "SELECT id, n FROM lk.t ORDER BY id")
+    assert ours[:2] == [("id", "BIGINT", None), ("n", "DOUBLE", None)]
+    assert ours[2 + PAST_SAMPLE] == (PAST_SAMPLE, 2.5)
+    assert ours == duckdb_insert(every_record=True)
+
+
 # a column of each type whose values go unconverted into a column of its kind's own type
 # (CSV's sniffer reads the narrower ones as BIGINT, DOUBLE, TIMESTAMP); NULLs but in id
 TYPED = (
