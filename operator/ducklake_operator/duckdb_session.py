@@ -4,8 +4,10 @@ Each is an in-memory database with the time zone UTC (TIMESTAMPTZ values are sto
 their statistics written, normalised to UTC), no extension downloaded behind the user's back
 (``autoinstall_known_extensions`` off: a download from a cluster without internet hangs until
 it times out, and the ``duckdb-extension-*`` wheels pin the extensions to DuckDB 1.5.5, so
-they load as unsigned files from the wheels), and the threads and memory its caller may use
-(a Spark task's share of its executor; DuckDB's defaults otherwise).
+they load as unsigned files from the wheels), the threads and memory its caller may use
+(a Spark task's share of its executor; DuckDB's defaults otherwise), and a spill directory in
+TMPDIR: DuckDB's own default, ``.tmp`` in the working directory, is the user's directory under
+``ducklake run-job`` and read-only in the operator's pod.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import glob
 import importlib
 import os
+import secrets
+import tempfile
 from collections.abc import Iterable
 
 import duckdb
@@ -41,7 +45,8 @@ def open_session(
     ``unsigned_extensions``: the caller may load extension files itself later;
     ``external_access`` False: no file, network or extension access at all (evaluating a
     manifest's SQL expression); ``threads``, ``memory_limit_mb``: None is DuckDB's default (every
-    core, 80% of the memory it sees); ``spill``: where it spills beyond its memory limit."""
+    core, 80% of the memory it sees); ``spill``: where it spills beyond its memory limit (None: a
+    directory of its own in TMPDIR, ``own_spill``)."""
     extensions = tuple(extensions)
     config: dict[str, str | bool | int | float | list[str]] = {"autoinstall_known_extensions": "false"}
     if extensions or unsigned_extensions:
@@ -49,8 +54,7 @@ def open_session(
     if not external_access:
         config["enable_external_access"] = "false"
     config.update(resource_config(threads, memory_limit_mb))
-    if spill:
-        config["temp_directory"] = spill
+    config["temp_directory"] = spill or own_spill()
     con = duckdb.connect(":memory:", config=config)
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -59,6 +63,12 @@ def open_session(
         con.close()
         raise
     return con
+
+
+def own_spill() -> str:
+    """A directory no other connection uses, in TMPDIR; DuckDB makes it when it first spills
+    and removes it, with what it spilled, when the connection closes (its parent must be)."""
+    return os.path.join(tempfile.gettempdir(), f"ducklake-duckdb-{secrets.token_hex(8)}.tmp")
 
 
 def resource_config(

@@ -185,8 +185,8 @@ class LocalLauncher:
         *,
         stdin: int | None = None,
     ) -> subprocess.Popen[bytes]:
-        """The program, in its scratch directory too (an in-memory DuckDB without a spill
-        directory of its own spills to ``.tmp`` in the working directory)."""
+        """The program, in its scratch directory too (what a library writes into the
+        working directory goes with the scratch)."""
         try:
             with open(out_path, "ab") as out, open(err_path, "ab") as err:
                 proc = subprocess.Popen(
