@@ -7,10 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 import yaml
+
+from ducklake_operator.controller.launchers.local import _live_groups
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
@@ -234,6 +237,33 @@ def test_every_verb_closes_what_it_opens(workdir: str, pg_server, monkeypatch) -
     ):
         assert main(args) == 0, args
         assert open_connections(pg_server, "cli_closes") == 0, args
+
+
+def test_run_job_on_spark_ends_with_its_jvm(workdir: str) -> None:
+    """The JVM of the session ``ducklake run-job`` started outlived the command by about
+    0.35 s, running its shutdown hooks; the command kills it once its result is printed:
+    when the command exits, nothing of its process group is left, nor of its session in its
+    TMPDIR."""
+    assert ducklake("apply", "-f", "examples/", cwd=workdir).returncode == 0
+    for first in (0, 50):
+        insert = f"INSERT INTO lake.sales.orders (id) SELECT i FROM range({first}, {first + 50}) t(i)"
+        assert ducklake("sql", "-f", "examples/catalog.yaml", insert, cwd=workdir).returncode == 0
+    command = [sys.executable, "-m", "ducklake_operator.cli", "run-job", "compact", "sales.orders"]
+    out_path, err_path = os.path.join(workdir, "out"), os.path.join(workdir, "err")
+    tmp = tempfile.mkdtemp(prefix="dl-", dir="/tmp")  # short: a socket's path there must fit in 107 bytes
+    try:
+        with open(out_path, "w") as out, open(err_path, "w") as err:  # files: a pipe would wait for the JVM too
+            proc = subprocess.Popen([*command, "-f", "examples/catalog.yaml"], cwd=workdir, stdout=out, stderr=err,
+                                    env={**os.environ, "TMPDIR": tmp}, start_new_session=True)  # fmt: skip
+        assert proc.wait(300) == 0, open(err_path).read()[-3000:]
+        assert proc.pid not in _live_groups(), "its JVM outlived it"
+        assert os.listdir(tmp) == []  # the session's directories went with it
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    with open(out_path) as fh:
+        out_text = fh.read()
+    result = json.loads(out_text)
+    assert result["ranOn"] == "spark" and (result["filesRead"], result["filesWritten"]) == (2, 1)
 
 
 def test_run_job_housekeeping(workdir: str) -> None:
