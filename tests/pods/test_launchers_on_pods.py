@@ -6,12 +6,23 @@ from __future__ import annotations
 
 import time
 
+from ducklake_operator.controller.launchers.local_spare import memory_room
 from support.kube_namespace import Kube
 from support.manifests import table
 from support.operator_process import is_ready, wait_for
 from support.pod_env import PodEnv
 from support.pod_runs import SMALL, explain, last_result, many_files_lake, rows, run_to_end
 from support.runs import ENDED, cancel, job, state
+
+QUANTITY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "k": 10**3, "M": 10**6, "G": 10**9}
+
+
+def quantity_bytes(quantity: str) -> int:
+    """A pod's memory quantity (``1Gi``, ``900M``, ``2147483648``) in bytes."""
+    for unit, factor in QUANTITY.items():
+        if quantity.endswith(unit):
+            return int(quantity[: -len(unit)]) * factor
+    return int(quantity)
 
 
 def test_a_compaction_as_a_batch_job_with_two_executor_pods(pods: PodEnv, kube: Kube) -> None:
@@ -79,6 +90,11 @@ def test_the_next_local_run_on_spark_is_handed_to_a_warm_spare_in_the_operator_p
 
     wait_for("a warm spare in the operator pod", lambda: len(spares()) == 1, timeout=120, interval=1)
     spare = spares()[0]
+    # the room the launcher weighed before it started the spare is read from the container's
+    # own memory cgroup (None there, as where no limit is found, would start a spare anywhere)
+    room = pods.operator_exec("python", "-c", f"from {memory_room.__module__} import memory_room; print(memory_room())")
+    limit = pods.wait_operator_ready()["spec"]["containers"][0]["resources"]["limits"]["memory"]
+    assert room.strip().isdigit() and 0 < int(room) < quantity_bytes(limit), (room, limit)
     con = pods.duckdb(location)
     try:
         for k in range(2):

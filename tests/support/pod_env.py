@@ -118,6 +118,11 @@ class PodEnv:
         found = self.node.run("find", root, "-mindepth", "1", "-maxdepth", "2").stdout.splitlines()
         return sorted(os.path.relpath(path, root) for path in found)
 
+    def operator_exec(self, *command: str) -> str:
+        """``command``'s output in the operator's running container (``kubectl exec``)."""
+        pod = self.wait_operator_ready()["metadata"]["name"]
+        return self.cluster.kubectl("-n", RELEASE_NS, "exec", pod, "--", *command)
+
     def operator_log(self) -> str:
         return self.cluster.kubectl("-n", RELEASE_NS, "logs", f"deployment/{RELEASE}-ducklake-operator", check=False)
 
