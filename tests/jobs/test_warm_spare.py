@@ -266,6 +266,23 @@ def test_a_run_in_process_leaves_no_spare(lake: Lake, launcher: LocalLauncher, t
     assert spare_of(tmp_path / "runs") is None
 
 
+def test_a_run_that_goes_in_process_in_a_spare_leaves_a_spare(lake: Lake, launcher: LocalLauncher, tmp_path) -> None:
+    """A run under ``inProcessBelow`` with a spare's settings is handed to it (where a run's
+    work goes is known only once it has planned) and works in-process there; a spare is
+    started again after it, as one was there before: a small table's run does not take the
+    next run's warm start away."""
+    state = tmp_path / "runs"
+    finish(launcher, launcher.launch(attempt(lake, "first")))
+    spare = spare_of(state)
+    assert spare is not None
+    more_files(lake, 1)
+    launched = launcher.launch(attempt(lake, "small", in_process_below="1GB"))
+    assert launched.detail["pid"] == spare["pid"] and launched.detail["fromSpare"]
+    assert finish(launcher, launched)["ranOn"] == "in-process"
+    after = spare_of(state)
+    assert after is not None and after["pid"] != spare["pid"]
+
+
 @pytest.mark.parametrize("why", ["its input ends", "no run came"])
 def test_a_spare_exits_with_its_jvm_when_no_run_will_come(tmp_path, why: str) -> None:
     """The operator gone (its end of the pipe closed), or no run within its idle time (its

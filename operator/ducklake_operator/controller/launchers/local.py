@@ -145,14 +145,14 @@ class LocalLauncher:
                     f"a place among the Local launcher's programs (at most {self._max_runs} at once in the operator's "
                     f"pod: chart value jobs.local.maxRuns)"
                 )
-            proc, scratch = self._handed_off(key, run_file, credentials, out_path, err_path) or self._fresh(
-                spec.name, {**env, **credentials}, run_file, out_path, err_path
-            )
+            handed = self._handed_off(key, run_file, credentials, out_path, err_path)
+            proc, scratch = handed or self._fresh(spec.name, {**env, **credentials}, run_file, out_path, err_path)
             self._children[proc.pid] = proc
             stat = _stat(proc.pid)  # our unreaped child: there even if it has exited already
             self._places[spec.name] = _Place(proc.pid, stat.start if stat else None)
             detail = {"pid": proc.pid, "startTime": self._places[spec.name].start, "log": out_path,
-                      "stderr": err_path, "runFile": run_file, "scratch": scratch}  # fmt: skip
+                      "stderr": err_path, "runFile": run_file, "scratch": scratch,
+                      **({"fromSpare": True} if handed else {})}  # fmt: skip
             _write(record, json.dumps(detail))
             if key is not None:
                 self._warmable[spec.name] = (spec, key)
@@ -209,11 +209,14 @@ class LocalLauncher:
 
     def release(self, launched: Launched) -> None:
         """The run says the attempt no longer runs: its program's place is free. When its
-        program used Spark and no other runs, a spare with its settings is started."""
+        program used Spark, or was a spare (a run under ``inProcessBelow`` with a spare's
+        settings is handed to it: where its work goes is known only once it has planned),
+        and no other runs, a spare with its settings is started."""
         with self._lock:
             self._places.pop(launched.name, None)
             warmable = self._warmable.pop(launched.name, None)
-            if warmable is not None and self._spare is None and self._held() == 0 and _ran_on_spark(launched.detail):
+            wanted = _ran_on_spark(launched.detail) or bool(launched.detail.get("fromSpare"))
+            if warmable is not None and self._spare is None and self._held() == 0 and wanted:
                 room = memory_room(self._cgroup_root)
                 if room is None or room >= SPARE_MEMORY:
                     self._start_spare(*warmable)
