@@ -199,7 +199,7 @@ def bench_format(
         print(line, flush=True)
         for name in ("duckdb", "ours", "spark"):
             shutil.rmtree(os.path.join(work, name), ignore_errors=True)
-    duck_s = sorted(w for w, _ in theirs)[len(theirs) // 2]
+    duck_s, own_s = median([w for w, _ in theirs]), median([w for w, _ in own])
     spread_line(f"{fmt}: DuckDB ALTER ADD COLUMN + INSERT {READERS[fmt]}", theirs, mb)
     if sampled:
         spread_line(f"{fmt}: the same, every record typed (sample_size -1)", every, mb, duck_s)
@@ -215,7 +215,7 @@ def bench_format(
         spread_line(f"{fmt}: ingest, Spark local[2] excl. start", spark, mb, duck_s)
     if sampled:
         every_s = median([w for w, _ in every])
-        against = [("in-process", median([w for w, _ in own]))]
+        against = [("in-process", own_s)]
         if spark_start_s is not None:
             against += [("Spark excl. start", median(spark)), ("Spark incl. start", spark_start_s + median(spark))]
         print(
@@ -224,9 +224,9 @@ def bench_format(
             flush=True,
         )
     shutil.rmtree(source, ignore_errors=True)
-    rates = {f"{fmt}: DuckDB": mb / duck_s, f"{fmt}: ingest, in-process": mb / sorted(w for w, _ in own)[len(own) // 2]}
+    rates = {f"{fmt}: DuckDB": mb / duck_s, f"{fmt}: ingest, in-process": mb / own_s}
     if spark:
-        rates[f"{fmt}: ingest, Spark local[2] excl. start"] = mb / sorted(spark)[len(spark) // 2]
+        rates[f"{fmt}: ingest, Spark local[2] excl. start"] = mb / median(spark)
     return rates
 
 

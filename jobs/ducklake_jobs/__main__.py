@@ -81,7 +81,6 @@ def exit_now(code: int) -> NoReturn:
     if "pyspark" in sys.modules:
         from .session import stop_jvm
 
-        sys.stdout.flush()
         stop_jvm()
         sys.exit(code)
     logging.shutdown()

@@ -101,9 +101,13 @@ def stop_jvm() -> None:
     delete (and its native libraries, which it deletes as it exits) is in the session's own
     directory, removed at exit. Nothing when the JVM is not this process's (under
     spark-submit), keeps its files elsewhere (a run's own java options or local directory) or
-    writes its class archive as it exits."""
+    writes its class archive as it exits, or when this process never imported PySpark. The
+    program's output is flushed first: its result is out before the wait."""
+    if "pyspark" not in sys.modules:
+        return
     from pyspark import SparkContext
 
+    sys.stdout.flush()
     proc = getattr(SparkContext._gateway, "proc", None)
     if proc is None or not _killable:
         return

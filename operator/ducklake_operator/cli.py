@@ -451,10 +451,9 @@ def _end_spark() -> None:
     printed (``ducklake_jobs.session.stop_jvm``, as the job program ends): it outlived the
     command by about 0.35 s, a process left running after the shell's prompt came back. Not
     from ``main(argv)`` called in a process that may go on using the session."""
-    if "pyspark" in sys.modules:
+    if "pyspark" in sys.modules:  # else nothing of the job package to import
         from ducklake_jobs.session import stop_jvm
 
-        sys.stdout.flush()
         stop_jvm()
 
 
