@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ducklake_operator.model.job_marker import file_marker, is_marked
 from support import duck
+from support.job_program import pause_env
 from support.operator_process import wait_for
 from support.runs import (
     IN_PROCESS,
@@ -53,12 +55,20 @@ def spark_pid(run: dict[str, Any]) -> int:
     return int(run["status"]["launched"]["detail"]["pid"])
 
 
+def held_on_spark(marker: Path) -> dict[str, Any]:
+    """Spark settings of a Local run whose program holds before its commit until ``marker`` is
+    deleted (its own ``spark.env``, which no warm spare has: a fresh program, and the run
+    still going when the test cancels it or its deadline passes, however fast Spark starts)."""
+    return {**LOCAL, "env": [{"name": k, "value": v} for k, v in pause_env("before_commit", str(marker)).items()]}
+
+
 @pytest.mark.parametrize("how", ["spec.cancel", "deletion"])
 def test_a_cancelled_run_stops_its_processes_and_commits_nothing(kube, operator, tmp_path, how: str) -> None:
     location = small_files_lake(kube, tmp_path, inserts=4)
     before = duck.observe_table(location, "orders")
-    kube.apply(job("cancel-me", spark=LOCAL))  # Spark: seconds to start, time to cancel it
+    kube.apply(job("cancel-me", spark=held_on_spark(tmp_path / "held")))
     pid = spark_pid(running(kube, "cancel-me"))
+    wait_for("held before its commit", (tmp_path / "held").exists, timeout=60)
     if how == "spec.cancel":
         cancel(kube, "cancel-me")
         status = ended(kube, "cancel-me", timeout=60)["status"]
@@ -76,7 +86,7 @@ def test_a_cancelled_run_stops_its_processes_and_commits_nothing(kube, operator,
 def test_a_run_past_its_timeout_is_stopped_and_fails(kube, operator, tmp_path) -> None:
     location = small_files_lake(kube, tmp_path, inserts=4)
     before = duck.observe_table(location, "orders")
-    kube.apply(job("slow", spark=LOCAL, timeout=2))
+    kube.apply(job("slow", spark=held_on_spark(tmp_path / "held"), timeout=2))
     pid = spark_pid(running(kube, "slow"))
     status = ended(kube, "slow", timeout=60)["status"]
     assert status["state"] == "Failed" and status["message"].startswith("timed out after 2 s; nothing was committed")
