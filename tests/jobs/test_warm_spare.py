@@ -109,9 +109,23 @@ def spare_of(state_dir: Path) -> dict[str, Any] | None:
     return {**json.loads(Path(records[0]).read_text()), "name": os.path.basename(records[0]).split(".")[0]}
 
 
-def environ(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
+def environ(pid: int, err_log: Path, timeout: float = 10) -> dict[str, str]:
+    """The program's environment. Popen returns once exec has closed the program's
+    close-on-exec pipe, before the kernel has set up its new stack: until then (a moment
+    that a loaded machine stretches) its environ reads empty, as it does once it ended."""
+    deadline = time.time() + timeout
+    while not (raw := _proc_file(pid, "environ")) and time.time() < deadline:
+        time.sleep(0.01)
+    state = _proc_file(pid, "stat").rsplit(b")", 1)[-1].split()[:1] or [b"gone"]
+    assert raw, f"process {pid} ({state[0].decode()}) shows no environment; {err_log}: {err_log.read_text()[-2000:]}"
     return dict(entry.split("=", 1) for entry in raw.decode(errors="replace").split("\0") if "=" in entry)
+
+
+def _proc_file(pid: int, name: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 def gone(pgid: int, timeout: float = 30) -> bool:
@@ -128,7 +142,8 @@ def test_a_run_after_one_on_spark_is_handed_to_a_warm_spare(lake: Lake, launcher
     assert first["report"]["timings"]["sparkStart"] > 0
     spare = spare_of(state)
     assert spare is not None, "no spare after a run on Spark"
-    seen = environ(spare["pid"])  # waiting for its run: no credential yet, its own scratch as TMPDIR
+    # waiting for its run: no credential yet, its own scratch as TMPDIR
+    seen = environ(spare["pid"], state / f"{spare['name']}.err.log")
     assert CATALOG_PASSWORD not in seen and CATALOG_USERNAME not in seen and PASSWORD not in json.dumps(seen)
     scratch = seen["TMPDIR"]
     assert os.path.isdir(scratch) and os.path.basename(scratch).startswith("spare-")
@@ -234,7 +249,7 @@ def test_a_cancelled_run_in_a_spare_leaves_only_its_logs(lake: Lake, launcher: L
     assert second.detail["pid"] == spare["pid"]
     held()
     scratch = second.detail["scratch"]
-    sockets = environ(spare["pid"])["DUCKLAKE_SPARK_SOCKET_DIR"]
+    sockets = environ(spare["pid"], Path(second.detail["stderr"]))["DUCKLAKE_SPARK_SOCKET_DIR"]
     assert os.path.isdir(scratch) and os.path.isdir(sockets) and _java_in(spare["pid"])
     launcher.cancel(second)
     assert gone(spare["pid"]) and launcher.stopped(second)
