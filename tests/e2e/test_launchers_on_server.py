@@ -7,21 +7,28 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from kubernetes import config
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from ducklake_operator.api.v1alpha1.job import JobSpec
+from ducklake_operator.controller.catalog_pool import CatalogPool
 from ducklake_operator.controller.launchers.api_errors import api_error
 from ducklake_operator.controller.launchers.kube import JobLauncher, KubeLauncher, SparkApplicationLauncher
+from ducklake_operator.controller.launchers.local import LocalLauncher
 from ducklake_operator.controller.launchers.render import render_config_map, render_job, render_spark_application
 from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, attempt_selector, launch_spec
+from ducklake_operator.controller.runs.locks import Holder, Leases, lease_name
+from ducklake_operator.controller.runs.run_context import RunContext
+from ducklake_operator.controller.runs.state_machine import Runs
 from ducklake_operator.errors import LauncherNotInstalled, LaunchFailed
-from support.manifests import manifest
+from support.manifests import manifest, parse_as
 from support.operator_process import service_account_kubeconfig, wait_for
 from support.pod_states import NEVER_PULLED, bind, patch_pod_status, scheduled, waiting
 from support.webhooks import install_refusing_webhook
@@ -332,3 +339,41 @@ def test_the_api_servers_own_words_when_it_refuses(kube, api_client, secrets) ->
         kube.cluster.kubectl("delete", "validatingwebhookconfiguration", hook)
     launched = SparkApplicationLauncher(api_client).launch(spec)  # the same attempt, launched now
     assert kube.get("sparkapplication", launched.name) is not None
+
+
+def test_a_cancel_finds_what_a_launch_on_the_launcher_named_before_left(kube, api_client, secrets, tmp_path) -> None:
+    """A launch that never returned (the run's status lists its Lease, not its attempt) was on
+    the launcher the run's settings named then; they name another now (its policy's
+    ``spark.launcher`` edited). Cancelling the run still finds what that launch created,
+    deletes it, says so and gives its Lease back."""
+    uid = ducklake_job(kube)
+    leases = Leases(lambda: client.CoordinationV1Api(api_client()), lambda *_: False)
+    lock = lease_name("table", "lake", "sales.orders")
+    assert leases.acquire(kube.namespace, lock, Holder(uid, "compact-orders-1"), "table sales.orders") is None
+    job_launcher = JobLauncher(api_client)
+    began = attempt(kube, uid, "Job")
+    job_launcher.launch(began)  # its answer lost: the run's status shows no attempt
+    assert kube.get("job", began.name) is not None
+    pool = CatalogPool(credentials=lambda *_: ("", None))
+    local = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"))
+    runs = Runs(pool, leases, {"Local": local, "Job": job_launcher})
+    spec = parse_as(JobSpec, kube.get("dlj", "compact-orders-1"))
+    now_named = RunContext(None, None, True, None, {"launcher": "Local"})
+    status = {"state": "Pending", "attempts": 0, "locks": [lock]}
+    try:
+        tick = runs.tick(spec, uid, status, now_named, cancel="spec.cancel")
+        deadline = time.monotonic() + 60
+        while tick.status.get("state") != "Cancelled" and time.monotonic() < deadline:  # the Job's deletion
+            assert tick.status["message"] == f"spec.cancel: stopping Job {began.name}", tick.status
+            time.sleep(0.5)
+            tick = runs.tick(spec, uid, status, now_named, cancel="spec.cancel")
+    finally:
+        local.close()
+        pool.close()
+    assert tick.status.get("state") == "Cancelled", tick.status
+    assert tick.status["message"].startswith(
+        f"spec.cancel; what its unfinished launch of Job {began.name} had created was deleted; "
+        "DuckLakeCatalog 'lake' no longer exists"
+    ), tick.status["message"]
+    assert kube.get("job", began.name) is None and kube.get("configmap", began.name) is None
+    assert tick.status["locks"] == [] and kube.list("leases") == []

@@ -295,11 +295,20 @@ class Runs:
         return tick.end(state, f"{why}; {after.committed}, {after.files}", now, spec.ref.generation)
 
     def _leftover(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext) -> Launched | None:
-        """What a launch of the run's next attempt that never returned left behind, if anything."""
-        launcher = self.launchers.get(str(ctx.spark.get("launcher")))
-        if launcher is None:
-            return None
-        return launcher.leftover(attempt_spec(spec, uid, ctx, int(status.get("attempts") or 0) + 1, None))
+        """What a launch of the run's next attempt that never returned left behind, if anything:
+        looked for with the launcher the run's settings name, then with the others, as they
+        may have named another when that launch began (its policy's ``spark.launcher`` edited
+        since, or the chart's default). A launcher the cluster does not serve has left nothing."""
+        attempt = attempt_spec(spec, uid, ctx, int(status.get("attempts") or 0) + 1, None)
+        named = str(ctx.spark.get("launcher"))
+        for name in sorted(self.launchers, key=lambda n: n != named):
+            launcher = self.launchers[name]
+            if name != named and launcher.available() is not None:
+                continue
+            found = launcher.leftover(attempt)
+            if found is not None:
+                return found
+        return None
 
     def published(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
         """The run's status went from ``before`` to ``after`` on the API server: an attempt
