@@ -18,6 +18,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from ducklake_operator.api.v1alpha1.job import JobSpec
+from ducklake_operator.catalog import CatalogLocation
 from ducklake_operator.controller.catalog_pool import CatalogPool
 from ducklake_operator.controller.launchers.api_errors import api_error
 from ducklake_operator.controller.launchers.kube import JobLauncher, KubeLauncher, SparkApplicationLauncher
@@ -31,6 +32,7 @@ from ducklake_operator.errors import LauncherNotInstalled, LaunchFailed
 from support.manifests import manifest, parse_as
 from support.operator_process import service_account_kubeconfig, wait_for
 from support.pod_states import NEVER_PULLED, bind, patch_pod_status, scheduled, waiting
+from support.reconcile_specs import catalog_spec
 from support.webhooks import install_refusing_webhook
 
 IMAGE = "registry.example/ducklake-operator:0.1.0"
@@ -377,3 +379,46 @@ def test_a_cancel_finds_what_a_launch_on_the_launcher_named_before_left(kube, ap
     ), tick.status["message"]
     assert kube.get("job", began.name) is None and kube.get("configmap", began.name) is None
     assert tick.status["locks"] == [] and kube.list("leases") == []
+
+
+def test_an_attempt_goes_to_the_launcher_named_now_once_what_a_launch_with_the_one_before_left_has_stopped(
+    kube, api_client, secrets, tmp_path
+) -> None:
+    """The run's status says its launch went to Job, and that launch never returned; its
+    settings name Local now. The attempt is not launched on Local while the Job runs: the Job
+    is deleted first (the message says so meanwhile), then the status names Local."""
+    uid = ducklake_job(kube)
+    job_launcher = JobLauncher(api_client)
+    began = attempt(kube, uid, "Job")
+    job_launcher.launch(began)  # its answer lost
+    pool = CatalogPool(credentials=lambda *_: ("", None))
+    leases = Leases(lambda: client.CoordinationV1Api(api_client()), lambda *_: False)
+    local = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"))
+    runs = Runs(pool, leases, {"Local": local, "Job": job_launcher})
+    spec = parse_as(JobSpec, kube.get("dlj", "compact-orders-1"))
+    lake = catalog_spec(
+        CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite")), str(tmp_path / "data") + "/"
+    )
+    now_named = RunContext(lake, None, True, None, {"launcher": "Local"})
+    status: dict[str, Any] = {"state": "Pending", "attempts": 0, "locks": [], "launcher": "Job"}
+    messages = []
+    try:
+        deadline = time.monotonic() + 60
+        while status.get("launcher") == "Job" and time.monotonic() < deadline:
+            tick = runs.tick(spec, uid, status, now_named)
+            status.update(tick.status)
+            messages.append(status["message"])
+            assert "launched" not in status and status["state"] == "Pending", status
+            time.sleep(0.2)
+        assert status["launcher"] == "Local" and status["message"] == "launching attempt 1", messages
+        assert messages[0] == (
+            f"launching attempt 1 with Local, as the run's settings say now: stopping Job {began.name}, which its "
+            "launch with Job had created"
+        ) or messages == ["launching attempt 1"]  # deleted at once: nothing to wait for
+        assert kube.get("job", began.name) is None and kube.get("configmap", began.name) is None
+        assert status["locks"] and [lease["metadata"]["name"] for lease in kube.list("leases")] == status["locks"]
+        ended = runs.tick(spec, uid, status, now_named, cancel="spec.cancel")  # nothing launched: gives them back
+        assert ended.status["state"] == "Cancelled" and kube.list("leases") == []
+    finally:
+        local.close()
+        pool.close()

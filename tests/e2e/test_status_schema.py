@@ -98,6 +98,7 @@ def run_status(table_state: TableState) -> tuple[str, str, dict[str, Any], dict[
         "launched": {"kind": "Local", "name": "compact-1-a2",
                      "detail": {"pid": 4242, "startTime": 987654, "log": "/runs/compact-1-a2.out.log"}},
         "locks": ["ducklake-table-0123456789abcdef", "ducklake-slot-fedcba9876543210"],
+        "launcher": "Local",
         "waitingFor": "DuckLakeJob compact-0, which holds table sales.orders",
         "nextAttemptAt": stamp(start + 60),
         "attemptFailure": attempt_failure(stuck),  # the first attempt's pod never started

@@ -154,6 +154,10 @@ STATUS = status(
         "duration": Str(desc="How long the run took, from its first attempt's start to its end (any end)."),
         "ranOn": Str(desc="spark or in-process."),
         "locks": Arr(desc="Leases the run holds (coordination.k8s.io).", items=Str(desc="A Lease name.")),
+        "launcher": Str(
+            desc="The launcher its attempts go to (spark.launcher), written before each launch with the Leases: "
+            "where what a launch that never returned left is looked for."
+        ),
         "launched": obj(
             "What was launched.",
             {

@@ -137,10 +137,16 @@ class Runs:
         waiting = self._lock(spec, uid, status, ctx, tick)
         if waiting is not None:
             return self._waiting(tick, status, waiting)
-        if tick.status["locks"] != list(status.get("locks") or []):
-            # taken now: written to the status before anything is launched, so a launch the API
-            # server fails (the tick raises, its writes are lost) leaves them listed
-            tick.status.update(waitingFor=None, message=f"launching attempt {attempt}")
+        name = str(ctx.spark.get("launcher"))
+        if tick.status["locks"] != list(status.get("locks") or []) or status.get("launcher") != name:
+            # the Leases taken now and the launcher: written to the status before anything is
+            # launched, so a launch the API server fails (the tick raises, its writes are lost)
+            # leaves them listed, and a cancel finds what it left (``_leftover``)
+            stopping = self._stop_stray(spec, uid, status, ctx, attempt, name)
+            if stopping is not None:  # looked at again as a stopping run is
+                tick.status["message"] = stopping
+                return tick
+            tick.status.update(waitingFor=None, launcher=name, message=f"launching attempt {attempt}")
             tick.again_in = 0.0
             return tick
         catalog, _ = self.pool.catalog(ctx.catalog)
@@ -150,7 +156,6 @@ class Runs:
             return self._succeeded(tick, spec, uid, status, ctx, landed, now)
         state = self.pool.state(ctx.catalog, catalog)  # the base the run plans against: checked now
         table = self._table(state, spec)
-        name = str(ctx.spark.get("launcher"))
         try:
             deadline = start + spec.timeout_seconds if spec.timeout_seconds else None
             launched = self.launchers[name].launch(attempt_spec(spec, uid, ctx, attempt, left, deadline))
@@ -296,18 +301,41 @@ class Runs:
 
     def _leftover(self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext) -> Launched | None:
         """What a launch of the run's next attempt that never returned left behind, if anything:
-        looked for with the launcher the run's settings name, then with the others, as they
-        may have named another when that launch began (its policy's ``spark.launcher`` edited
-        since, or the chart's default). A launcher the cluster does not serve has left nothing."""
+        looked for with the launcher its status says it went to, then with the one its
+        settings name, then with the others the cluster serves (a status an earlier version
+        of the operator wrote does not say)."""
         attempt = attempt_spec(spec, uid, ctx, int(status.get("attempts") or 0) + 1, None)
-        named = str(ctx.spark.get("launcher"))
-        for name in sorted(self.launchers, key=lambda n: n != named):
+        first = [str(n) for n in (status.get("launcher"), ctx.spark.get("launcher")) if n in self.launchers]
+        for name in dict.fromkeys([*first, *self.launchers]):
             launcher = self.launchers[name]
-            if name != named and launcher.available() is not None:
+            if name not in first and launcher.available() is not None:
                 continue
             found = launcher.leftover(attempt)
             if found is not None:
                 return found
+        return None
+
+    def _stop_stray(
+        self, spec: JobSpec, uid: str, status: Mapping[str, Any], ctx: RunContext, attempt: int, name: str
+    ) -> str | None:
+        """The run's settings name launcher ``name`` now; its status says its launch went to
+        another (its policy's ``spark.launcher`` edited since). What a launch of ``attempt``
+        there that never returned left is stopped before the attempt goes to ``name``, so no
+        two programs run it: the message while it stops, None once nothing of it is left."""
+        before = status.get("launcher")
+        if not before or before == name or before not in self.launchers:
+            return None
+        launcher = self.launchers[str(before)]
+        stray = launcher.leftover(attempt_spec(spec, uid, ctx, attempt, None))
+        if stray is None:
+            return None
+        launcher.cancel(stray)
+        if not launcher.stopped(stray):
+            return (
+                f"launching attempt {attempt} with {name}, as the run's settings say now: stopping {stray.kind} "
+                f"{stray.name}, which its launch with {before} had created"
+            )
+        launcher.release(stray)
         return None
 
     def published(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
