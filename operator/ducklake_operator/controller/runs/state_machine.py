@@ -138,14 +138,16 @@ class Runs:
         if waiting is not None:
             return self._waiting(tick, status, waiting)
         name = str(ctx.spark.get("launcher"))
-        if tick.status["locks"] != list(status.get("locks") or []) or status.get("launcher") != name:
+        stopping = self._stop_stray(spec, uid, status, ctx, attempt, name)
+        if stopping is not None:  # looked at again as a stopping run is
+            tick.status["message"] = stopping
+            return tick
+        if tick.status["locks"] != list(status.get("locks") or []) or status.get("launcher") not in (None, name):
             # the Leases taken now and the launcher: written to the status before anything is
             # launched, so a launch the API server fails (the tick raises, its writes are lost)
-            # leaves them listed, and a cancel finds what it left (``_leftover``)
-            stopping = self._stop_stray(spec, uid, status, ctx, attempt, name)
-            if stopping is not None:  # looked at again as a stopping run is
-                tick.status["message"] = stopping
-                return tick
+            # leaves them listed, and a cancel finds what it left (``_leftover``). A status
+            # without the launcher is not waited on: a CRD from before the field (Helm
+            # upgrades no CRD) drops it, and the run must still launch
             tick.status.update(waitingFor=None, launcher=name, message=f"launching attempt {attempt}")
             tick.again_in = 0.0
             return tick
