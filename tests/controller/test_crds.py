@@ -4,13 +4,16 @@ in tests/e2e/test_crds_on_server.py."""
 
 from __future__ import annotations
 
+import copy
 import glob
 import os
 from typing import Any
 
 import pytest
 
+from ducklake_operator.api.crd import SCHEMA_ANNOTATION, schema_digest
 from ducklake_operator.controller import crds
+from ducklake_operator.controller.crd_check import crd_mismatch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 BY_KIND = {e["kind"]: crds.crd(e) for e in crds.KINDS}
@@ -60,3 +63,33 @@ def test_schemas_are_structural_and_documented(kind: str) -> None:
             or node.get("x-kubernetes-preserve-unknown-fields")
             or node.get("x-kubernetes-int-or-string")
         ), f"{kind}{path} has no type (not structural)"
+
+
+def test_each_crd_carries_the_digest_of_its_spec() -> None:
+    digests = set()
+    for entry in crds.KINDS:
+        rendered = crds.crd(entry)
+        digest = rendered["metadata"]["annotations"][SCHEMA_ANNOTATION]
+        assert digest == schema_digest(rendered["spec"])
+        changed = copy.deepcopy(rendered["spec"])
+        changed["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"].pop(
+            next(iter(changed["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]))
+        )  # a status field fewer: another version's schema
+        assert schema_digest(changed) != digest
+        digests.add(digest)
+    assert len(digests) == len(crds.KINDS)
+
+
+def test_a_crd_that_is_not_the_operators_is_named_with_what_to_do() -> None:
+    name = "ducklakejobs.ducklake.dev"
+    assert crd_mismatch(name, {"annotations": {SCHEMA_ANNOTATION: "abc"}}, "abc") is None
+    assert crd_mismatch(name, {"annotations": {SCHEMA_ANNOTATION: "old"}}, "abc") == (
+        "CustomResourceDefinition ducklakejobs.ducklake.dev is not this operator's (its ducklake.dev/schema: old, "
+        "this operator's: abc): the API server drops the fields it does not declare. Apply this version's CRDs: "
+        "kubectl apply --server-side -f crds/ (helm upgrade leaves a chart's CRDs as they were)"
+    )
+    assert "(its ducklake.dev/schema: none," in str(crd_mismatch(name, {"annotations": {}}, "abc"))
+    assert crd_mismatch(name, None, "abc") == (
+        "CustomResourceDefinition ducklakejobs.ducklake.dev is not installed. Install this version's CRDs: kubectl "
+        "apply --server-side -f crds/ (helm upgrade leaves a chart's CRDs as they were)"
+    )

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
+from ducklake_operator.api.crd import SCHEMA_ANNOTATION, crd_name
 from ducklake_operator.api.load import parse_manifest
 from ducklake_operator.controller import crds
 from support.helm import ROOT
 from support.manifests import API
+from support.operator_process import wait_for
 
 
 def example_documents() -> list[tuple[str, dict[str, Any]]]:
@@ -161,3 +163,30 @@ def test_a_job_may_be_cancelled_but_not_changed_or_uncancelled(cluster, chart, k
     out = kube.cluster.kubectl_result("-n", kube.namespace, "patch", "dlj", doc["metadata"]["name"], "--type=merge",
                                       "-p", '{"spec": {"spark": {"launcher": "Local"}}}')  # fmt: skip
     assert out.returncode != 0 and "immutable but for spec.cancel" in out.stderr
+
+
+def test_the_operator_says_which_crd_is_not_its_own(kube, operator) -> None:
+    """Helm installs a chart's CRDs with its first install only. At its start the operator
+    compares each CRD on the server with its own (the ``ducklake.dev/schema`` digest): the
+    chart's pass; one without the digest (as a CRD from before it) is named in the log with
+    what to do, and ``ducklake_crd_current`` says 0 for it."""
+    names = [crd_name(e["declaration"]) for e in crds.KINDS]
+    wait_for("every CRD compared", lambda: [operator.metric_or_zero("ducklake_crd_current", crd=n) for n in names]
+             == [1] * len(names))  # fmt: skip
+    assert "is not this operator's" not in operator.log()
+    jobs = "ducklakejobs.ducklake.dev"
+    digest = kube.cluster.kubectl("get", "crd", jobs, "-o", "jsonpath={.metadata.annotations.ducklake\\.dev/schema}")
+    ours = {crd_name(e["declaration"]): crds.crd(e)["metadata"]["annotations"][SCHEMA_ANNOTATION] for e in crds.KINDS}
+    assert digest == ours[jobs]
+    kube.cluster.kubectl("annotate", "crd", jobs, f"{SCHEMA_ANNOTATION}-")
+    try:
+        operator.restart()
+        said = wait_for("the CRD named", lambda: next((
+            line for line in operator.log().splitlines() if f"CustomResourceDefinition {jobs} is not" in line), None))  # fmt: skip
+        assert f"(its {SCHEMA_ANNOTATION}: none, this operator's: {digest}): the API server drops the fields" in said
+        assert "kubectl apply --server-side -f crds/" in said
+        wait_for("the gauges", lambda: [operator.metric("ducklake_crd_current", crd=n) for n in names]
+                 == [n != jobs for n in names])  # fmt: skip
+    finally:
+        kube.cluster.kubectl("annotate", "crd", jobs, f"{SCHEMA_ANNOTATION}={digest}", "--overwrite")
+        operator.restart()

@@ -44,6 +44,12 @@ JOB_SECONDS = Histogram(
     ["operation"],
     buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, float("inf")),
 )
+CRD_CURRENT = Gauge(
+    "ducklake_crd_current",
+    "1 when the cluster's CustomResourceDefinition is the one this operator was built with (its ducklake.dev/schema "
+    "digest), else 0; compared at the operator's start.",
+    ["crd"],
+)
 JOBS_RUNNING = Gauge("ducklake_jobs_running", "Maintenance runs Running now, by operation.", ["operation"])
 TABLES = Gauge("ducklake_tables", "DuckLakeTables by condition and its status.", ["condition", "status"])
 TABLE_SMALL_FILES = Gauge("ducklake_table_small_files", "Small data files of a table.", ["namespace", "table"])
