@@ -72,10 +72,8 @@ def test_each_crd_carries_the_digest_of_its_spec() -> None:
         digest = rendered["metadata"]["annotations"][SCHEMA_ANNOTATION]
         assert digest == schema_digest(rendered["spec"])
         changed = copy.deepcopy(rendered["spec"])
-        changed["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"].pop(
-            next(iter(changed["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]))
-        )  # a status field fewer: another version's schema
-        assert schema_digest(changed) != digest
+        changed["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"].popitem()
+        assert schema_digest(changed) != digest  # a status field fewer: another version's schema
         digests.add(digest)
     assert len(digests) == len(crds.KINDS)
 

@@ -9,7 +9,8 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -343,35 +344,52 @@ def test_the_api_servers_own_words_when_it_refuses(kube, api_client, secrets) ->
     assert kube.get("sparkapplication", launched.name) is not None
 
 
-def test_a_cancel_finds_what_a_launch_on_the_launcher_named_before_left(kube, api_client, secrets, tmp_path) -> None:
+@dataclass
+class LostLaunch:
+    """A run whose attempt 1 was launched as a Job, the launch's answer lost (the run's status
+    shows no attempt), and the run's state machine with the Local and Job launchers."""
+
+    uid: str
+    began: LaunchSpec
+    runs: Runs
+    leases: Leases
+    spec: JobSpec
+
+
+@pytest.fixture
+def lost_launch(kube, api_client, secrets, tmp_path) -> Iterator[LostLaunch]:
+    uid = ducklake_job(kube)
+    job_launcher = JobLauncher(api_client)
+    began = attempt(kube, uid, "Job")
+    job_launcher.launch(began)
+    assert kube.get("job", began.name) is not None
+    pool = CatalogPool(credentials=lambda *_: ("", None))
+    leases = Leases(lambda: client.CoordinationV1Api(api_client()), lambda *_: False)
+    local = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"))
+    spec = parse_as(JobSpec, kube.get("dlj", "compact-orders-1"))
+    try:
+        yield LostLaunch(uid, began, Runs(pool, leases, {"Local": local, "Job": job_launcher}), leases, spec)
+    finally:
+        local.close()
+        pool.close()
+
+
+def test_a_cancel_finds_what_a_launch_on_the_launcher_named_before_left(kube, lost_launch: LostLaunch) -> None:
     """A launch that never returned (the run's status lists its Lease, not its attempt) was on
     the launcher the run's settings named then; they name another now (its policy's
     ``spark.launcher`` edited). Cancelling the run still finds what that launch created,
     deletes it, says so and gives its Lease back."""
-    uid = ducklake_job(kube)
-    leases = Leases(lambda: client.CoordinationV1Api(api_client()), lambda *_: False)
+    uid, began, runs, spec = lost_launch.uid, lost_launch.began, lost_launch.runs, lost_launch.spec
     lock = lease_name("table", "lake", "sales.orders")
-    assert leases.acquire(kube.namespace, lock, Holder(uid, "compact-orders-1"), "table sales.orders") is None
-    job_launcher = JobLauncher(api_client)
-    began = attempt(kube, uid, "Job")
-    job_launcher.launch(began)  # its answer lost: the run's status shows no attempt
-    assert kube.get("job", began.name) is not None
-    pool = CatalogPool(credentials=lambda *_: ("", None))
-    local = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"))
-    runs = Runs(pool, leases, {"Local": local, "Job": job_launcher})
-    spec = parse_as(JobSpec, kube.get("dlj", "compact-orders-1"))
+    assert lost_launch.leases.acquire(kube.namespace, lock, Holder(uid, spec.ref.name), "table sales.orders") is None
     now_named = RunContext(None, None, True, None, {"launcher": "Local"})
     status = {"state": "Pending", "attempts": 0, "locks": [lock]}
-    try:
+    tick = runs.tick(spec, uid, status, now_named, cancel="spec.cancel")
+    deadline = time.monotonic() + 60
+    while tick.status.get("state") != "Cancelled" and time.monotonic() < deadline:  # the Job's deletion
+        assert tick.status["message"] == f"spec.cancel: stopping Job {began.name}", tick.status
+        time.sleep(0.5)
         tick = runs.tick(spec, uid, status, now_named, cancel="spec.cancel")
-        deadline = time.monotonic() + 60
-        while tick.status.get("state") != "Cancelled" and time.monotonic() < deadline:  # the Job's deletion
-            assert tick.status["message"] == f"spec.cancel: stopping Job {began.name}", tick.status
-            time.sleep(0.5)
-            tick = runs.tick(spec, uid, status, now_named, cancel="spec.cancel")
-    finally:
-        local.close()
-        pool.close()
     assert tick.status.get("state") == "Cancelled", tick.status
     assert tick.status["message"].startswith(
         f"spec.cancel; what its unfinished launch of Job {began.name} had created was deleted; "
@@ -382,51 +400,37 @@ def test_a_cancel_finds_what_a_launch_on_the_launcher_named_before_left(kube, ap
 
 
 def test_an_attempt_goes_to_the_launcher_named_now_once_what_a_launch_with_the_one_before_left_has_stopped(
-    kube, api_client, secrets, tmp_path
+    kube, lost_launch: LostLaunch, tmp_path
 ) -> None:
     """The run's status says its launch went to Job, and that launch never returned; its
     settings name Local now. The attempt is not launched on Local while the Job runs: the Job
     is deleted first (the message says so meanwhile), then the status names Local. A status
     without the field (a CRD from before it) does not hold the launch up."""
-    uid = ducklake_job(kube)
-    job_launcher = JobLauncher(api_client)
-    began = attempt(kube, uid, "Job")
-    job_launcher.launch(began)  # its answer lost
-    pool = CatalogPool(credentials=lambda *_: ("", None))
-    leases = Leases(lambda: client.CoordinationV1Api(api_client()), lambda *_: False)
-    local = LocalLauncher(lambda *_: "", state_dir=str(tmp_path / "runs"))
-    runs = Runs(pool, leases, {"Local": local, "Job": job_launcher})
-    spec = parse_as(JobSpec, kube.get("dlj", "compact-orders-1"))
+    uid, began, runs, spec = lost_launch.uid, lost_launch.began, lost_launch.runs, lost_launch.spec
     location, data = CatalogLocation(kind="sqlite", path=str(tmp_path / "lake.sqlite")), str(tmp_path / "data") + "/"
     Catalog.create(location, data).close()
-    lake = catalog_spec(location, data)
-    now_named = RunContext(lake, None, True, None, {"launcher": "Local"})
+    now_named = RunContext(catalog_spec(location, data), None, True, None, {"launcher": "Local"})
     status: dict[str, Any] = {"state": "Pending", "attempts": 0, "locks": [], "launcher": "Job"}
     messages = []
-    try:
-        deadline = time.monotonic() + 60
-        while status.get("launcher") == "Job" and time.monotonic() < deadline:
-            tick = runs.tick(spec, uid, status, now_named)
-            status.update(tick.status)
-            messages.append(status["message"])
-            assert "launched" not in status and status["state"] == "Pending", status
-            time.sleep(0.2)
-        assert status["launcher"] == "Local" and status["message"] == "launching attempt 1", messages
-        assert messages[0] == (
-            f"launching attempt 1 with Local, as the run's settings say now: stopping Job {began.name}, which its "
-            "launch with Job had created"
-        ) or messages == ["launching attempt 1"]  # deleted at once: nothing to wait for
-        assert kube.get("job", began.name) is None and kube.get("configmap", began.name) is None
-        assert status["locks"] and [lease["metadata"]["name"] for lease in kube.list("leases")] == status["locks"]
-        # a CRD from before the field (Helm upgrades no CRD) drops status.launcher: launched all the same
-        del status["launcher"]
-        tick = runs.tick(spec, uid, status, now_named)
-        assert tick.status.get("state") == "Running" and tick.status["launched"]["kind"] == "Local", tick.status
-        status.update(tick.status)
-        while status["state"] == "Running" and time.monotonic() < deadline:
-            status.update(runs.tick(spec, uid, status, now_named, cancel="spec.cancel").status)
-            time.sleep(0.2)
-        assert status["state"] == "Cancelled" and kube.list("leases") == [], status
-    finally:
-        local.close()
-        pool.close()
+    deadline = time.monotonic() + 60
+    while status.get("launcher") == "Job" and time.monotonic() < deadline:
+        status.update(runs.tick(spec, uid, status, now_named).status)
+        messages.append(status["message"])
+        assert "launched" not in status and status["state"] == "Pending", status
+        time.sleep(0.2)
+    assert status["launcher"] == "Local" and status["message"] == "launching attempt 1", messages
+    assert messages[0] == (
+        f"launching attempt 1 with Local, as the run's settings say now: stopping Job {began.name}, which its "
+        "launch with Job had created"
+    ) or messages == ["launching attempt 1"]  # deleted at once: nothing to wait for
+    assert kube.get("job", began.name) is None and kube.get("configmap", began.name) is None
+    assert status["locks"] and [lease["metadata"]["name"] for lease in kube.list("leases")] == status["locks"]
+    # a CRD from before the field (Helm upgrades no CRD) drops status.launcher: launched all the same
+    del status["launcher"]
+    tick = runs.tick(spec, uid, status, now_named)
+    assert tick.status.get("state") == "Running" and tick.status["launched"]["kind"] == "Local", tick.status
+    status.update(tick.status)
+    while status["state"] == "Running" and time.monotonic() < deadline:
+        status.update(runs.tick(spec, uid, status, now_named, cancel="spec.cancel").status)
+        time.sleep(0.2)
+    assert status["state"] == "Cancelled" and kube.list("leases") == [], status

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ducklake_operator.catalog import CatalogLocation
-from ducklake_operator.controller.launchers.local import LocalLauncher, _live_groups
+from ducklake_operator.controller.launchers.local import LocalLauncher, _live_groups, _stat
 from ducklake_operator.controller.launchers.spec import Launched, LaunchSpec, launch_spec
 from ducklake_operator.model.run_env import CATALOG_PASSWORD, CATALOG_USERNAME
 from support import duck
@@ -114,16 +114,19 @@ def environ(pid: int, err_log: Path, timeout: float = 10) -> dict[str, str]:
     close-on-exec pipe, before the kernel has set up its new stack: until then (a moment
     that a loaded machine stretches) its environ reads empty, as it does once it ended."""
     deadline = time.time() + timeout
-    while not (raw := _proc_file(pid, "environ")) and time.time() < deadline:
+    while not (raw := _environ_bytes(pid)) and time.time() < deadline:
         time.sleep(0.01)
-    state = _proc_file(pid, "stat").rsplit(b")", 1)[-1].split()[:1] or [b"gone"]
-    assert raw, f"process {pid} ({state[0].decode()}) shows no environment; {err_log}: {err_log.read_text()[-2000:]}"
+    stat = _stat(pid)
+    assert raw, (
+        f"process {pid} ({stat.state if stat else 'gone'}) shows no environment; {err_log}: "
+        + (err_log.read_text()[-2000:])
+    )
     return dict(entry.split("=", 1) for entry in raw.decode(errors="replace").split("\0") if "=" in entry)
 
 
-def _proc_file(pid: int, name: str) -> bytes:
+def _environ_bytes(pid: int) -> bytes:
     try:
-        return Path(f"/proc/{pid}/{name}").read_bytes()
+        return Path(f"/proc/{pid}/environ").read_bytes()
     except FileNotFoundError:
         return b""
 
@@ -339,7 +342,7 @@ def _java_pids(pgid: int) -> list[int]:
                 entry.isdigit()
                 and os.getpgid(int(entry)) == pgid
                 and Path(f"/proc/{entry}/comm").read_text().strip() == "java"
-                and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # not exited
+                and getattr(_stat(int(entry)), "state", "Z") != "Z"  # not exited
             ):
                 found.append(int(entry))
         except (ProcessLookupError, OSError):

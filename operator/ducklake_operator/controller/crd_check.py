@@ -15,8 +15,9 @@ from typing import Any
 
 import kopf
 
-from ..api.crd import SCHEMA_ANNOTATION, crd, crd_name
+from ..api.crd import SCHEMA_ANNOTATION, crd_name, crd_spec, schema_digest
 from ..api.v1alpha1 import KINDS
+from .kube_clients import apiextensions_api
 from .metrics import CRD_CURRENT
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def check_crds(read: Callable[[str], Mapping[str, Any] | None]) -> list[str]:
     problems = []
     for kind in KINDS.values():
         name = crd_name(kind)
-        problem = crd_mismatch(name, read(name), crd(kind)["metadata"]["annotations"][SCHEMA_ANNOTATION])
+        problem = crd_mismatch(name, read(name), schema_digest(crd_spec(kind)))
         CRD_CURRENT.labels(crd=name).set(0 if problem else 1)
         if problem:
             log.warning("%s", problem)
@@ -54,14 +55,10 @@ def check_crds(read: Callable[[str], Mapping[str, Any] | None]) -> list[str]:
 
 
 def _read_crd_metadata(name: str) -> Mapping[str, Any] | None:
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from .kube_clients import core_api
-
-    core_api()  # loads the configuration
     try:
-        found = client.ApiextensionsV1Api().read_custom_resource_definition(name)
+        found = apiextensions_api().read_custom_resource_definition(name)
     except ApiException as exc:
         if exc.status == 404:
             return None

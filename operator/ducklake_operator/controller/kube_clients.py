@@ -20,3 +20,11 @@ def custom_objects_api() -> Any:
 
     core_api()  # loads the configuration
     return client.CustomObjectsApi()
+
+
+@lru_cache(maxsize=1)
+def apiextensions_api() -> Any:
+    from kubernetes import client
+
+    core_api()  # loads the configuration
+    return client.ApiextensionsV1Api()
